@@ -1,0 +1,111 @@
+"""Shared fixtures: a temporary WYCKOFF_HOME, no network beyond loopback, scripted servers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.model_servers import SERVERS, AnthropicServer, GeminiServer, OpenAIServer, ScriptedServer
+
+KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "TUSHARE_TOKEN",
+    "WYCKOFF_DATA_SOURCE",
+)
+
+
+NETGUARD = Path(__file__).parent / "netguard"
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection or name lookup beyond 127.0.0.0/8 and ::1 fails at once."""
+    from tests.netguard.sitecustomize import install
+
+    install(monkeypatch.setattr)
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets an empty WYCKOFF_HOME and no API keys from the real environment."""
+    path = tmp_path / "wyckoff-home"
+    monkeypatch.setenv("WYCKOFF_HOME", str(path))
+    for name in KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+def _serve(server: ScriptedServer) -> Iterator[ScriptedServer]:
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    yield from _serve(OpenAIServer())
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[AnthropicServer]:
+    yield from _serve(AnthropicServer())
+
+
+@pytest.fixture
+def gemini_server() -> Iterator[GeminiServer]:
+    yield from _serve(GeminiServer())
+
+
+@pytest.fixture(params=["claude", "openai", "gemini"])
+def any_server(request) -> Iterator[ScriptedServer]:
+    """One scripted server per provider: the test runs once for each."""
+    yield from _serve(SERVERS[request.param]())
+
+
+def provider_of(server: ScriptedServer) -> str:
+    return {"anthropic": "claude", "openai": "openai", "gemini": "gemini"}[server.kind]
+
+
+def base_url_of(server: ScriptedServer) -> str:
+    """The SDKs append different paths: OpenAI's base URL includes /v1."""
+    return server.base_url + "/v1" if server.kind == "openai" else server.base_url
+
+
+def model_config(server: ScriptedServer, model_id: str = "main", **fields):
+    from wyckoff.config import ModelConfig
+
+    defaults = {"claude": "claude-sonnet-4-5", "openai": "gpt-4.1", "gemini": "gemini-2.5-flash"}
+    provider = provider_of(server)
+    return ModelConfig(
+        id=model_id,
+        provider=provider,
+        model=fields.pop("model", defaults[provider]),
+        base_url=base_url_of(server),
+        api_key=fields.pop("api_key", f"test-key-{model_id}-0123456789"),
+        **fields,
+    )
+
+
+def cli(*args: str, input_text: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m wyckoff ARGS` as a user would, in the test's WYCKOFF_HOME."""
+    python_path = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
+    full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": python_path, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "wyckoff", *args],
+        capture_output=True,
+        text=True,
+        input=input_text,
+        env=full_env,
+        timeout=120,
+    )

@@ -1,0 +1,3 @@
+from wyckoff.cli.app import main
+
+main()

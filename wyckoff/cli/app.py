@@ -1,0 +1,40 @@
+"""The `wyckoff` command: a Typer root with one sub-app per area.
+
+Only Typer is imported at module level; every command imports what it needs when it runs,
+so `wyckoff --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from wyckoff.cli.commands import model as model_commands
+
+app = typer.Typer(
+    name="wyckoff",
+    help="Wyckoff — A 股威科夫投研智能体 / terminal research agent for China A-shares.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(model_commands.app, name="model")
+
+
+def main() -> None:
+    """Console entry point: expected failures print one sentence, never a traceback."""
+    from wyckoff.errors import WyckoffError
+
+    try:
+        app()
+    except WyckoffError as exc:
+        from wyckoff.cli.output import print_error
+
+        print_error(exc.message)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("已取消。\n")
+        sys.exit(130)

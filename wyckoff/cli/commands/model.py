@@ -1,0 +1,307 @@
+"""`wyckoff model ...`: add, list, remove, choose default/fallback, prices, usage, test."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="配置模型 / manage models: add, list, rm, default, fallback, cost, usage, test.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+ModelIdArg = Annotated[str, typer.Argument(help="模型 id（自己起的名字，如 claude、ds）")]
+
+
+def _load():
+    from wyckoff.config import load_config, wyckoff_home
+
+    home = wyckoff_home()
+    return home, load_config(home)
+
+
+def _save(config, home) -> None:
+    from wyckoff.config import save_config
+
+    save_config(config, home)
+
+
+def _editable(config):
+    """Models found in the environment become explicit entries before anything is edited."""
+    from wyckoff.config import effective_config
+
+    if config.models:
+        return config
+    return effective_config(config)
+
+
+def _require(config, model_id: str):
+    from wyckoff.errors import ConfigError
+
+    model = config.find(model_id)
+    if model is None:
+        known = ", ".join(m.id for m in config.models) or "无"
+        raise ConfigError(f"没有名为 '{model_id}' 的模型（已配置：{known}）。用 `wyckoff model list` 查看。")
+    return model
+
+
+@app.command("add")
+def add(
+    model_id: ModelIdArg,
+    provider: Annotated[str | None, typer.Option("--provider", help="claude | openai | gemini")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="模型名，如 claude-sonnet-4-5、deepseek-chat")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="兼容端点地址（DeepSeek、Qwen、Ollama…）")] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="API key（保存在 0600 配置文件中）")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="从该环境变量读取 API key（推荐）")] = None,
+    context_window: Annotated[int | None, typer.Option("--context-window", help="上下文窗口（token）")] = None,
+    max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens")] = None,
+) -> None:
+    """添加或更新一个模型 / add or update a model."""
+    from pydantic import ValidationError
+
+    from wyckoff.cli.output import is_interactive, print_notice
+    from wyckoff.config import PROVIDERS, ModelConfig, describe_validation_error
+    from wyckoff.errors import ConfigError, UsageError
+
+    if api_key and api_key_env:
+        raise UsageError("--api-key 与 --api-key-env 只能给一个。")
+    home, config = _load()
+    config = _editable(config)
+    existing = config.find(model_id)
+    if is_interactive():
+        provider = provider or (existing.provider if existing else typer.prompt(f"provider（{' | '.join(PROVIDERS)}）"))
+        model = model or (existing.model if existing else typer.prompt("模型名"))
+        if not (api_key or api_key_env or existing):
+            api_key = typer.prompt("API key（留空则稍后用 --api-key-env 指定）", default="", hide_input=True) or None
+    fields = existing.model_dump(exclude={"detected_from_env"}) if existing else {"id": model_id}
+    given = {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "api_key": api_key,
+        "api_key_env": api_key_env,
+        "context_window": context_window,
+        "max_output_tokens": max_output_tokens,
+    }
+    fields.update({k: v for k, v in given.items() if v is not None})
+    if api_key:
+        fields["api_key_env"] = None
+    if api_key_env:
+        fields["api_key"] = None
+    missing = [name for name in ("provider", "model") if not fields.get(name)]
+    if missing:
+        raise UsageError(f"缺少 {' 和 '.join('--' + m for m in missing)}：例如 `wyckoff model add {model_id} --provider claude --model claude-sonnet-4-5 --api-key-env ANTHROPIC_API_KEY`。")
+    try:
+        new_model = ModelConfig.model_validate(fields)
+    except ValidationError as exc:
+        raise ConfigError(f"模型参数有误：{describe_validation_error(exc)}。") from None
+    models = [new_model if m.id == model_id else m for m in config.models]
+    if existing is None:
+        models.append(new_model)
+    config = config.model_copy(update={"models": models, "default": config.default or model_id})
+    _save(config, home)
+    verb = "已更新" if existing else "已添加"
+    mark = "（默认）" if config.default == model_id else ""
+    print_notice(f"{verb}模型 {model_id}{mark}：{new_model.provider} / {new_model.model}，密钥来源：{new_model.key_source()}。")
+
+
+@app.command("list")
+def list_models(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False) -> None:
+    """列出模型（密钥不显示）/ list models; keys are never printed."""
+    from wyckoff.cli.model_registry import context_window_of
+    from wyckoff.cli.output import print_json, print_notice, print_table
+    from wyckoff.config import effective_config
+
+    _, stored = _load()
+    config = effective_config(stored)
+    rows = [
+        {
+            "id": m.id,
+            "provider": m.provider,
+            "model": m.model,
+            "base_url": m.base_url,
+            "key": m.key_source(),
+            "default": m.id == (config.default or config.models[0].id),
+            "fallback": m.id == config.fallback,
+            "context_window": context_window_of(m),
+            "context_window_configured": m.context_window is not None,
+            "input_per_1m": m.input_per_1m,
+            "output_per_1m": m.output_per_1m,
+            "cache_read_per_1m": m.cache_read_per_1m,
+            "from_env": m.detected_from_env,
+        }
+        for m in config.models
+    ]
+    if json_output:
+        print_json({"models": rows, "stream_timeout_s": config.stream_timeout_s})
+        return
+    if not rows:
+        print_notice(
+            "还没有配置模型。运行 `wyckoff model add ID --provider claude|openai|gemini --model NAME "
+            "--api-key-env VAR`，或设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / DEEPSEEK_API_KEY。"
+        )
+        return
+    table_rows = []
+    for r in rows:
+        marks = " ".join(x for x in ("默认" if r["default"] else "", "备用" if r["fallback"] else "") if x)
+        window = f"{r['context_window']:,}" + ("" if r["context_window_configured"] else "（推断）")
+        prices = _price_text(r)
+        table_rows.append([r["id"], marks, r["provider"], r["model"], r["base_url"] or "", window, prices, r["key"]])
+    print_table("模型", ["id", "角色", "provider", "model", "base_url", "上下文窗口", "价格/1M（入/出/缓存读）", "密钥"], table_rows)
+    if any(r["from_env"] for r in rows):
+        print_notice("以上模型从环境变量检测到（未写入配置）；用 `wyckoff model add` 保存或修改。")
+
+
+def _price_text(row: dict) -> str:
+    if row["input_per_1m"] is None or row["output_per_1m"] is None:
+        return "未设置"
+    cache = row["cache_read_per_1m"]
+    return f"{row['input_per_1m']:g} / {row['output_per_1m']:g} / {'-' if cache is None else f'{cache:g}'}"
+
+
+@app.command("rm")
+def remove(model_id: ModelIdArg) -> None:
+    """删除模型 / remove a model."""
+    from wyckoff.cli.output import print_notice
+
+    home, config = _load()
+    _require(config, model_id)
+    models = [m for m in config.models if m.id != model_id]
+    default = config.default if config.default != model_id else (models[0].id if models else None)
+    fallback = None if config.fallback == model_id else config.fallback
+    if fallback == default:
+        fallback = None
+    _save(config.model_copy(update={"models": models, "default": default, "fallback": fallback}), home)
+    print_notice(f"已删除模型 {model_id}。" + (f"默认模型现在是 {default}。" if default and default != config.default else ""))
+
+
+@app.command("default")
+def set_default(model_id: ModelIdArg) -> None:
+    """设置默认模型 / set the default model."""
+    from wyckoff.cli.output import print_notice
+
+    home, config = _load()
+    config = _editable(config)
+    _require(config, model_id)
+    fallback = None if config.fallback == model_id else config.fallback
+    _save(config.model_copy(update={"default": model_id, "fallback": fallback}), home)
+    print_notice(f"默认模型：{model_id}。")
+
+
+@app.command("fallback")
+def set_fallback(model_id: Annotated[str, typer.Argument(help="备用模型 id，或 none 取消")]) -> None:
+    """设置备用模型（限流、超时、服务故障时接管）/ set the fallback model, or `none`."""
+    from wyckoff.cli.output import print_notice
+    from wyckoff.errors import UsageError
+
+    home, config = _load()
+    config = _editable(config)
+    if model_id.lower() == "none":
+        _save(config.model_copy(update={"fallback": None}), home)
+        print_notice("已取消备用模型。")
+        return
+    _require(config, model_id)
+    if model_id == (config.default or config.models[0].id):
+        raise UsageError(f"{model_id} 已是默认模型，备用模型需要另一个。")
+    _save(config.model_copy(update={"fallback": model_id}), home)
+    print_notice(f"备用模型：{model_id}（仅在限流、超时、网络或服务端错误时接管）。")
+
+
+@app.command("cost")
+def set_cost(
+    model_id: ModelIdArg,
+    input_per_1m: Annotated[float, typer.Option("--input-per-1m", help="每百万输入 token 价格")],
+    output_per_1m: Annotated[float, typer.Option("--output-per-1m", help="每百万输出 token 价格")],
+    cache_read_per_1m: Annotated[float | None, typer.Option("--cache-read-per-1m")] = None,
+    context_window: Annotated[int | None, typer.Option("--context-window")] = None,
+) -> None:
+    """设置价格与上下文窗口 / set prices per 1M tokens and the context window."""
+    from pydantic import ValidationError
+
+    from wyckoff.cli.output import print_notice
+    from wyckoff.config import ModelConfig, describe_validation_error
+    from wyckoff.errors import ConfigError
+
+    home, config = _load()
+    config = _editable(config)
+    model = _require(config, model_id)
+    update = {"input_per_1m": input_per_1m, "output_per_1m": output_per_1m}
+    if cache_read_per_1m is not None:
+        update["cache_read_per_1m"] = cache_read_per_1m
+    if context_window is not None:
+        update["context_window"] = context_window
+    try:
+        new_model = ModelConfig.model_validate({**model.model_dump(exclude={"detected_from_env"}), **update})
+    except ValidationError as exc:
+        raise ConfigError(f"参数有误：{describe_validation_error(exc)}。") from None
+    models = [new_model if m.id == model_id else m for m in config.models]
+    _save(config.model_copy(update={"models": models}), home)
+    print_notice(f"已更新 {model_id} 的价格" + ("与上下文窗口。" if context_window else "。"))
+
+
+@app.command("usage")
+def usage(
+    days: Annotated[int, typer.Option("--days", min=1, help="统计最近 N 天")] = 30,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """按模型汇总用量与费用 / tokens and cost per model."""
+    from wyckoff.cli.model_registry import usage_summary
+    from wyckoff.cli.output import print_json, print_notice, print_table
+    from wyckoff.store import Store
+
+    home, _ = _load()
+    rows = usage_summary(Store.in_home(home), days)
+    if json_output:
+        print_json({"days": days, "models": rows})
+        return
+    if not rows:
+        print_notice(f"最近 {days} 天没有模型调用记录。")
+        return
+    print_table(
+        f"最近 {days} 天模型用量",
+        ["模型", "provider", "调用", "输入", "输出", "缓存读", "缓存写", "费用"],
+        [
+            [
+                r["model_id"],
+                r["provider"],
+                r["calls"],
+                f"{r['input_tokens']:,}",
+                f"{r['output_tokens']:,}",
+                f"{r['cache_read_tokens']:,}",
+                f"{r['cache_write_tokens']:,}",
+                _cost_text(r),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def _cost_text(row: dict) -> str:
+    if not row["priced_calls"]:
+        return "未定价"
+    text = f"{row['cost']:.4f}"
+    return text if row["priced_calls"] == row["calls"] else f"{text}（部分未定价）"
+
+
+@app.command("test")
+def test(model_id: ModelIdArg) -> None:
+    """发送一次极小请求，报告延迟或错误 / send one tiny request and report latency."""
+    import time
+
+    from wyckoff.cli.model_registry import make_provider, record_usage
+    from wyckoff.config import effective_config
+    from wyckoff.store import Store
+
+    home, stored = _load()
+    config = effective_config(stored)
+    model = _require(config, model_id)
+    provider = make_provider(model, config.stream_timeout_s)
+    started = time.perf_counter()
+    reply = provider.chat([{"role": "user", "content": "Reply with the single word: pong"}], [])
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if reply["usage"]:
+        record_usage(Store.in_home(home), model, reply["usage"])
+    answer = " ".join(reply["text"].split())[:60] or "(空回复)"
+    typer.echo(f"{model_id} 可用：{elapsed_ms:.0f} ms，回复：{answer}")

@@ -1,0 +1,243 @@
+"""The provider interface, the chunk stream it yields, and the errors it raises.
+
+Internal message format (OpenAI-like), shared by every provider:
+
+    {"role": "user", "content": str}
+    {"role": "assistant", "content": str, "tool_calls": [{"id", "name", "args": dict}],
+     "reasoning_content": str (optional), "provider_data": dict (optional)}
+    {"role": "tool", "tool_call_id": str, "name": str, "content": str}
+
+`provider_data` carries, untouched, what one provider needs back on the next request
+(Claude thinking blocks with signatures, Gemini parts with thought signatures); it is
+tagged with the provider that wrote it and ignored by the others.
+
+`chat_stream` yields dict chunks:
+
+    {"type": "text_delta", "text"}            {"type": "thinking_delta", "text"}
+    {"type": "tool_calls", "calls": [{id, name, args}]}
+    {"type": "usage", "input", "output", "cache_read", "cache_write"}
+    {"type": "provider_data", "data": {...}}   (store on the assistant message)
+    {"type": "provider_switch", "from", "to", "reason"}   (fallback only: drop partial output)
+
+`usage.input` counts only uncached input tokens; the total is input + cache_read + cache_write.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from wyckoff.config import ModelConfig, known_secrets, redact_text
+from wyckoff.errors import WyckoffError
+
+Chunk = dict[str, Any]
+Message = dict[str, Any]
+ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema}
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "余额")
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+
+
+class ProviderError(WyckoffError):
+    """A model call failed. `retryable` says whether a fallback model may take over."""
+
+    def __init__(self, message: str, *, retryable: bool, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class LLMProvider:
+    """Base of every provider adapter; subclasses implement `_stream`, `_describe_error`."""
+
+    provider = ""
+
+    def __init__(self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0):
+        self.config = config
+        self.context_window = context_window
+        self.stream_timeout_s = stream_timeout_s
+        self.max_output_tokens = config.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+
+    @property
+    def name(self) -> str:
+        return self.config.id
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    @property
+    def active(self) -> LLMProvider:
+        """The provider actually answering (a fallback wrapper returns the one in use)."""
+        return self
+
+    def chat_stream(
+        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
+    ) -> Iterator[Chunk]:
+        """Stream one model reply; a silence over `stream_timeout_s` is a retryable error."""
+        source = self._guarded(messages, tools, system_prompt)
+        yield from iter_with_timeout(source, self.stream_timeout_s, self._stall_error)
+
+    def chat(self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = "") -> dict:
+        """One whole reply: {text, thinking, tool_calls, usage, provider_data}."""
+        reply: dict[str, Any] = {"text": "", "thinking": "", "tool_calls": [], "usage": {}}
+        for chunk in self.chat_stream(messages, tools, system_prompt):
+            kind = chunk["type"]
+            if kind == "text_delta":
+                reply["text"] += chunk["text"]
+            elif kind == "thinking_delta":
+                reply["thinking"] += chunk["text"]
+            elif kind == "tool_calls":
+                reply["tool_calls"].extend(chunk["calls"])
+            elif kind == "usage":
+                reply["usage"] = {k: v for k, v in chunk.items() if k != "type"}
+            elif kind == "provider_data":
+                reply["provider_data"] = chunk["data"]
+            elif kind == "provider_switch":
+                reply.update(text="", thinking="", tool_calls=[])
+        return reply
+
+    def _guarded(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+        try:
+            yield from self._stream(messages, tools, system_prompt)
+        except ProviderError:
+            raise
+        except Exception as exc:  # SDK errors of every kind become one clear sentence
+            raise self._describe_error(exc) from None
+
+    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+        raise NotImplementedError
+
+    def _describe_error(self, exc: Exception) -> ProviderError:
+        raise NotImplementedError
+
+    def _stall_error(self) -> ProviderError:
+        return ProviderError(
+            f"模型 {self.name} 超过 {self.stream_timeout_s:g} 秒没有任何输出，已中止这次请求。",
+            retryable=True,
+        )
+
+    # --- shared error wording -----------------------------------------------------------
+
+    def http_error(self, status: int, detail: str) -> ProviderError:
+        """Turn an HTTP failure into the sentence a user can act on."""
+        detail = self._clean(detail)
+        name = self.name
+        lowered = detail.lower()
+        if status == 402 or (status == 429 and any(m in lowered for m in QUOTA_MARKERS)):
+            return ProviderError(
+                f"模型 {name} 的账户额度不足（HTTP {status}）：请充值或检查用量上限。{detail}",
+                retryable=False,
+                status=status,
+            )
+        if status in (401, 403):
+            return ProviderError(
+                f"模型 {name} 认证失败（HTTP {status}）：API key 无效或无权限。"
+                f"请检查密钥来源（{self.config.key_source()}），或用 "
+                f"`wyckoff model add {name} --provider {self.config.provider} --model "
+                f"{self.config.model} --api-key ...` 重新设置。",
+                retryable=False,
+                status=status,
+            )
+        if status == 404:
+            return ProviderError(
+                f"模型 {name} 找不到模型 '{self.config.model}' 或接口地址（HTTP 404）："
+                "请检查模型名和 base_url（`wyckoff model list`）。",
+                retryable=False,
+                status=status,
+            )
+        if status == 429:
+            return ProviderError(
+                f"模型 {name} 被限流（HTTP 429）：请稍后再试，或用 `wyckoff model fallback` 设置备用模型。",
+                retryable=True,
+                status=status,
+            )
+        if status in RETRYABLE_STATUSES or status >= 500:
+            return ProviderError(
+                f"模型 {name} 的服务暂时不可用（HTTP {status}）：请稍后再试。{detail}",
+                retryable=True,
+                status=status,
+            )
+        return ProviderError(
+            f"模型 {name} 拒绝了请求（HTTP {status}）：{detail or '无详细说明'}",
+            retryable=False,
+            status=status,
+        )
+
+    def connection_error(self, reason: str) -> ProviderError:
+        where = self.config.base_url or "官方地址"
+        return ProviderError(
+            f"无法连接模型 {self.name}（{where}）：{self._clean(reason)}。请检查网络或 base_url。",
+            retryable=True,
+        )
+
+    def stream_error(self, detail: str) -> ProviderError:
+        return ProviderError(
+            f"模型 {self.name} 的流式响应中途出错：{self._clean(detail)}", retryable=True
+        )
+
+    def _clean(self, detail: str) -> str:
+        detail = redact_text(str(detail or ""), known_secrets() + [self.config.api_key or ""])
+        return detail[:300]
+
+
+def iter_with_timeout(
+    source: Iterator[Chunk], timeout_s: float, on_stall: Callable[[], Exception]
+) -> Iterator[Chunk]:
+    """Read `source` on a daemon thread; raise `on_stall()` after `timeout_s` of silence.
+
+    A half-open TCP connection would otherwise block the caller forever. When the consumer
+    stops early (cancel, error), the producer stops at its next chunk.
+    """
+    items: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in source:
+                if stop.is_set():
+                    break
+                items.put((item, None))
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            items.put((None, exc))
+        finally:
+            items.put((done, None))
+            close = getattr(source, "close", None)
+            if stop.is_set() and close is not None:
+                try:
+                    close()
+                except Exception:
+                    pass
+
+    threading.Thread(target=produce, name="provider-stream", daemon=True).start()
+    try:
+        while True:
+            try:
+                item, error = items.get(timeout=timeout_s)
+            except queue.Empty:
+                raise on_stall() from None
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+
+
+def parse_json_args(raw: str) -> dict[str, Any]:
+    """Tool-call arguments as a dict; malformed JSON is kept for the runtime to report."""
+    import json
+
+    if not raw or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {"__malformed_arguments__": raw}
+    return value if isinstance(value, dict) else {"__malformed_arguments__": raw}
+

@@ -1,0 +1,75 @@
+"""Switch to the fallback model on retryable failures only; fail fast on configuration errors.
+
+After a switch the fallback stays active (and the context window follows it) until
+PRIMARY_RETRY_AFTER_S has passed, then the primary is tried again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
+
+PRIMARY_RETRY_AFTER_S = 300.0
+
+
+class FallbackProvider(LLMProvider):
+    def __init__(self, primary: LLMProvider, fallback: LLMProvider) -> None:  # noqa: D107
+        # No base __init__: every attribute below follows the active provider.
+        self.primary = primary
+        self.fallback = fallback
+        self._primary_failed_at: float | None = None
+
+    @property
+    def active(self) -> LLMProvider:
+        failed_at = self._primary_failed_at
+        if failed_at is not None and time.monotonic() - failed_at < PRIMARY_RETRY_AFTER_S:
+            return self.fallback
+        return self.primary
+
+    @property
+    def config(self):  # type: ignore[override]
+        return self.active.config
+
+    @property
+    def context_window(self) -> int:  # type: ignore[override]
+        return self.active.context_window
+
+    @property
+    def name(self) -> str:
+        return self.active.name
+
+    @property
+    def model(self) -> str:
+        return self.active.model
+
+    @property
+    def provider(self) -> str:  # type: ignore[override]
+        return self.active.provider
+
+    @property
+    def using_fallback(self) -> bool:
+        return self.active is self.fallback
+
+    def chat_stream(
+        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
+    ) -> Iterator[Chunk]:
+        first = self.active
+        try:
+            yield from first.chat_stream(messages, tools, system_prompt)
+            return
+        except ProviderError as exc:
+            if first is self.fallback or not exc.retryable:
+                raise
+            self._primary_failed_at = time.monotonic()
+            reason = exc.message
+        yield {"type": "provider_switch", "from": first.name, "to": self.fallback.name, "reason": reason}
+        try:
+            yield from self.fallback.chat_stream(messages, tools, system_prompt)
+        except ProviderError as exc:
+            raise ProviderError(
+                f"主模型 {first.name} 与备用模型 {self.fallback.name} 都失败了：{exc.message}",
+                retryable=exc.retryable,
+                status=exc.status,
+            ) from None

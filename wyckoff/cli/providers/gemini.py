@@ -1,0 +1,191 @@
+"""Gemini over the official `google-genai` SDK.
+
+Function calls arrive as whole parts; the model's parts (with their thought signatures) are
+kept verbatim in `provider_data` and sent back exactly, since Gemini 3 answers 400 when a
+signature is missing. Calls written by another model (after a fallback switch) carry the
+documented placeholder signature instead. Automatic function calling is off: the runtime
+runs the tools.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
+
+FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
+GENERATED_ID_PREFIX = "gemini_call_"
+
+
+class GeminiProvider(LLMProvider):
+    provider = "gemini"
+
+    def __init__(self, config, **kwargs) -> None:
+        super().__init__(config, **kwargs)
+        from google import genai
+        from google.genai import types
+
+        options = types.HttpOptions(
+            timeout=int((self.stream_timeout_s + 30) * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),  # the fallback decides, not the SDK
+        )
+        if config.base_url:
+            options.base_url = config.base_url
+        # Keep this reference: a temporary Client closes its transport when collected.
+        self._client = genai.Client(api_key=config.resolved_api_key() or "missing-key", http_options=options)
+
+    def build_request(
+        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> dict[str, Any]:
+        from google.genai import types
+
+        config = types.GenerateContentConfig(
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            max_output_tokens=self.config.max_output_tokens,
+        )
+        if system_prompt:
+            config.system_instruction = system_prompt
+        if tools:
+            config.tools = [
+                types.Tool(
+                    function_declarations=[
+                        types.FunctionDeclaration(
+                            name=t["name"], description=t["description"], parameters_json_schema=t["parameters"]
+                        )
+                        for t in tools
+                    ]
+                )
+            ]
+        if self.config.thinking_budget_tokens:
+            config.thinking_config = types.ThinkingConfig(
+                include_thoughts=True, thinking_budget=self.config.thinking_budget_tokens
+            )
+        return {"model": self.config.model, "contents": to_gemini_contents(messages), "config": config}
+
+    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+        request = self.build_request(messages, tools, system_prompt)
+        stream = self._client.models.generate_content_stream(**request)
+        parts: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        for response in stream:
+            if response.usage_metadata is not None:
+                usage = _usage(response.usage_metadata)
+            for candidate in response.candidates or []:
+                for part in (candidate.content.parts if candidate.content else None) or []:
+                    parts.append(part.model_dump(mode="json", exclude_none=True))
+                    chunk = _part_chunk(part, calls)
+                    if chunk:
+                        yield chunk
+        if calls:
+            yield {"type": "tool_calls", "calls": calls}
+        if parts:
+            yield {"type": "provider_data", "data": {"provider": "gemini", "parts": parts}}
+        yield {"type": "usage", **usage}
+
+    def _describe_error(self, exc: Exception) -> ProviderError:
+        import httpx
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            detail = exc.message or exc.status or ""
+            if exc.code == 200 or not exc.code:
+                return self.stream_error(detail)
+            return self.http_error(exc.code, str(detail))
+        if isinstance(exc, httpx.TimeoutException):
+            return self._stall_error()
+        if isinstance(exc, httpx.TransportError):
+            return self.connection_error(str(exc) or type(exc).__name__)
+        return self.stream_error(f"{type(exc).__name__}: {exc}")
+
+
+def _part_chunk(part, calls: list[dict[str, Any]]) -> Chunk | None:
+    if part.function_call is not None:
+        call = part.function_call
+        calls.append(
+            {
+                "id": call.id or f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex[:12]}",
+                "name": call.name,
+                "args": dict(call.args or {}),
+            }
+        )
+        return None
+    if part.text:
+        kind = "thinking_delta" if part.thought else "text_delta"
+        return {"type": kind, "text": part.text}
+    return None
+
+
+def _usage(meta) -> dict[str, int]:
+    cached = meta.cached_content_token_count or 0
+    return {
+        "input": max((meta.prompt_token_count or 0) - cached, 0),
+        "output": (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        "cache_read": cached,
+        "cache_write": 0,
+    }
+
+
+# --- message conversion -------------------------------------------------------------------
+
+
+def to_gemini_contents(messages: list[Message]) -> list:
+    from google.genai import types
+
+    contents: list[types.Content] = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant":
+            contents.append(types.Content(role="model", parts=_model_parts(message)))
+            continue
+        if role == "tool":
+            part = types.Part(function_response=_function_response(message))
+        else:
+            part = types.Part(text=message.get("content") or "(空)")
+        if contents and contents[-1].role == "user":
+            contents[-1].parts.append(part)
+        else:
+            contents.append(types.Content(role="user", parts=[part]))
+    return contents
+
+
+def _model_parts(message: Message) -> list:
+    from google.genai import types
+
+    data = message.get("provider_data") or {}
+    if data.get("provider") == "gemini" and data.get("parts"):
+        return [types.Part.model_validate(p) for p in data["parts"]]
+    parts = [types.Part(text=message["content"])] if message.get("content") else []
+    for call in message.get("tool_calls") or []:
+        args = call.get("args") or {}
+        if "__malformed_arguments__" in args:
+            args = {}
+        parts.append(
+            types.Part(
+                function_call=types.FunctionCall(id=_wire_id(call["id"]), name=call["name"], args=args),
+                thought_signature=FOREIGN_CALL_SIGNATURE,
+            )
+        )
+    return parts or [types.Part(text="(空)")]
+
+
+def _function_response(message: Message):
+    from google.genai import types
+
+    content = message.get("content") or ""
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError:
+        value = content
+    response = value if isinstance(value, dict) else {"result": value}
+    return types.FunctionResponse(
+        id=_wire_id(message["tool_call_id"]), name=message.get("name") or "tool", response=response
+    )
+
+
+def _wire_id(call_id: str) -> str | None:
+    """Ids we made up for Gemini calls without one are not sent back."""
+    return None if call_id.startswith(GENERATED_ID_PREFIX) else call_id

@@ -1,0 +1,122 @@
+"""The SQLite state db (`wyckoff.db`): one connection per thread, WAL, numbered migrations.
+
+Migrations are appended to `MIGRATIONS`, never edited: migration N runs once, inside a
+transaction, and `PRAGMA user_version` records N. A newer db than this code knows is
+refused rather than touched.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from wyckoff.errors import WyckoffError
+
+DB_FILE = "wyckoff.db"
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: usage of every model call
+    """
+    CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        ts TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        session_id TEXT,
+        model_id TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        cost REAL
+    );
+    CREATE INDEX usage_ts ON usage (ts);
+    """,
+)
+
+
+class Store:
+    """Thread-safe access to the state db: each thread gets its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._migrate_lock = threading.Lock()
+        self._migrated = False
+
+    @classmethod
+    def in_home(cls, home: Path) -> Store:
+        return cls(home / DB_FILE)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        if not self._migrated:
+            self._migrate(conn)
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            raise WyckoffError(
+                f"无法打开状态数据库 {self.path}：{exc}。请检查文件权限或磁盘空间。"
+            ) from None
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with self._migrate_lock:
+            if self._migrated:
+                return
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise WyckoffError(
+                    f"状态数据库 {self.path} 来自更新版本的 Wyckoff（版本 {version}），"
+                    "请升级 Wyckoff 后再用。"
+                )
+            for number in range(version + 1, len(MIGRATIONS) + 1):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _statements(MIGRATIONS[number - 1]):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {number}")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            self._migrated = True
+
+    def transaction(self) -> _Transaction:
+        """`with store.transaction() as conn:` — all or nothing."""
+        return _Transaction(self.conn)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (migrations hold no semicolons inside strings)."""
+    return [part.strip() for part in script.split(";") if part.strip()]
