@@ -97,7 +97,9 @@ def model_config(server: ScriptedServer, model_id: str = "main", **fields):
     )
 
 
-def cli(*args: str, input_text: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, input_text: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run `python -m wyckoff ARGS` as a user would, in the test's WYCKOFF_HOME."""
     python_path = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
     full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": python_path, **(env or {})}

@@ -23,7 +23,12 @@ class Reply:
     text: str = ""
     thinking: str = ""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    usage: tuple[int, int, int, int] = (100, 20, 0, 0)  # input (uncached), output, cache read, cache write
+    usage: tuple[int, int, int, int] = (
+        100,
+        20,
+        0,
+        0,
+    )  # input (uncached), output, cache read, cache write
     status: int = 200
     error_message: str = "scripted error"
     error_type: str = ""
@@ -31,7 +36,9 @@ class Reply:
     stall_s: float = 0.0  # sleep after the headers, before the first event
     delay_s: float = 0.0  # sleep before answering at all
     pieces: int = 3  # how many deltas the text is split into
-    raw_arguments: str | None = None  # send these tool-call arguments verbatim (malformed JSON tests)
+    raw_arguments: str | None = (
+        None  # send these tool-call arguments verbatim (malformed JSON tests)
+    )
     ollama_index0: bool = False  # OpenAI: stream every call at index 0
     gemini_ids: bool = False  # Gemini: give function calls ids
 
@@ -66,7 +73,9 @@ class ScriptedServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property
@@ -99,7 +108,9 @@ class ScriptedServer:
 
     def handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         with self.lock:
-            self.requests.append({"path": handler.path, "headers": dict(handler.headers), "body": body})
+            self.requests.append(
+                {"path": handler.path, "headers": dict(handler.headers), "body": body}
+            )
         problem = self.validate(body)
         if problem:
             self.send_json(handler, 400, self.error_body(400, problem, "invalid_request_error"))
@@ -107,12 +118,18 @@ class ScriptedServer:
         with self.lock:
             reply = self.replies.pop(0) if self.replies else None
         if reply is None:
-            self.send_json(handler, 418, self.error_body(418, "no scripted reply left", "script_exhausted"))
+            self.send_json(
+                handler, 418, self.error_body(418, "no scripted reply left", "script_exhausted")
+            )
             return
         if reply.delay_s:
             time.sleep(reply.delay_s)
         if reply.status != 200:
-            self.send_json(handler, reply.status, self.error_body(reply.status, reply.error_message, reply.error_type))
+            self.send_json(
+                handler,
+                reply.status,
+                self.error_body(reply.status, reply.error_message, reply.error_type),
+            )
             return
         if self.is_stream(handler, body):
             handler.send_response(200)
@@ -167,11 +184,23 @@ class OpenAIServer(ScriptedServer):
         return bool(body.get("stream"))
 
     def error_body(self, status, message, error_type) -> dict[str, Any]:
-        return {"error": {"message": message, "type": error_type or "api_error", "code": error_type or None}}
+        return {
+            "error": {
+                "message": message,
+                "type": error_type or "api_error",
+                "code": error_type or None,
+            }
+        }
 
     def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": choices}
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": choices,
+        }
 
     def _usage(self, reply: Reply) -> dict[str, Any]:
         uncached, output, cache_read, _ = reply.usage
@@ -183,7 +212,11 @@ class OpenAIServer(ScriptedServer):
         }
 
     def _arguments(self, reply: Reply, args: dict[str, Any]) -> str:
-        return reply.raw_arguments if reply.raw_arguments is not None else json.dumps(args, ensure_ascii=False)
+        return (
+            reply.raw_arguments
+            if reply.raw_arguments is not None
+            else json.dumps(args, ensure_ascii=False)
+        )
 
     def stream_events(self, reply: Reply, body: dict[str, Any]):
         yield sse(self._chunk({"role": "assistant", "content": ""}))
@@ -198,9 +231,26 @@ class OpenAIServer(ScriptedServer):
             position = 0 if reply.ollama_index0 else index
             call_id = self.next_call_id("call_")
             arguments = self._arguments(reply, args)
-            yield sse(self._chunk({"tool_calls": [{"index": position, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]}))
+            yield sse(
+                self._chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": position,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
             for piece in split_text(arguments, 2):
-                yield sse(self._chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]}))
+                yield sse(
+                    self._chunk(
+                        {"tool_calls": [{"index": position, "function": {"arguments": piece}}]}
+                    )
+                )
         yield sse(self._chunk({}, "tool_calls" if reply.tool_calls else "stop"))
         if (body.get("stream_options") or {}).get("include_usage"):
             yield sse({**self._chunk(None), "usage": self._usage(reply)})
@@ -212,7 +262,11 @@ class OpenAIServer(ScriptedServer):
             message["reasoning_content"] = reply.thinking
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": self.next_call_id("call_"), "type": "function", "function": {"name": n, "arguments": self._arguments(reply, a)}}
+                {
+                    "id": self.next_call_id("call_"),
+                    "type": "function",
+                    "function": {"name": n, "arguments": self._arguments(reply, a)},
+                }
                 for n, a in reply.tool_calls
             ]
         return {
@@ -220,7 +274,13 @@ class OpenAIServer(ScriptedServer):
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "m"),
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                }
+            ],
             "usage": self._usage(reply),
         }
 
@@ -232,51 +292,147 @@ class AnthropicServer(ScriptedServer):
         return bool(body.get("stream"))
 
     def error_body(self, status, message, error_type) -> dict[str, Any]:
-        default_type = {529: "overloaded_error", 429: "rate_limit_error", 401: "authentication_error", 404: "not_found_error"}
-        return {"type": "error", "error": {"type": error_type or default_type.get(status, "api_error"), "message": message}}
+        default_type = {
+            529: "overloaded_error",
+            429: "rate_limit_error",
+            401: "authentication_error",
+            404: "not_found_error",
+        }
+        return {
+            "type": "error",
+            "error": {
+                "type": error_type or default_type.get(status, "api_error"),
+                "message": message,
+            },
+        }
 
     def validate(self, body: dict[str, Any]) -> str | None:
-        marked = sum(1 for block in _all_blocks(body) if isinstance(block, dict) and "cache_control" in block)
+        marked = sum(
+            1 for block in _all_blocks(body) if isinstance(block, dict) and "cache_control" in block
+        )
         if marked > 4:
             return f"A maximum of 4 blocks with cache_control may be provided. Found {marked}."
         return check_tool_pairing(body.get("messages", []))
 
     def _usage(self, reply: Reply) -> dict[str, int]:
         uncached, output, cache_read, cache_write = reply.usage
-        return {"input_tokens": uncached, "output_tokens": output, "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write}
+        return {
+            "input_tokens": uncached,
+            "output_tokens": output,
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": cache_write,
+        }
 
     def stream_events(self, reply: Reply, body):
         usage = self._usage(reply)
-        start = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": body.get("model"), "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}
+        start = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": body.get("model"),
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {**usage, "output_tokens": 1},
+        }
         yield sse({"type": "message_start", "message": start}, "message_start")
         index = 0
         if reply.thinking:
-            yield sse({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start")
+            yield sse(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+                "content_block_start",
+            )
             for piece in split_text(reply.thinking, reply.pieces):
-                yield sse({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}, "content_block_delta")
-            yield sse({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": "sig-" + str(len(reply.thinking))}}, "content_block_delta")
+                yield sse(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    },
+                    "content_block_delta",
+                )
+            yield sse(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {
+                        "type": "signature_delta",
+                        "signature": "sig-" + str(len(reply.thinking)),
+                    },
+                },
+                "content_block_delta",
+            )
             yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
             index += 1
         if reply.text:
-            yield sse({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}, "content_block_start")
+            yield sse(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+                "content_block_start",
+            )
             for number, piece in enumerate(split_text(reply.text, reply.pieces)):
-                yield sse({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
+                yield sse(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                    "content_block_delta",
+                )
                 if reply.fail_mid_stream and number == 0:
-                    yield sse({"type": "error", "error": {"type": "overloaded_error", "message": reply.error_message}}, "error")
+                    yield sse(
+                        {
+                            "type": "error",
+                            "error": {"type": "overloaded_error", "message": reply.error_message},
+                        },
+                        "error",
+                    )
                     return
                 yield sse({"type": "ping"}, "ping")
             yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
             index += 1
         for name, args in reply.tool_calls:
             call_id = self.next_call_id("toolu_")
-            yield sse({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}, "content_block_start")
-            arguments = reply.raw_arguments if reply.raw_arguments is not None else json.dumps(args, ensure_ascii=False)
+            yield sse(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+                },
+                "content_block_start",
+            )
+            arguments = (
+                reply.raw_arguments
+                if reply.raw_arguments is not None
+                else json.dumps(args, ensure_ascii=False)
+            )
             for piece in split_text(arguments, 2):
-                yield sse({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}, "content_block_delta")
+                yield sse(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                    "content_block_delta",
+                )
             yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
             index += 1
         stop = "tool_use" if reply.tool_calls else "end_turn"
-        yield sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta")
+        yield sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+            "message_delta",
+        )
         yield sse({"type": "message_stop"}, "message_stop")
 
     def whole_response(self, reply: Reply, body) -> dict[str, Any]:
@@ -286,8 +442,19 @@ class AnthropicServer(ScriptedServer):
         if reply.text:
             content.append({"type": "text", "text": reply.text})
         for name, args in reply.tool_calls:
-            content.append({"type": "tool_use", "id": self.next_call_id("toolu_"), "name": name, "input": args})
-        return {"id": "msg_1", "type": "message", "role": "assistant", "content": content, "model": body.get("model"), "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None, "usage": self._usage(reply)}
+            content.append(
+                {"type": "tool_use", "id": self.next_call_id("toolu_"), "name": name, "input": args}
+            )
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "model": body.get("model"),
+            "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": self._usage(reply),
+        }
 
 
 def _all_blocks(body: dict[str, Any]):
@@ -310,7 +477,9 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> str | None:
             if not ids:
                 continue
             following = messages[position + 1] if position + 1 < len(messages) else None
-            next_blocks = following.get("content") if following and following.get("role") == "user" else []
+            next_blocks = (
+                following.get("content") if following and following.get("role") == "user" else []
+            )
             next_blocks = next_blocks if isinstance(next_blocks, list) else []
             leading = []
             for block in next_blocks:
@@ -327,7 +496,9 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> str | None:
         elif message.get("role") == "user":
             results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
             previous = messages[position - 1] if position > 0 else {}
-            previous_blocks = previous.get("content") if isinstance(previous.get("content"), list) else []
+            previous_blocks = (
+                previous.get("content") if isinstance(previous.get("content"), list) else []
+            )
             known = {b.get("id") for b in previous_blocks if b.get("type") == "tool_use"}
             unknown = [r for r in results if r not in known]
             if unknown:
@@ -346,12 +517,31 @@ class GeminiServer(ScriptedServer):
         return ":streamGenerateContent" in handler.path
 
     def error_body(self, status, message, error_type) -> dict[str, Any]:
-        names = {429: "RESOURCE_EXHAUSTED", 400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 503: "UNAVAILABLE", 500: "INTERNAL"}
-        return {"error": {"code": status, "message": message, "status": error_type or names.get(status, "UNKNOWN")}}
+        names = {
+            429: "RESOURCE_EXHAUSTED",
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            404: "NOT_FOUND",
+            503: "UNAVAILABLE",
+            500: "INTERNAL",
+        }
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "status": error_type or names.get(status, "UNKNOWN"),
+            }
+        }
 
     def _usage(self, reply: Reply) -> dict[str, int]:
         uncached, output, cache_read, _ = reply.usage
-        return {"promptTokenCount": uncached + cache_read, "candidatesTokenCount": output, "cachedContentTokenCount": cache_read, "totalTokenCount": uncached + cache_read + output}
+        return {
+            "promptTokenCount": uncached + cache_read,
+            "candidatesTokenCount": output,
+            "cachedContentTokenCount": cache_read,
+            "totalTokenCount": uncached + cache_read + output,
+        }
 
     def _parts(self, reply: Reply) -> list[list[dict[str, Any]]]:
         """Parts grouped by the response chunk they arrive in."""
@@ -390,7 +580,12 @@ class GeminiServer(ScriptedServer):
 
     def whole_response(self, reply: Reply, body) -> dict[str, Any]:
         parts = [p for group in self._parts(reply) for p in group]
-        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}], "usageMetadata": self._usage(reply)}
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": self._usage(reply),
+        }
 
 
 SERVERS = {"openai": OpenAIServer, "claude": AnthropicServer, "gemini": GeminiServer}

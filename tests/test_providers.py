@@ -35,7 +35,11 @@ def collect(provider, messages, tools=TOOLS, system="你是 A 股分析师"):
 
 def test_each_provider_streams_text_tool_call_and_usage(any_server):
     any_server.script(
-        Reply(text="先看看贵州茅台的走势。", tool_calls=[("analyze_stock", {"code": "600519", "days": 30})], usage=(120, 33, 0, 0))
+        Reply(
+            text="先看看贵州茅台的走势。",
+            tool_calls=[("analyze_stock", {"code": "600519", "days": 30})],
+            usage=(120, 33, 0, 0),
+        )
     )
     chunks = collect(provider_for(any_server), [{"role": "user", "content": "茅台怎么样"}])
 
@@ -60,8 +64,17 @@ def test_tool_results_round_trip_to_every_provider(any_server):
     provider = provider_for(any_server)
     history = [
         {"role": "user", "content": "茅台怎么样"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_a", "name": "analyze_stock", "args": {"code": "600519"}}]},
-        {"role": "tool", "tool_call_id": "call_a", "name": "analyze_stock", "content": '{"health": "healthy", "close": 1688.0}'},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_a", "name": "analyze_stock", "args": {"code": "600519"}}],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_a",
+            "name": "analyze_stock",
+            "content": '{"health": "healthy", "close": 1688.0}',
+        },
     ]
     reply = provider.chat(history, TOOLS)
     assert reply["text"] == "茅台处于上升趋势。"
@@ -76,10 +89,23 @@ def _long_tool_conversation(turns: int, calls_per_turn: int) -> list[dict]:
         calls = []
         for _ in range(calls_per_turn):
             counter += 1
-            calls.append({"id": f"toolu_h{counter}", "name": "analyze_stock", "args": {"code": f"{600000 + counter}"}})
+            calls.append(
+                {
+                    "id": f"toolu_h{counter}",
+                    "name": "analyze_stock",
+                    "args": {"code": f"{600000 + counter}"},
+                }
+            )
         messages.append({"role": "assistant", "content": "我来逐一诊断。", "tool_calls": calls})
         for call in calls:
-            messages.append({"role": "tool", "tool_call_id": call["id"], "name": "analyze_stock", "content": f"结果 {call['args']['code']}"})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "name": "analyze_stock",
+                    "content": f"结果 {call['args']['code']}",
+                }
+            )
         messages.append({"role": "assistant", "content": f"第 {turn} 轮结论。"})
     messages.append({"role": "user", "content": "总结一下"})
     return messages
@@ -100,10 +126,29 @@ def test_claude_requests_carry_one_to_four_cache_breakpoints(anthropic_server, c
     anthropic_server.script(Reply(text="好的"))
     provider.chat(messages, TOOLS, "系统提示")
     # Mid-turn: the newest message is a batch of tool results.
-    tool_turn = messages[:-1] + [
-        {"role": "user", "content": "再看 20 只"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": f"toolu_n{i}", "name": "analyze_stock", "args": {"code": str(i)}} for i in range(20)]},
-    ] + [{"role": "tool", "tool_call_id": f"toolu_n{i}", "name": "analyze_stock", "content": "ok"} for i in range(20)]
+    tool_turn = (
+        messages[:-1]
+        + [
+            {"role": "user", "content": "再看 20 只"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": f"toolu_n{i}", "name": "analyze_stock", "args": {"code": str(i)}}
+                    for i in range(20)
+                ],
+            },
+        ]
+        + [
+            {
+                "role": "tool",
+                "tool_call_id": f"toolu_n{i}",
+                "name": "analyze_stock",
+                "content": "ok",
+            }
+            for i in range(20)
+        ]
+    )
     anthropic_server.script(Reply(text="好的"))
     provider.chat(tool_turn, TOOLS, "系统提示")
 
@@ -113,7 +158,9 @@ def test_claude_requests_carry_one_to_four_cache_breakpoints(anthropic_server, c
         assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     # The 40-block tool turn got a bridge breakpoint where the previous request ended.
     big = anthropic_server.bodies[1]
-    marked_messages = [i for i, m in enumerate(big["messages"]) if any("cache_control" in b for b in m["content"])]
+    marked_messages = [
+        i for i, m in enumerate(big["messages"]) if any("cache_control" in b for b in m["content"])
+    ]
     assert len(marked_messages) == 2
     assert big["messages"][marked_messages[0]]["content"][-1]["text"] == "再看 20 只"
 
@@ -122,9 +169,13 @@ def test_anthropic_server_rejects_a_fifth_breakpoint_like_the_real_api(anthropic
     import anthropic
 
     client = anthropic.Anthropic(api_key="k", base_url=anthropic_server.base_url, max_retries=0)
-    content = [{"type": "text", "text": f"t{i}", "cache_control": {"type": "ephemeral"}} for i in range(5)]
+    content = [
+        {"type": "text", "text": f"t{i}", "cache_control": {"type": "ephemeral"}} for i in range(5)
+    ]
     with pytest.raises(anthropic.BadRequestError, match="A maximum of 4 blocks"):
-        client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": content}])
+        client.messages.create(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": content}]
+        )
 
 
 def test_claude_thinking_blocks_are_sent_back_with_their_signature(anthropic_server):
@@ -138,26 +189,48 @@ def test_claude_thinking_blocks_are_sent_back_with_their_signature(anthropic_ser
     call = first["tool_calls"][0]
     history = [
         {"role": "user", "content": "平安银行"},
-        {"role": "assistant", "content": "", "tool_calls": [call], "provider_data": first["provider_data"]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call],
+            "provider_data": first["provider_data"],
+        },
         {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": "弱势"},
     ]
     provider.chat(history, TOOLS)
     sent = anthropic_server.bodies[1]
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assistant_blocks = sent["messages"][1]["content"]
-    assert assistant_blocks[0] == {"type": "thinking", "thinking": "需要先查数据", "signature": "sig-6"}
+    assert assistant_blocks[0] == {
+        "type": "thinking",
+        "thinking": "需要先查数据",
+        "signature": "sig-6",
+    }
     assert "cache_control" not in assistant_blocks[0]
 
 
 def test_gemini_thought_signatures_round_trip_exactly(gemini_server):
-    gemini_server.script(Reply(text="", tool_calls=[("analyze_stock", {"code": "300750"})]), Reply(text="宁德时代健康。"))
+    gemini_server.script(
+        Reply(text="", tool_calls=[("analyze_stock", {"code": "300750"})]),
+        Reply(text="宁德时代健康。"),
+    )
     provider = provider_for(gemini_server)
     first = provider.chat([{"role": "user", "content": "宁德时代"}], TOOLS)
     call = first["tool_calls"][0]
     history = [
         {"role": "user", "content": "宁德时代"},
-        {"role": "assistant", "content": "", "tool_calls": [call], "provider_data": first["provider_data"]},
-        {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": '{"health": "healthy"}'},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call],
+            "provider_data": first["provider_data"],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": call["id"],
+            "name": call["name"],
+            "content": '{"health": "healthy"}',
+        },
     ]
     assert provider.chat(history, TOOLS)["text"] == "宁德时代健康。"
     contents = gemini_server.bodies[1]["contents"]
@@ -174,24 +247,43 @@ def test_gemini_gets_a_placeholder_signature_for_calls_made_by_another_model(gem
     gemini_server.script(Reply(text="好"))
     history = [
         {"role": "user", "content": "x"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_9", "name": "analyze_stock", "args": {"code": "1"}}]},
-        {"role": "tool", "tool_call_id": "call_9", "name": "analyze_stock", "content": "plain text result"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_9", "name": "analyze_stock", "args": {"code": "1"}}],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_9",
+            "name": "analyze_stock",
+            "content": "plain text result",
+        },
     ]
     provider_for(gemini_server).chat(history, TOOLS)
     part = gemini_server.bodies[0]["contents"][1]["parts"][0]
     assert base64.b64decode(part["thoughtSignature"]) == b"skip_thought_signature_validator"
-    assert gemini_server.bodies[0]["contents"][2]["parts"][0]["functionResponse"]["response"] == {"result": "plain text result"}
+    assert gemini_server.bodies[0]["contents"][2]["parts"][0]["functionResponse"]["response"] == {
+        "result": "plain text result"
+    }
 
 
 def test_openai_reasoning_content_is_streamed_and_sent_back(openai_server):
-    openai_server.script(Reply(thinking="先想一想", text="", tool_calls=[("analyze_stock", {"code": "600036"})]), Reply(text="招商银行稳健。"))
+    openai_server.script(
+        Reply(thinking="先想一想", text="", tool_calls=[("analyze_stock", {"code": "600036"})]),
+        Reply(text="招商银行稳健。"),
+    )
     provider = provider_for(openai_server, model="deepseek-reasoner")
     first = provider.chat([{"role": "user", "content": "招行"}], TOOLS)
     assert first["thinking"] == "先想一想"
     call = first["tool_calls"][0]
     history = [
         {"role": "user", "content": "招行"},
-        {"role": "assistant", "content": "", "tool_calls": [call], "reasoning_content": first["thinking"]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call],
+            "reasoning_content": first["thinking"],
+        },
         {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": "稳健"},
         {"role": "assistant", "content": "招行稳健。"},
         {"role": "user", "content": "那平安呢"},
@@ -228,12 +320,20 @@ def test_openai_tool_call_written_as_text_becomes_a_real_call(openai_server):
 def test_openai_text_that_only_looks_like_a_tag_is_kept(openai_server):
     openai_server.script(Reply(text="比较 a<b 与 <tool_call>不是 JSON", pieces=7))
     chunks = collect(provider_for(openai_server), [{"role": "user", "content": "x"}])
-    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "比较 a<b 与 <tool_call>不是 JSON"
+    assert (
+        "".join(c["text"] for c in chunks if c["type"] == "text_delta")
+        == "比较 a<b 与 <tool_call>不是 JSON"
+    )
     assert not [c for c in chunks if c["type"] == "tool_calls"]
 
 
 def test_ollama_style_calls_all_at_index_zero_are_told_apart(openai_server):
-    openai_server.script(Reply(tool_calls=[("analyze_stock", {"code": "1"}), ("analyze_stock", {"code": "2"})], ollama_index0=True))
+    openai_server.script(
+        Reply(
+            tool_calls=[("analyze_stock", {"code": "1"}), ("analyze_stock", {"code": "2"})],
+            ollama_index0=True,
+        )
+    )
     reply = provider_for(openai_server).chat([{"role": "user", "content": "x"}], TOOLS)
     assert [c["args"]["code"] for c in reply["tool_calls"]] == ["1", "2"]
 
@@ -269,7 +369,11 @@ def _fallback(primary_server, fallback_server, timeout=5.0):
 
 @pytest.mark.parametrize(
     "failure",
-    [Reply(status=429, error_message="rate limited"), Reply(status=503), Reply(status=529, error_message="Overloaded")],
+    [
+        Reply(status=429, error_message="rate limited"),
+        Reply(status=503),
+        Reply(status=529, error_message="Overloaded"),
+    ],
     ids=["429", "503", "529"],
 )
 def test_fallback_takes_over_on_retryable_failures(anthropic_server, openai_server, failure):
@@ -278,7 +382,11 @@ def test_fallback_takes_over_on_retryable_failures(anthropic_server, openai_serv
     provider = _fallback(anthropic_server, openai_server)
     chunks = list(provider.chat_stream([{"role": "user", "content": "x"}], TOOLS))
     switch = chunks[0]
-    assert switch["type"] == "provider_switch" and switch["from"] == "primary" and switch["to"] == "backup"
+    assert (
+        switch["type"] == "provider_switch"
+        and switch["from"] == "primary"
+        and switch["to"] == "backup"
+    )
     assert str(failure.status) in switch["reason"]
     assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "备用模型的回答"
     assert provider.using_fallback and provider.name == "backup"
@@ -306,7 +414,9 @@ def test_fallback_takes_over_on_an_error_mid_stream(anthropic_server, gemini_ser
 
 @pytest.mark.parametrize("status", [401, 403, 404, 400])
 def test_configuration_errors_fail_fast_without_fallback(openai_server, anthropic_server, status):
-    openai_server.script(Reply(status=status, error_message="bad thing for key test-key-primary-0123456789"))
+    openai_server.script(
+        Reply(status=status, error_message="bad thing for key test-key-primary-0123456789")
+    )
     provider = _fallback(openai_server, anthropic_server)
     with pytest.raises(ProviderError) as caught:
         provider.chat([{"role": "user", "content": "x"}], [])
@@ -327,7 +437,13 @@ def test_connection_refused_is_retryable_and_clear(tmp_path):
     from wyckoff.config import ModelConfig
 
     provider = make_provider(
-        ModelConfig(id="down", provider="openai", model="gpt-4.1", base_url="http://127.0.0.1:9/v1", api_key="k" * 10)
+        ModelConfig(
+            id="down",
+            provider="openai",
+            model="gpt-4.1",
+            base_url="http://127.0.0.1:9/v1",
+            api_key="k" * 10,
+        )
     )
     with pytest.raises(ProviderError) as caught:
         provider.chat([{"role": "user", "content": "x"}], [])

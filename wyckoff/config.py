@@ -171,7 +171,12 @@ def write_private_file(path: Path, text: str) -> None:
 # --- Models found in the environment (zero-config start) --------------------------------
 
 ENV_MODELS: tuple[dict[str, Any], ...] = (
-    {"id": "claude", "provider": "claude", "model": "claude-sonnet-4-5", "env": "ANTHROPIC_API_KEY"},
+    {
+        "id": "claude",
+        "provider": "claude",
+        "model": "claude-sonnet-4-5",
+        "env": "ANTHROPIC_API_KEY",
+    },
     {"id": "openai", "provider": "openai", "model": "gpt-4.1", "env": "OPENAI_API_KEY"},
     {"id": "gemini", "provider": "gemini", "model": "gemini-2.5-flash", "env": "GEMINI_API_KEY"},
     {"id": "gemini", "provider": "gemini", "model": "gemini-2.5-flash", "env": "GOOGLE_API_KEY"},

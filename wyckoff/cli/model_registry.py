@@ -71,7 +71,9 @@ def build_provider(config: WyckoffConfig, model_id: str | None = None) -> LLMPro
     if fallback_id and fallback_id != primary.name:
         from wyckoff.cli.providers.fallback import FallbackProvider
 
-        return FallbackProvider(primary, make_provider(resolve_model(config, fallback_id), config.stream_timeout_s))
+        return FallbackProvider(
+            primary, make_provider(resolve_model(config, fallback_id), config.stream_timeout_s)
+        )
     return primary
 
 
@@ -83,7 +85,10 @@ def make_provider(model: ModelConfig, stream_timeout_s: float = 60.0) -> LLMProv
             f"模型 {model.id} 缺少 API key（{source}）：用 `wyckoff model add {model.id} --provider "
             f"{model.provider} --model {model.model} --api-key-env VAR` 设置。"
         )
-    kwargs: dict[str, Any] = {"context_window": context_window_of(model), "stream_timeout_s": stream_timeout_s}
+    kwargs: dict[str, Any] = {
+        "context_window": context_window_of(model),
+        "stream_timeout_s": stream_timeout_s,
+    }
     if model.provider == "claude":
         from wyckoff.cli.providers.claude import ClaudeProvider
 
@@ -104,7 +109,9 @@ def price(model: ModelConfig, usage: dict[str, int]) -> float | None:
     """Cost of one call in the currency of the configured prices; None when unpriced."""
     if model.input_per_1m is None or model.output_per_1m is None:
         return None
-    cache_read_price = model.cache_read_per_1m if model.cache_read_per_1m is not None else model.input_per_1m
+    cache_read_price = (
+        model.cache_read_per_1m if model.cache_read_per_1m is not None else model.input_per_1m
+    )
     write_factor = CACHE_WRITE_PRICE_FACTOR if model.provider == "claude" else 1.0
     total = (
         usage.get("input", 0) * model.input_per_1m

@@ -43,19 +43,33 @@ def _require(config, model_id: str):
     model = config.find(model_id)
     if model is None:
         known = ", ".join(m.id for m in config.models) or "无"
-        raise ConfigError(f"没有名为 '{model_id}' 的模型（已配置：{known}）。用 `wyckoff model list` 查看。")
+        raise ConfigError(
+            f"没有名为 '{model_id}' 的模型（已配置：{known}）。用 `wyckoff model list` 查看。"
+        )
     return model
 
 
 @app.command("add")
 def add(
     model_id: ModelIdArg,
-    provider: Annotated[str | None, typer.Option("--provider", help="claude | openai | gemini")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="模型名，如 claude-sonnet-4-5、deepseek-chat")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="兼容端点地址（DeepSeek、Qwen、Ollama…）")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="API key（保存在 0600 配置文件中）")] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="从该环境变量读取 API key（推荐）")] = None,
-    context_window: Annotated[int | None, typer.Option("--context-window", help="上下文窗口（token）")] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="claude | openai | gemini")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="模型名，如 claude-sonnet-4-5、deepseek-chat")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="兼容端点地址（DeepSeek、Qwen、Ollama…）")
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="API key（保存在 0600 配置文件中）")
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="从该环境变量读取 API key（推荐）")
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option("--context-window", help="上下文窗口（token）")
+    ] = None,
     max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens")] = None,
 ) -> None:
     """添加或更新一个模型 / add or update a model."""
@@ -71,10 +85,17 @@ def add(
     config = _editable(config)
     existing = config.find(model_id)
     if is_interactive():
-        provider = provider or (existing.provider if existing else typer.prompt(f"provider（{' | '.join(PROVIDERS)}）"))
+        provider = provider or (
+            existing.provider if existing else typer.prompt(f"provider（{' | '.join(PROVIDERS)}）")
+        )
         model = model or (existing.model if existing else typer.prompt("模型名"))
         if not (api_key or api_key_env or existing):
-            api_key = typer.prompt("API key（留空则稍后用 --api-key-env 指定）", default="", hide_input=True) or None
+            api_key = (
+                typer.prompt(
+                    "API key（留空则稍后用 --api-key-env 指定）", default="", hide_input=True
+                )
+                or None
+            )
     fields = existing.model_dump(exclude={"detected_from_env"}) if existing else {"id": model_id}
     given = {
         "provider": provider,
@@ -92,7 +113,9 @@ def add(
         fields["api_key"] = None
     missing = [name for name in ("provider", "model") if not fields.get(name)]
     if missing:
-        raise UsageError(f"缺少 {' 和 '.join('--' + m for m in missing)}：例如 `wyckoff model add {model_id} --provider claude --model claude-sonnet-4-5 --api-key-env ANTHROPIC_API_KEY`。")
+        raise UsageError(
+            f"缺少 {' 和 '.join('--' + m for m in missing)}：例如 `wyckoff model add {model_id} --provider claude --model claude-sonnet-4-5 --api-key-env ANTHROPIC_API_KEY`。"
+        )
     try:
         new_model = ModelConfig.model_validate(fields)
     except ValidationError as exc:
@@ -104,11 +127,15 @@ def add(
     _save(config, home)
     verb = "已更新" if existing else "已添加"
     mark = "（默认）" if config.default == model_id else ""
-    print_notice(f"{verb}模型 {model_id}{mark}：{new_model.provider} / {new_model.model}，密钥来源：{new_model.key_source()}。")
+    print_notice(
+        f"{verb}模型 {model_id}{mark}：{new_model.provider} / {new_model.model}，密钥来源：{new_model.key_source()}。"
+    )
 
 
 @app.command("list")
-def list_models(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False) -> None:
+def list_models(
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
+) -> None:
     """列出模型（密钥不显示）/ list models; keys are never printed."""
     from wyckoff.cli.model_registry import context_window_of
     from wyckoff.cli.output import print_json, print_notice, print_table
@@ -145,11 +172,37 @@ def list_models(json_output: Annotated[bool, typer.Option("--json", help="输出
         return
     table_rows = []
     for r in rows:
-        marks = " ".join(x for x in ("默认" if r["default"] else "", "备用" if r["fallback"] else "") if x)
+        marks = " ".join(
+            x for x in ("默认" if r["default"] else "", "备用" if r["fallback"] else "") if x
+        )
         window = f"{r['context_window']:,}" + ("" if r["context_window_configured"] else "（推断）")
         prices = _price_text(r)
-        table_rows.append([r["id"], marks, r["provider"], r["model"], r["base_url"] or "", window, prices, r["key"]])
-    print_table("模型", ["id", "角色", "provider", "model", "base_url", "上下文窗口", "价格/1M（入/出/缓存读）", "密钥"], table_rows)
+        table_rows.append(
+            [
+                r["id"],
+                marks,
+                r["provider"],
+                r["model"],
+                r["base_url"] or "",
+                window,
+                prices,
+                r["key"],
+            ]
+        )
+    print_table(
+        "模型",
+        [
+            "id",
+            "角色",
+            "provider",
+            "model",
+            "base_url",
+            "上下文窗口",
+            "价格/1M（入/出/缓存读）",
+            "密钥",
+        ],
+        table_rows,
+    )
     if any(r["from_env"] for r in rows):
         print_notice("以上模型从环境变量检测到（未写入配置）；用 `wyckoff model add` 保存或修改。")
 
@@ -173,8 +226,13 @@ def remove(model_id: ModelIdArg) -> None:
     fallback = None if config.fallback == model_id else config.fallback
     if fallback == default:
         fallback = None
-    _save(config.model_copy(update={"models": models, "default": default, "fallback": fallback}), home)
-    print_notice(f"已删除模型 {model_id}。" + (f"默认模型现在是 {default}。" if default and default != config.default else ""))
+    _save(
+        config.model_copy(update={"models": models, "default": default, "fallback": fallback}), home
+    )
+    print_notice(
+        f"已删除模型 {model_id}。"
+        + (f"默认模型现在是 {default}。" if default and default != config.default else "")
+    )
 
 
 @app.command("default")
@@ -191,7 +249,9 @@ def set_default(model_id: ModelIdArg) -> None:
 
 
 @app.command("fallback")
-def set_fallback(model_id: Annotated[str, typer.Argument(help="备用模型 id，或 none 取消")]) -> None:
+def set_fallback(
+    model_id: Annotated[str, typer.Argument(help="备用模型 id，或 none 取消")],
+) -> None:
     """设置备用模型（限流、超时、服务故障时接管）/ set the fallback model, or `none`."""
     from wyckoff.cli.output import print_notice
     from wyckoff.errors import UsageError
@@ -233,7 +293,9 @@ def set_cost(
     if context_window is not None:
         update["context_window"] = context_window
     try:
-        new_model = ModelConfig.model_validate({**model.model_dump(exclude={"detected_from_env"}), **update})
+        new_model = ModelConfig.model_validate(
+            {**model.model_dump(exclude={"detected_from_env"}), **update}
+        )
     except ValidationError as exc:
         raise ConfigError(f"参数有误：{describe_validation_error(exc)}。") from None
     models = [new_model if m.id == model_id else m for m in config.models]

@@ -24,6 +24,7 @@ tagged with the provider that wrote it and ignored by the others.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -81,7 +82,9 @@ class LLMProvider:
         source = self._guarded(messages, tools, system_prompt)
         yield from iter_with_timeout(source, self.stream_timeout_s, self._stall_error)
 
-    def chat(self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = "") -> dict:
+    def chat(
+        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
+    ) -> dict:
         """One whole reply: {text, thinking, tool_calls, usage, provider_data}."""
         reply: dict[str, Any] = {"text": "", "thinking": "", "tool_calls": [], "usage": {}}
         for chunk in self.chat_stream(messages, tools, system_prompt):
@@ -208,10 +211,8 @@ def iter_with_timeout(
             items.put((done, None))
             close = getattr(source, "close", None)
             if stop.is_set() and close is not None:
-                try:
+                with contextlib.suppress(Exception):
                     close()
-                except Exception:
-                    pass
 
     threading.Thread(target=produce, name="provider-stream", daemon=True).start()
     try:
@@ -240,4 +241,3 @@ def parse_json_args(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"__malformed_arguments__": raw}
     return value if isinstance(value, dict) else {"__malformed_arguments__": raw}
-

@@ -114,9 +114,16 @@ class _StreamReader:
         ]
         if calls:
             yield {"type": "tool_calls", "calls": calls}
-        thinking = [_clean_thinking(b) for _, b in sorted(self.blocks.items()) if b["type"] in UNMARKABLE_BLOCKS]
+        thinking = [
+            _clean_thinking(b)
+            for _, b in sorted(self.blocks.items())
+            if b["type"] in UNMARKABLE_BLOCKS
+        ]
         if thinking:
-            yield {"type": "provider_data", "data": {"provider": "claude", "thinking_blocks": thinking}}
+            yield {
+                "type": "provider_data",
+                "data": {"provider": "claude", "thinking_blocks": thinking},
+            }
         yield {"type": "usage", **self.usage}
 
     def _delta(self, index: int, delta) -> Chunk | None:
@@ -148,7 +155,11 @@ class _StreamReader:
 def _clean_thinking(block: dict[str, Any]) -> dict[str, Any]:
     if block["type"] == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block.get("data", "")}
-    return {"type": "thinking", "thinking": block.get("thinking", ""), "signature": block.get("signature", "")}
+    return {
+        "type": "thinking",
+        "thinking": block.get("thinking", ""),
+        "signature": block.get("signature", ""),
+    }
 
 
 def _error_detail(body: Any) -> str:
@@ -213,9 +224,9 @@ def place_cache_breakpoints(system: list[dict], tools: list[dict], wire: list[di
     if _mark_last_markable(blocks):
         placed += 1
     bridge_end = _previous_request_end(wire)
-    if bridge_end is not None and len(blocks) - bridge_end > BRIDGE_AFTER_BLOCKS:
-        if _mark_last_markable(blocks[:bridge_end]):
-            placed += 1
+    needs_bridge = bridge_end is not None and len(blocks) - bridge_end > BRIDGE_AFTER_BLOCKS
+    if needs_bridge and _mark_last_markable(blocks[:bridge_end]):
+        placed += 1
     return placed
 
 
@@ -223,7 +234,9 @@ def _mark_last_markable(blocks: list[dict]) -> bool:
     for block in reversed(blocks):
         if block.get("cache_control"):
             return False
-        if block["type"] in UNMARKABLE_BLOCKS or (block["type"] == "text" and not block["text"].strip()):
+        if block["type"] in UNMARKABLE_BLOCKS or (
+            block["type"] == "text" and not block["text"].strip()
+        ):
             continue
         block["cache_control"] = EPHEMERAL
         return True
@@ -236,4 +249,3 @@ def _previous_request_end(wire: list[dict]) -> int | None:
     if not assistants:
         return None
     return sum(len(m["content"]) for m in wire[: assistants[-1]])
-

@@ -64,7 +64,12 @@ class FallbackProvider(LLMProvider):
                 raise
             self._primary_failed_at = time.monotonic()
             reason = exc.message
-        yield {"type": "provider_switch", "from": first.name, "to": self.fallback.name, "reason": reason}
+        yield {
+            "type": "provider_switch",
+            "from": first.name,
+            "to": self.fallback.name,
+            "reason": reason,
+        }
         try:
             yield from self.fallback.chat_stream(messages, tools, system_prompt)
         except ProviderError as exc:

@@ -35,7 +35,9 @@ class GeminiProvider(LLMProvider):
         if config.base_url:
             options.base_url = config.base_url
         # Keep this reference: a temporary Client closes its transport when collected.
-        self._client = genai.Client(api_key=config.resolved_api_key() or "missing-key", http_options=options)
+        self._client = genai.Client(
+            api_key=config.resolved_api_key() or "missing-key", http_options=options
+        )
 
     def build_request(
         self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
@@ -53,7 +55,9 @@ class GeminiProvider(LLMProvider):
                 types.Tool(
                     function_declarations=[
                         types.FunctionDeclaration(
-                            name=t["name"], description=t["description"], parameters_json_schema=t["parameters"]
+                            name=t["name"],
+                            description=t["description"],
+                            parameters_json_schema=t["parameters"],
                         )
                         for t in tools
                     ]
@@ -63,7 +67,11 @@ class GeminiProvider(LLMProvider):
             config.thinking_config = types.ThinkingConfig(
                 include_thoughts=True, thinking_budget=self.config.thinking_budget_tokens
             )
-        return {"model": self.config.model, "contents": to_gemini_contents(messages), "config": config}
+        return {
+            "model": self.config.model,
+            "contents": to_gemini_contents(messages),
+            "config": config,
+        }
 
     def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
         request = self.build_request(messages, tools, system_prompt)
@@ -165,7 +173,9 @@ def _model_parts(message: Message) -> list:
             args = {}
         parts.append(
             types.Part(
-                function_call=types.FunctionCall(id=_wire_id(call["id"]), name=call["name"], args=args),
+                function_call=types.FunctionCall(
+                    id=_wire_id(call["id"]), name=call["name"], args=args
+                ),
                 thought_signature=FOREIGN_CALL_SIGNATURE,
             )
         )

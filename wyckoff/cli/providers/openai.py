@@ -86,7 +86,9 @@ class OpenAIProvider(LLMProvider):
             try:
                 return self._client.chat.completions.create(**request)
             except openai.BadRequestError as exc:
-                rejected = _rejected_param(str(exc.message) + json.dumps(exc.body, default=str), request)
+                rejected = _rejected_param(
+                    str(exc.message) + json.dumps(exc.body, default=str), request
+                )
                 if rejected is None:
                     raise
                 self.unsupported_params.add(rejected)
@@ -146,7 +148,10 @@ class _StreamReader:
         calls += text_calls
         if calls:
             yield {"type": "tool_calls", "calls": calls}
-        yield {"type": "usage", **(self.usage or {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0})}
+        yield {
+            "type": "usage",
+            **(self.usage or {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}),
+        }
 
     def _delta(self, delta) -> Iterator[Chunk]:
         if delta is None:
@@ -241,7 +246,11 @@ def _parse_text_call(body: str, position: int) -> dict[str, Any] | None:
     args = data.get("arguments", data.get("parameters", {}))
     if isinstance(args, str):
         args = parse_json_args(args)
-    return {"id": f"call_text_{position}", "name": data["name"], "args": args if isinstance(args, dict) else {}}
+    return {
+        "id": f"call_text_{position}",
+        "name": data["name"],
+        "args": args if isinstance(args, dict) else {},
+    }
 
 
 def _partial_prefix_length(text: str, marker: str) -> int:
@@ -268,7 +277,11 @@ def to_openai_messages(messages: list[Message], system_prompt: str) -> list[dict
             wire.append(_assistant_message(message, send_reasoning))
         elif role == "tool":
             wire.append(
-                {"role": "tool", "tool_call_id": message["tool_call_id"], "content": message.get("content") or ""}
+                {
+                    "role": "tool",
+                    "tool_call_id": message["tool_call_id"],
+                    "content": message.get("content") or "",
+                }
             )
         else:
             wire.append({"role": "user", "content": message.get("content") or ""})
@@ -283,7 +296,10 @@ def _assistant_message(message: Message, send_reasoning: bool) -> dict[str, Any]
             {
                 "id": call["id"],
                 "type": "function",
-                "function": {"name": call["name"], "arguments": _arguments_text(call.get("args") or {})},
+                "function": {
+                    "name": call["name"],
+                    "arguments": _arguments_text(call.get("args") or {}),
+                },
             }
             for call in calls
         ]

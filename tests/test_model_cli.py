@@ -1,0 +1,301 @@
+"""`wyckoff model ...` and the config file, run as a user would run them."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+from tests.conftest import base_url_of, cli
+from tests.model_servers import Reply
+from wyckoff.cli.model_registry import infer_context_window, price, record_usage
+from wyckoff.config import ModelConfig, load_config
+from wyckoff.store import Store
+
+SECRET = "sk-ant-supersecret-0123456789"
+
+
+def _models(home) -> dict:
+    result = cli("model", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    return {m["id"]: m for m in json.loads(result.stdout)["models"]}
+
+
+def test_add_list_masks_keys_and_writes_0600(home):
+    added = cli(
+        "model",
+        "add",
+        "claude",
+        "--provider",
+        "claude",
+        "--model",
+        "claude-sonnet-4-5",
+        "--api-key",
+        SECRET,
+    )
+    assert added.returncode == 0, added.stderr
+    assert "已添加模型 claude（默认）" in added.stderr
+    cli(
+        "model",
+        "add",
+        "ds",
+        "--provider",
+        "openai",
+        "--model",
+        "deepseek-chat",
+        "--base-url",
+        "https://api.deepseek.com",
+        "--api-key-env",
+        "DEEPSEEK_API_KEY",
+    )
+
+    config_file = home / "wyckoff.json"
+    assert stat.S_IMODE(config_file.stat().st_mode) == 0o600
+    listed = cli("model", "list")
+    listed_json = cli("model", "list", "--json")
+    for output in (listed.stdout + listed.stderr, listed_json.stdout):
+        assert SECRET not in output and "supersecret" not in output
+    models = _models(home)
+    assert models["claude"]["default"] and models["claude"]["key"] == "已保存在配置中"
+    assert models["ds"]["key"] == "环境变量 DEEPSEEK_API_KEY（未设置）"
+    assert (
+        models["ds"]["context_window"] == 128_000 and not models["ds"]["context_window_configured"]
+    )
+    assert "claude" in listed.stdout and "默认" in listed.stdout
+
+
+def test_default_fallback_cost_and_rm(home):
+    cli(
+        "model",
+        "add",
+        "a",
+        "--provider",
+        "claude",
+        "--model",
+        "claude-sonnet-4-5",
+        "--api-key-env",
+        "ANTHROPIC_API_KEY",
+    )
+    cli(
+        "model",
+        "add",
+        "b",
+        "--provider",
+        "gemini",
+        "--model",
+        "gemini-2.5-pro",
+        "--api-key-env",
+        "GEMINI_API_KEY",
+    )
+    assert cli("model", "fallback", "b").returncode == 0
+    assert (
+        cli(
+            "model",
+            "cost",
+            "a",
+            "--input-per-1m",
+            "3",
+            "--output-per-1m",
+            "15",
+            "--cache-read-per-1m",
+            "0.3",
+            "--context-window",
+            "180000",
+        ).returncode
+        == 0
+    )
+    models = _models(home)
+    assert models["a"]["default"] and models["b"]["fallback"]
+    assert (
+        models["a"]["input_per_1m"],
+        models["a"]["output_per_1m"],
+        models["a"]["cache_read_per_1m"],
+    ) == (3, 15, 0.3)
+    assert models["a"]["context_window"] == 180_000
+
+    same = cli("model", "fallback", "a")
+    assert same.returncode == 2 and "已是默认模型" in same.stderr
+    assert cli("model", "default", "b").returncode == 0
+    models = _models(home)
+    assert (
+        models["b"]["default"] and not models["b"]["fallback"]
+    )  # a model is never its own fallback
+
+    assert cli("model", "rm", "b").returncode == 0
+    models = _models(home)
+    assert list(models) == ["a"] and models["a"]["default"]
+    unknown = cli("model", "rm", "zzz")
+    assert unknown.returncode == 2 and "没有名为 'zzz' 的模型" in unknown.stderr
+    assert cli("model", "fallback", "none").returncode == 0
+
+
+def test_corrupt_config_is_reported_and_never_rewritten(home):
+    home.mkdir(parents=True, exist_ok=True)
+    config_file = home / "wyckoff.json"
+    broken = '{"models": [ {"id": "x", '
+    config_file.write_text(broken)
+    for args in (
+        ["model", "list"],
+        ["model", "add", "y", "--provider", "claude", "--model", "m"],
+        ["model", "default", "x"],
+    ):
+        result = cli(*args)
+        assert result.returncode == 2
+        assert str(config_file) in result.stderr and "不是有效的 JSON" in result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert config_file.read_text() == broken
+
+
+def test_invalid_config_names_the_problem(home):
+    home.mkdir(parents=True, exist_ok=True)
+    config_file = home / "wyckoff.json"
+    original = json.dumps({"models": [{"id": "x", "provider": "chatgpt", "model": "m"}]})
+    config_file.write_text(original)
+    result = cli("model", "list")
+    assert result.returncode == 2
+    assert "models.0.provider" in result.stderr and "Traceback" not in result.stderr
+    config_file.write_text(json.dumps({"models": [], "default": "ghost"}))
+    assert "default 指向不存在的模型 'ghost'" in cli("model", "list").stderr
+    config_file.write_text(original)
+    assert config_file.read_text() == original
+
+
+def test_zero_config_detects_keys_in_the_environment(home):
+    env = {
+        "ANTHROPIC_API_KEY": "sk-ant-fromenv-123456789",
+        "DEEPSEEK_API_KEY": "sk-ds-fromenv-123456789",
+    }
+    result = cli("model", "list", "--json", env=env)
+    models = {m["id"]: m for m in json.loads(result.stdout)["models"]}
+    assert set(models) == {"claude", "deepseek"}
+    assert models["claude"]["from_env"] and models["claude"]["default"]
+    assert models["deepseek"]["base_url"] == "https://api.deepseek.com"
+    assert "fromenv" not in result.stdout
+    table = cli("model", "list", env=env)
+    assert "从环境变量检测到" in table.stderr
+    assert not (home / "wyckoff.json").exists()  # detection writes nothing
+
+
+def test_model_test_reports_latency(home, openai_server):
+    openai_server.script(Reply(text="pong", usage=(7, 1, 0, 0)))
+    cli(
+        "model",
+        "add",
+        "local",
+        "--provider",
+        "openai",
+        "--model",
+        "qwen3",
+        "--base-url",
+        base_url_of(openai_server),
+        "--api-key",
+        "sk-local-0123456789",
+    )
+    result = cli("model", "test", "local")
+    assert result.returncode == 0, result.stderr
+    assert "local 可用" in result.stdout and "ms" in result.stdout and "pong" in result.stdout
+    usage = cli("model", "usage", "--json")
+    (row,) = json.loads(usage.stdout)["models"]
+    assert (row["model_id"], row["calls"], row["input_tokens"], row["output_tokens"]) == (
+        "local",
+        1,
+        7,
+        1,
+    )
+
+
+def test_model_test_auth_failure_is_one_clear_sentence_without_the_key(home, anthropic_server):
+    key = "sk-ant-leaky-0123456789abcdef"
+    anthropic_server.script(Reply(status=401, error_message=f"invalid x-api-key {key}"))
+    cli(
+        "model",
+        "add",
+        "c",
+        "--provider",
+        "claude",
+        "--model",
+        "claude-sonnet-4-5",
+        "--base-url",
+        anthropic_server.base_url,
+        "--api-key",
+        key,
+    )
+    result = cli("model", "test", "c")
+    assert result.returncode == 1
+    assert "认证失败（HTTP 401）" in result.stderr
+    assert key not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
+def test_usage_sums_tokens_and_cost_per_model(home):
+    store = Store.in_home(home)
+    home.mkdir(parents=True, exist_ok=True)
+    priced = ModelConfig(
+        id="c",
+        provider="claude",
+        model="claude-sonnet-4-5",
+        input_per_1m=3,
+        output_per_1m=15,
+        cache_read_per_1m=0.3,
+    )
+    record_usage(
+        store, priced, {"input": 1000, "output": 200, "cache_read": 10_000, "cache_write": 2000}
+    )
+    record_usage(store, priced, {"input": 1000, "output": 200, "cache_read": 0, "cache_write": 0})
+    record_usage(
+        store, ModelConfig(id="free", provider="openai", model="llama3"), {"input": 50, "output": 5}
+    )
+    result = cli("model", "usage", "--json", "--days", "7")
+    rows = {r["model_id"]: r for r in json.loads(result.stdout)["models"]}
+    assert (
+        rows["c"]["input_tokens"] == 2000
+        and rows["c"]["cache_read_tokens"] == 10_000
+        and rows["c"]["cache_write_tokens"] == 2000
+    )
+    # 2000*3 + 400*15 + 10000*0.3 + 2000*3*1.25 = 6000 + 6000 + 3000 + 7500 per 1M
+    assert abs(rows["c"]["cost"] - 0.0225) < 1e-9
+    assert rows["free"]["cost"] is None
+    table = cli("model", "usage")
+    assert "未定价" in table.stdout and "0.0225" in table.stdout
+
+
+def test_price_is_none_until_configured():
+    model = ModelConfig(id="x", provider="openai", model="gpt-4.1")
+    assert price(model, {"input": 10, "output": 10}) is None
+
+
+def test_context_windows_are_inferred_from_names():
+    assert infer_context_window("claude-opus-4-1") == 200_000
+    assert infer_context_window("gemini-2.5-pro") == 1_000_000
+    assert infer_context_window("gpt-4o-mini") == 128_000
+    assert infer_context_window("gpt-4.1-mini") == 1_000_000
+    assert infer_context_window("deepseek-chat") == 128_000
+    assert infer_context_window("deepseek-coder") == 64_000
+    assert infer_context_window("qwen-plus") == 128_000
+    assert infer_context_window("moonshot-v1-32k") == 32_000
+    assert infer_context_window("kimi-k2-0905") == 256_000
+    assert infer_context_window("my-local-model") == 64_000
+
+
+def test_add_without_provider_off_a_tty_says_what_is_missing(home):
+    result = cli("model", "add", "x", "--model", "m")
+    assert result.returncode == 2 and "缺少 --provider" in result.stderr
+    bad_url = cli(
+        "model", "add", "x", "--provider", "openai", "--model", "m", "--base-url", "ftp://nope"
+    )
+    assert bad_url.returncode == 2 and "base_url" in bad_url.stderr
+    assert not (home / "wyckoff.json").exists()
+
+
+def test_config_written_by_cli_loads_back(home):
+    cli(
+        "model",
+        "add",
+        "g",
+        "--provider",
+        "gemini",
+        "--model",
+        "gemini-2.5-flash",
+        "--api-key-env",
+        "GEMINI_API_KEY",
+    )
+    config = load_config(home)
+    assert config.default == "g" and config.models[0].api_key_env == "GEMINI_API_KEY"
