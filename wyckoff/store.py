@@ -33,6 +33,51 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX usage_ts ON usage (ts);
     """,
+    # 2: chat log (sessions and their messages) and background task results
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        parent_id TEXT REFERENCES sessions (id) ON DELETE SET NULL
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL DEFAULT '',
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        name TEXT,
+        reasoning_content TEXT,
+        provider_data TEXT,
+        model TEXT,
+        provider TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        elapsed_s REAL,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        UNIQUE (session_id, seq)
+    );
+    CREATE TABLE background_tasks (
+        id TEXT PRIMARY KEY,
+        session_id TEXT,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        status TEXT NOT NULL,
+        stage TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '',
+        progress REAL,
+        result TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        finished_at TEXT,
+        notified INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX background_tasks_session ON background_tasks (session_id, status)
+    """,
 )
 
 

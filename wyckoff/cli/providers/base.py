@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -40,6 +41,7 @@ ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "余额")
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
+POLL_S = 0.05
 
 
 class ProviderError(WyckoffError):
@@ -187,10 +189,18 @@ class LLMProvider:
         return detail[:300]
 
 
+class StreamCancelled(Exception):
+    """The consumer's cancel event was set while waiting for the next chunk."""
+
+
 def iter_with_timeout(
-    source: Iterator[Chunk], timeout_s: float, on_stall: Callable[[], Exception]
+    source: Iterator[Chunk],
+    timeout_s: float | None,
+    on_stall: Callable[[], Exception] | None = None,
+    cancel_event: threading.Event | None = None,
 ) -> Iterator[Chunk]:
-    """Read `source` on a daemon thread; raise `on_stall()` after `timeout_s` of silence.
+    """Read `source` on a daemon thread; raise `on_stall()` after `timeout_s` of silence
+    and StreamCancelled as soon as `cancel_event` is set.
 
     A half-open TCP connection would otherwise block the caller forever. When the consumer
     stops early (cancel, error), the producer stops at its next chunk.
@@ -215,16 +225,24 @@ def iter_with_timeout(
                     close()
 
     threading.Thread(target=produce, name="provider-stream", daemon=True).start()
+    silent_since = time.monotonic()
     try:
         while True:
             try:
-                item, error = items.get(timeout=timeout_s)
+                item, error = items.get(timeout=POLL_S)
             except queue.Empty:
-                raise on_stall() from None
+                if cancel_event is not None and cancel_event.is_set():
+                    raise StreamCancelled() from None
+                if timeout_s is not None and time.monotonic() - silent_since > timeout_s:
+                    raise (on_stall() if on_stall else TimeoutError()) from None
+                continue
+            silent_since = time.monotonic()
             if error is not None:
                 raise error
             if item is done:
                 return
+            if cancel_event is not None and cancel_event.is_set():
+                raise StreamCancelled()
             yield item
     finally:
         stop.set()

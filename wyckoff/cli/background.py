@@ -1,0 +1,249 @@
+"""Background tasks: long tools return a task_id at once and run on a worker thread.
+
+Progress lives in memory (for the TUI panel); results and final states are stored in
+SQLite and survive the turn. A finished task becomes a notification message, marked as a
+system notification so the model never takes it for something the user typed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolSpec
+from wyckoff.errors import WyckoffError
+
+NOTIFICATION_PREFIX = "[SYSTEM NOTIFICATION - NOT USER INPUT]"
+
+
+@dataclass
+class TaskState:
+    id: str
+    session_id: str | None
+    tool: str
+    args: dict[str, Any]
+    status: str = "running"  # running | completed | failed | cancelled
+    stage: str = "排队中"
+    detail: str = ""
+    progress: float | None = None
+    started: float = field(default_factory=time.monotonic)
+    elapsed_s: float = 0.0
+    outcome: ToolOutcome | None = None
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "task_id": self.id,
+            "tool": self.tool,
+            "status": self.status,
+            "stage": self.stage,
+            "detail": self.detail,
+            "progress": self.progress,
+            "elapsed_s": round(
+                self.elapsed_s if self.status != "running" else time.monotonic() - self.started, 1
+            ),
+        }
+
+
+class BackgroundTaskManager:
+    def __init__(self, store) -> None:
+        self.store = store
+        self._tasks: dict[str, TaskState] = {}
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def submit(
+        self, spec: ToolSpec, params: BaseModel, context: ToolContext, call_id: str
+    ) -> TaskState:
+        """Start `spec` on a daemon thread; returns at once."""
+        task = TaskState(
+            id=f"task_{uuid.uuid4().hex[:10]}",
+            session_id=context.session_id,
+            tool=spec.name,
+            args=params.model_dump(mode="json"),
+        )
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO background_tasks (id, session_id, tool, args, status) VALUES (?, ?, ?, ?, 'running')",
+                (task.id, task.session_id, task.tool, json.dumps(task.args, ensure_ascii=False)),
+            )
+        with self._lock:
+            self._tasks[task.id] = task
+        task_context = context.for_call(
+            cancel_event=task.cancel_event, on_progress=lambda update: self._progress(task, update)
+        )
+        threading.Thread(
+            target=self._run,
+            args=(spec, params, task_context, task, call_id),
+            name=f"bg-{spec.name}",
+            daemon=True,
+        ).start()
+        self._emit(task)
+        return task
+
+    def _run(
+        self, spec: ToolSpec, params: BaseModel, context: ToolContext, task: TaskState, call_id: str
+    ) -> None:
+        started = time.monotonic()
+        try:
+            value = spec.func(params, context)
+            outcome = context.registry.finish(
+                call_id, spec.name, value, time.monotonic() - started, context, task.id
+            )
+            status = "cancelled" if context.cancelled() else "completed"
+        except WyckoffError as exc:
+            outcome = ToolOutcome(call_id, spec.name, error=exc.message)
+            status = "failed"
+        except Exception as exc:  # a task bug is reported, never raised into a thread's void
+            outcome = ToolOutcome(call_id, spec.name, error=f"{type(exc).__name__}: {exc}")
+            status = "failed"
+        self._finish(task, status, outcome, time.monotonic() - started)
+
+    def _progress(self, task: TaskState, update: dict[str, Any]) -> None:
+        with self._lock:
+            task.stage = update.get("stage") or task.stage
+            task.detail = update.get("detail") or ""
+            task.progress = update.get("fraction")
+        self._emit(task)
+
+    def _finish(self, task: TaskState, status: str, outcome: ToolOutcome, elapsed: float) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE background_tasks SET status = ?, result = ?, error = ?, stage = ?, progress = ?,"
+                " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
+                (
+                    status,
+                    outcome.result,
+                    outcome.error,
+                    "完成" if outcome.ok else "失败",
+                    1.0,
+                    task.id,
+                ),
+            )
+        with self._changed:
+            task.status, task.outcome, task.elapsed_s = status, outcome, elapsed
+            task.stage = "完成" if outcome.ok else "失败"
+            task.progress = 1.0
+            self._changed.notify_all()
+        self._emit(task)
+
+    def _emit(self, task: TaskState) -> None:
+        event = {"type": "task_update", **task.snapshot()}
+        for listener in list(self.listeners):
+            listener(event)
+
+    # --- queries ------------------------------------------------------------------------
+
+    def tasks(self, session_id: str | None) -> list[TaskState]:
+        with self._lock:
+            return [t for t in self._tasks.values() if t.session_id == session_id]
+
+    def running(self, session_id: str | None) -> list[TaskState]:
+        return [t for t in self.tasks(session_id) if t.status == "running"]
+
+    def wait(
+        self, task_ids: list[str], cancel: threading.Event, timeout_s: float | None = None
+    ) -> bool:
+        """Block until the tasks finish (True), the user cancels or time runs out (False)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._changed:
+            while any(self._tasks[i].status == "running" for i in task_ids):
+                if cancel.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                    return False
+                self._changed.wait(timeout=0.1)
+        return True
+
+    def take_notifications(self, session_id: str | None) -> list[str]:
+        """Messages for finished tasks not yet reported; each is reported once."""
+        messages = []
+        with self.store.transaction() as conn:
+            for task in self.tasks(session_id):
+                if task.status == "running":
+                    continue
+                updated = conn.execute(
+                    "UPDATE background_tasks SET notified = 1 WHERE id = ? AND notified = 0",
+                    (task.id,),
+                ).rowcount
+                if updated:
+                    messages.append(notification_text(task))
+        return messages
+
+    def cancel_all(self, session_id: str | None) -> None:
+        for task in self.running(session_id):
+            task.cancel_event.set()
+
+    def stored(self, session_id: str | None, task_id: str | None = None) -> list[dict[str, Any]]:
+        """Tasks as stored in SQLite (also those of earlier processes)."""
+        sql = "SELECT id, tool, args, status, stage, result, error, created_at, finished_at FROM background_tasks WHERE "
+        params: tuple = ()
+        if task_id:
+            sql += "id = ?"
+            params = (task_id,)
+        else:
+            sql += "session_id IS ? ORDER BY created_at DESC LIMIT 20"
+            params = (session_id,)
+        return [dict(row) for row in self.store.conn.execute(sql, params).fetchall()]
+
+
+def notification_text(task: TaskState) -> str:
+    outcome = task.outcome
+    body = (
+        outcome.result
+        if outcome and outcome.ok
+        else f"错误：{outcome.error if outcome else '未知'}"
+    )
+    return (
+        f"{NOTIFICATION_PREFIX}\n<task-notification>\n"
+        f"task_id: {task.id}\ntool: {task.tool}\nstatus: {task.status}\nelapsed_s: {task.elapsed_s:.1f}\n"
+        f"result:\n{body}\n</task-notification>\n"
+        "后台任务已结束。请根据上面的结果继续，并向用户汇报要点。"
+    )
+
+
+class CheckBackgroundTasksParams(BaseModel):
+    task_id: str | None = Field(
+        default=None, description="只看这个任务；省略则列出本会话的全部任务"
+    )
+
+
+def check_background_tasks(
+    params: CheckBackgroundTasksParams, context: ToolContext
+) -> dict[str, Any]:
+    manager: BackgroundTaskManager | None = context.state.get("background")
+    if manager is None:
+        return {"tasks": [], "note": "本运行环境没有后台任务。"}
+    live = {t.id: t for t in manager.tasks(context.session_id)}
+    rows = []
+    for row in manager.stored(context.session_id, params.task_id):
+        task = live.get(row["id"])
+        entry = (
+            task.snapshot()
+            if task
+            else {"task_id": row["id"], "tool": row["tool"], "status": row["status"]}
+        )
+        if row["status"] != "running":
+            entry["result"] = (row["result"] or "")[:2000] if row["result"] else None
+            entry["error"] = row["error"]
+        rows.append(entry)
+    if params.task_id and not rows:
+        return {"tasks": [], "note": f"没有找到任务 {params.task_id}。"}
+    return {"tasks": rows}
+
+
+CHECK_BACKGROUND_TASKS = ToolSpec(
+    name="check_background_tasks",
+    description="查看后台任务（全市场筛选、研报、回测等）的状态、进度和结果。",
+    params=CheckBackgroundTasksParams,
+    func=check_background_tasks,
+    title="查看后台任务",
+    concurrency_safe=True,
+    timeout_s=10,
+)

@@ -1,0 +1,124 @@
+"""Tools that belong to the runtime itself (not to the market): reading spilled results,
+asking the user, background task status; and the default registry every front end uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from wyckoff.cli.background import CHECK_BACKGROUND_TASKS
+from wyckoff.cli.tools import (
+    RESULTS_DIR,
+    ToolContext,
+    ToolFailure,
+    ToolRegistry,
+    ToolSpec,
+    canonical_args,
+)
+
+READ_LIMIT = 6_000
+AFFIRMATIVE_ANSWERS = (
+    "确认",
+    "同意",
+    "继续",
+    "允许",
+    "可以",
+    "好的",
+    "好",
+    "是",
+    "是的",
+    "执行",
+    "yes",
+    "y",
+    "ok",
+    "allow",
+)
+
+
+class ReadToolResultParams(BaseModel):
+    ref: str = Field(description="工具结果中给出的完整结果路径")
+    offset: int = Field(default=0, ge=0, description="从第几个字符开始读")
+    limit: int = Field(default=READ_LIMIT, ge=100, le=20_000, description="最多读多少字符")
+
+
+def read_tool_result(params: ReadToolResultParams, context: ToolContext) -> dict[str, Any]:
+    folder = (context.home / RESULTS_DIR).resolve()
+    path = Path(params.ref).expanduser().resolve()
+    if folder not in path.parents or not path.is_file():
+        raise ToolFailure(f"{params.ref} 不是已保存的工具结果（只能读取 {folder} 下的文件）。")
+    text = path.read_text(encoding="utf-8")
+    piece = text[params.offset : params.offset + params.limit]
+    end = params.offset + len(piece)
+    return {
+        "ref": str(path),
+        "offset": params.offset,
+        "end": end,
+        "total_chars": len(text),
+        "more": end < len(text),
+        "text": piece,
+    }
+
+
+READ_TOOL_RESULT = ToolSpec(
+    name="read_tool_result",
+    description="分段读取一个被保存到磁盘的完整工具结果（结果过长时工具只返回开头和路径）。",
+    params=ReadToolResultParams,
+    func=read_tool_result,
+    title="读取完整结果",
+    concurrency_safe=True,
+    timeout_s=10,
+)
+
+
+class ProposedAction(BaseModel):
+    tool: str = Field(description="问题所征求同意的工具名，如 update_portfolio")
+    args: dict[str, Any] = Field(default_factory=dict, description="将要执行的确切参数")
+
+
+class AskUserParams(BaseModel):
+    question: str = Field(description="要问用户的问题")
+    options: list[str] = Field(default_factory=list, description="可选答案")
+    allow_free_text: bool = Field(default=True, description="是否允许用户自由输入")
+    action: ProposedAction | None = Field(
+        default=None,
+        description="若是在征求执行某个操作的同意，填写该操作；用户同意只对这一个确切操作有效",
+    )
+
+
+def ask_user(params: AskUserParams, context: ToolContext) -> dict[str, Any]:
+    """Ask through the front end; headless there is nobody to ask, so the model goes on."""
+    if context.ask_user is None:
+        return {
+            "status": "unavailable",
+            "note": "当前是无界面模式，无法询问用户。请基于已有信息继续，并在回答中说明需要用户确认的事项。",
+        }
+    answer = context.ask_user(params.model_dump())
+    text = str(answer.get("answer", "")).strip()
+    approved = bool(params.action) and text.lower().strip("。.!！ ") in AFFIRMATIVE_ANSWERS
+    if approved and params.action is not None:
+        context.state.setdefault("consents", set()).add(
+            (params.action.tool, canonical_args(params.action.args))
+        )
+    result = {"status": answer.get("status", "answered"), "answer": text}
+    if params.action is not None:
+        result["approved_action"] = params.action.model_dump() if approved else None
+    return result
+
+
+ASK_USER = ToolSpec(
+    name="ask_user",
+    description="向用户提问并等待回答（可给选项）。需要用户同意某个操作时，在 action 中写明确切的工具和参数。",
+    params=AskUserParams,
+    func=ask_user,
+    title="询问用户",
+    timeout_s=3600,
+)
+
+RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER)
+
+
+def default_registry() -> ToolRegistry:
+    """Every tool the agent has; market, portfolio and skills tools register themselves here."""
+    return ToolRegistry(list(RUNTIME_TOOLS))

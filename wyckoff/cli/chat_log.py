@@ -1,0 +1,223 @@
+"""The chat log: sessions and every message in SQLite, saved as the conversation goes.
+
+A `Conversation` is the message list the runtime works on; appending to it also writes
+the message, so a crash loses at most the message being streamed. Loading a session
+repairs what a crash left: a tool call without its result gets an "interrupted" result,
+so no provider rejects the history.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from wyckoff.errors import UsageError
+
+INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
+META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s")
+
+
+class ChatLog:
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def create_session(self, title: str = "", parent_id: str | None = None) -> str:
+        session_id = uuid.uuid4().hex[:12]
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, title, parent_id) VALUES (?, ?, ?)",
+                (session_id, title[:80], parent_id),
+            )
+        return session_id
+
+    def append(self, session_id: str, message: dict[str, Any]) -> None:
+        meta = message.get("meta") or {}
+        with self.store.transaction() as conn:
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
+                " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    seq,
+                    message["role"],
+                    message.get("content") or "",
+                    _json_or_none(message.get("tool_calls")),
+                    message.get("tool_call_id"),
+                    message.get("name"),
+                    message.get("reasoning_content"),
+                    _json_or_none(message.get("provider_data")),
+                    *(meta.get(column) for column in META_COLUMNS),
+                ),
+            )
+            title_needed = message["role"] == "user" and not str(
+                message.get("content", "")
+            ).startswith("[")
+            conn.execute(
+                "UPDATE sessions SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),"
+                " title = CASE WHEN title = '' AND ? THEN ? ELSE title END WHERE id = ?",
+                (title_needed, str(message.get("content", ""))[:80], session_id),
+            )
+
+    def load(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's messages, repaired so every tool call has a result."""
+        self.require(session_id)
+        rows = self.store.conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        return repair_tool_pairs([_message_from_row(row) for row in rows])
+
+    def require(self, session_id: str) -> dict[str, Any]:
+        row = self.store.conn.execute(
+            "SELECT * FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise UsageError(f"没有找到会话 {session_id}：用 `wyckoff session list` 查看已有会话。")
+        return dict(row)
+
+    def latest_session(self) -> str | None:
+        row = self.store.conn.execute(
+            "SELECT s.id FROM sessions s WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+            " ORDER BY s.updated_at DESC LIMIT 1"
+        ).fetchone()
+        return row[0] if row else None
+
+    def list_sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self.store.conn.execute(
+            "SELECT s.id, s.title, s.created_at, s.updated_at, s.parent_id,"
+            " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages"
+            " FROM sessions s ORDER BY s.updated_at DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [dict(row) for row in rows]
+
+    def fork(self, session_id: str) -> str:
+        """A new session holding a copy of this one's messages."""
+        source = self.require(session_id)
+        new_id = self.create_session(title=f"{source['title']}（分支）", parent_id=session_id)
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
+                " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, created_at)"
+                " SELECT ?, seq, role, content, tool_calls, tool_call_id, name, reasoning_content, provider_data,"
+                " model, provider, input_tokens, output_tokens, elapsed_s, created_at FROM messages WHERE session_id = ?",
+                (new_id, session_id),
+            )
+        return new_id
+
+
+class Conversation(list):
+    """The live message list of one session; `append` also writes to the chat log."""
+
+    def __init__(
+        self, chat_log: ChatLog | None, session_id: str | None, messages: list | None = None
+    ) -> None:
+        super().__init__(messages or [])
+        self.chat_log = chat_log
+        self.session_id = session_id
+
+    @classmethod
+    def start(cls, chat_log: ChatLog) -> Conversation:
+        return cls(chat_log, chat_log.create_session())
+
+    @classmethod
+    def resume(cls, chat_log: ChatLog, session_id: str) -> Conversation:
+        return cls(chat_log, session_id, chat_log.load(session_id))
+
+    def append(self, message: dict[str, Any]) -> None:
+        super().append(message)
+        if self.chat_log is not None and self.session_id is not None:
+            self.chat_log.append(self.session_id, message)
+
+
+def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give every tool call without a result an "interrupted" result right after its batch."""
+    repaired: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        for call in pending:
+            repaired.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "name": call["name"],
+                    "content": INTERRUPTED_RESULT,
+                }
+            )
+        pending.clear()
+
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            if any(c["id"] == message.get("tool_call_id") for c in pending):
+                pending[:] = [c for c in pending if c["id"] != message.get("tool_call_id")]
+                repaired.append(message)
+            continue  # a result whose call is gone would be rejected: drop it
+        flush()
+        repaired.append(message)
+        if role == "assistant":
+            pending = list(message.get("tool_calls") or [])
+    flush()
+    return repaired
+
+
+def _message_from_row(row) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
+    if row["tool_calls"]:
+        message["tool_calls"] = json.loads(row["tool_calls"])
+    if row["tool_call_id"]:
+        message["tool_call_id"] = row["tool_call_id"]
+    if row["name"]:
+        message["name"] = row["name"]
+    if row["reasoning_content"] is not None:
+        message["reasoning_content"] = row["reasoning_content"]
+    if row["provider_data"]:
+        message["provider_data"] = json.loads(row["provider_data"])
+    meta = {column: row[column] for column in META_COLUMNS if row[column] is not None}
+    if meta:
+        message["meta"] = meta
+    return message
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def export_markdown(session: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# {session['title'] or '会话'} ({session['id']})",
+        "",
+        f"创建于 {session['created_at']}",
+        "",
+    ]
+    for message in messages:
+        role = message["role"]
+        if role == "user":
+            lines += ["## 用户", "", message["content"], ""]
+        elif role == "assistant":
+            if message.get("content"):
+                lines += ["## 助手", "", message["content"], ""]
+            for call in message.get("tool_calls") or []:
+                lines += [
+                    f"- 调用 `{call['name']}` {json.dumps(call.get('args') or {}, ensure_ascii=False)}"
+                ]
+            if message.get("tool_calls"):
+                lines.append("")
+        else:
+            content = message.get("content") or ""
+            preview = content if len(content) <= 500 else content[:500] + "……"
+            lines += [
+                f"<details><summary>工具结果 {message.get('name', '')}</summary>",
+                "",
+                "```",
+                preview,
+                "```",
+                "</details>",
+                "",
+            ]
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""The RuntimeEvent contract (DESIGN.md): plain dicts with a `type` key.
+
+The TUI, `wyckoff ask --output stream-json`, sub-agents and tests read exactly these.
+Consumers ignore types they do not know. Beyond DESIGN.md's table the runtime emits
+`background_wait` (headless ask waits for its background tasks) and `notice` (a quiet
+one-line remark such as a loop-guard warning).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+RuntimeEvent = dict[str, Any]
+DoneStatus = Literal["completed", "max_rounds", "cancelled", "error"]
+
+
+class ModelStart(TypedDict):
+    type: Literal["model_start"]
+    round: int
+    provider: str
+    model: str
+
+
+class ToolStart(TypedDict):
+    type: Literal["tool_start"]
+    id: str
+    name: str
+    args: dict[str, Any]
+    title: str
+
+
+class ToolResult(TypedDict):
+    type: Literal["tool_result"]
+    id: str
+    name: str
+    result: str
+    elapsed_s: float
+    ref: str | None
+    task_id: str | None
+
+
+class ToolError(TypedDict):
+    type: Literal["tool_error"]
+    id: str
+    name: str
+    error: str
+    elapsed_s: float
+
+
+class Usage(TypedDict):
+    type: Literal["usage"]
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: float | None
+
+
+class Done(TypedDict):
+    type: Literal["done"]
+    text: str
+    status: DoneStatus
+    error: str | None
+    usage: dict[str, Any]
+    elapsed_s: float
+    session_id: str | None
+
+
+def usage_event(usage: dict[str, int], cost: float | None) -> RuntimeEvent:
+    return {
+        "type": "usage",
+        "input_tokens": usage.get("input", 0),
+        "output_tokens": usage.get("output", 0),
+        "cache_read_tokens": usage.get("cache_read", 0),
+        "cache_write_tokens": usage.get("cache_write", 0),
+        "cost": cost,
+    }
+
+
+class UsageTotals:
+    """Tokens and cost summed over several model calls (a turn, a session)."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cache_read_tokens = 0
+        self.cache_write_tokens = 0
+        self.cost: float | None = None
+
+    def add(self, event: RuntimeEvent) -> None:
+        self.input_tokens += event["input_tokens"]
+        self.output_tokens += event["output_tokens"]
+        self.cache_read_tokens += event["cache_read_tokens"]
+        self.cache_write_tokens += event["cache_write_tokens"]
+        if event["cost"] is not None:
+            self.cost = (self.cost or 0.0) + event["cost"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cost": None if self.cost is None else round(self.cost, 6),
+        }

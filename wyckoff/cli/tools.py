@@ -1,0 +1,266 @@
+"""ToolSpec and ToolRegistry: one definition per tool, from which every provider's schema,
+argument validation, timeouts, approval rules and result formatting follow.
+
+Every failure of a call — unknown tool, malformed or invalid arguments, an exception, a
+timeout — becomes a `ToolOutcome` with an error the model can read and react to.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from wyckoff.errors import WyckoffError
+
+MAX_RESULT_CHARS = 8_000
+RESULT_HEAD_CHARS = 3_000
+RESULTS_DIR = "tool-results"
+
+
+class ToolFailure(WyckoffError):
+    """Raised by a tool for an expected failure; its message goes to the model as is."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use: shared state, the provider, the registry, progress and cancel."""
+
+    home: Path
+    registry: ToolRegistry
+    session_id: str | None = None
+    provider: Any = None
+    store: Any = None
+    state: dict[str, Any] = field(default_factory=dict)
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    on_progress: Callable[[dict[str, Any]], None] | None = None
+    ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def progress(self, stage: str, detail: str = "", fraction: float | None = None) -> None:
+        if self.on_progress is not None:
+            self.on_progress({"stage": stage, "detail": detail, "fraction": fraction})
+
+    def for_call(self, **changes: Any) -> ToolContext:
+        """A copy for one call (its own progress sink or cancel flag), sharing the state."""
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        values.update(changes)
+        return ToolContext(**values)
+
+
+ToolFunction = Callable[[Any, ToolContext], Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    params: type[BaseModel]
+    func: ToolFunction
+    title: str
+    concurrency_safe: bool = False
+    requires_approval: bool = False
+    background: bool = False
+    timeout_s: float = 60.0
+
+    def schema(self) -> dict[str, Any]:
+        """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": json_schema(self.params),
+        }
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+@dataclass
+class ToolOutcome:
+    """The end of one call: what the model sees (`result` or `error`) and how it went."""
+
+    call_id: str
+    name: str
+    result: str | None = None
+    error: str | None = None
+    elapsed_s: float = 0.0
+    ref: str | None = None
+    task_id: str | None = None
+    raw: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def observation(self) -> str:
+        return self.result if self.ok else f"工具错误：{self.error}"
+
+    def event(self) -> dict[str, Any]:
+        if self.ok:
+            return {
+                "type": "tool_result",
+                "id": self.call_id,
+                "name": self.name,
+                "result": self.result,
+                "elapsed_s": round(self.elapsed_s, 3),
+                "ref": self.ref,
+                "task_id": self.task_id,
+            }
+        return {
+            "type": "tool_error",
+            "id": self.call_id,
+            "name": self.name,
+            "error": self.error,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+class ToolRegistry:
+    def __init__(self, specs: list[ToolSpec] | None = None) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs or []:
+            self.register(spec)
+
+    def register(self, spec: ToolSpec) -> None:
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._specs
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        return [s.schema() for s in self._specs.values() if names is None or s.name in names]
+
+    def title(self, name: str) -> str:
+        spec = self._specs.get(name)
+        return spec.title if spec else name
+
+    def validate(self, call: dict[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
+        """The spec and parsed arguments of a call, or the error to send back to the model."""
+        spec = self._specs.get(call["name"])
+        if spec is None:
+            return f"没有名为 {call['name']} 的工具。可用工具：{', '.join(self._specs)}。"
+        args = call.get("args") or {}
+        if "__malformed_arguments__" in args:
+            raw = str(args["__malformed_arguments__"])[:200]
+            return f"{spec.name} 的参数不是合法的 JSON：{raw}。请按工具的参数定义重新调用。"
+        try:
+            return spec, spec.params.model_validate(args)
+        except ValidationError as exc:
+            problems = "；".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '参数'}: {e['msg']}"
+                for e in exc.errors()[:3]
+            )
+            return f"{spec.name} 的参数无效：{problems}。请按工具的参数定义重新调用。"
+
+    def run(
+        self, spec: ToolSpec, params: BaseModel, context: ToolContext, call_id: str
+    ) -> ToolOutcome:
+        """Run a validated call on its own thread, bounded by the tool's timeout."""
+        started = time.monotonic()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = spec.func(params, context)
+            except ToolFailure as exc:
+                box["error"] = exc.message
+            except WyckoffError as exc:
+                box["error"] = exc.message
+            except Exception as exc:  # a tool bug must not end the turn
+                box["error"] = f"{type(exc).__name__}: {exc}"
+
+        worker = threading.Thread(target=target, name=f"tool-{spec.name}", daemon=True)
+        worker.start()
+        deadline = started + spec.timeout_s
+        while worker.is_alive():
+            worker.join(timeout=min(0.05, max(deadline - time.monotonic(), 0)))
+            if context.cancelled():
+                return ToolOutcome(
+                    call_id, spec.name, error="已被用户取消。", elapsed_s=time.monotonic() - started
+                )
+            if time.monotonic() >= deadline and worker.is_alive():
+                context.cancel_event.set()
+                return ToolOutcome(
+                    call_id,
+                    spec.name,
+                    error=f"{spec.name} 超过 {spec.timeout_s:g} 秒未完成，已停止等待。可缩小范围后重试。",
+                    elapsed_s=time.monotonic() - started,
+                )
+        elapsed = time.monotonic() - started
+        if "error" in box:
+            return ToolOutcome(call_id, spec.name, error=box["error"], elapsed_s=elapsed)
+        return self.finish(call_id, spec.name, box.get("value"), elapsed, context)
+
+    def finish(
+        self,
+        call_id: str,
+        name: str,
+        value: Any,
+        elapsed_s: float,
+        context: ToolContext,
+        task_id: str | None = None,
+    ) -> ToolOutcome:
+        """Serialise a result; one over MAX_RESULT_CHARS is written whole to disk."""
+        text = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        )
+        ref = None
+        if len(text) > MAX_RESULT_CHARS:
+            ref = spill_result(context.home, context.session_id, call_id, name, text)
+            text = (
+                f"{text[:RESULT_HEAD_CHARS]}\n……\n[结果共 {len(text):,} 字符，以上为开头。完整结果已保存：{ref}。"
+                f'需要更多时调用 read_tool_result(ref="{ref}", offset={RESULT_HEAD_CHARS})。]'
+            )
+        return ToolOutcome(
+            call_id, name, result=text, elapsed_s=elapsed_s, ref=ref, task_id=task_id, raw=value
+        )
+
+
+def spill_result(home: Path, session_id: str | None, call_id: str, name: str, text: str) -> str:
+    """Write a large result under tool-results/ and index it; returns the file path."""
+    folder = home / RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    safe_id = (
+        "".join(ch for ch in call_id if ch.isalnum() or ch in "-_")[:40] or uuid.uuid4().hex[:8]
+    )
+    path = folder / f"{stamp}_{name}_{safe_id}.txt"
+    path.write_text(text, encoding="utf-8")
+    entry = {
+        "ref": str(path),
+        "tool": name,
+        "call_id": call_id,
+        "session_id": session_id,
+        "chars": len(text),
+        "ts": stamp,
+    }
+    with (folder / "index.jsonl").open("a", encoding="utf-8") as index:
+        index.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def canonical_args(args: dict[str, Any]) -> str:
+    return json.dumps(args, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
