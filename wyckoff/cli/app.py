@@ -10,7 +10,10 @@ import sys
 
 import typer
 
+from wyckoff.cli.commands import ask as ask_command
 from wyckoff.cli.commands import model as model_commands
+from wyckoff.cli.commands import session as session_commands
+from wyckoff.cli.commands import trace as trace_commands
 
 app = typer.Typer(
     name="wyckoff",
@@ -21,7 +24,10 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+app.command("ask")(ask_command.ask)
 app.add_typer(model_commands.app, name="model")
+app.add_typer(session_commands.app, name="session")
+app.add_typer(trace_commands.app, name="trace")
 
 
 def main() -> None:

@@ -128,6 +128,10 @@ class AgentRuntime:
         for event in list(self._call_cancels):
             event.set()
 
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
     def system_prompt(self) -> str:
         prompt = SYSTEM_PROMPT.format(today=date.today().isoformat())
         if self.skills_reminder is not None:

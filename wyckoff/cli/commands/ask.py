@@ -1,0 +1,172 @@
+"""`wyckoff ask "QUESTION"`: the agent headless, for scripts and pipes.
+
+text: the answer on stdout as it streams, tool progress on stderr.
+json: one object at the end. stream-json: one RuntimeEvent per line.
+Exit codes: 0 completed, 1 error, 2 usage/config error, 3 max rounds, 130 cancelled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+
+EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
+ARGS_PREVIEW_CHARS = 60
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+def ask(
+    question: Annotated[
+        str, typer.Argument(help="问题；用 - 从标准输入读取 / the question, or - for stdin")
+    ],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="模型 id")] = None,
+    output: Annotated[
+        OutputFormat, typer.Option("--output", "-o", help="text | json | stream-json")
+    ] = OutputFormat.text,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="继续最近的会话")
+    ] = False,
+    session: Annotated[str | None, typer.Option("--session", help="继续指定会话")] = None,
+    max_rounds: Annotated[
+        int, typer.Option("--max-rounds", min=1, max=100, help="最多工具往返轮数")
+    ] = 15,
+    approve: Annotated[
+        str | None, typer.Option("--approve", help="允许这些需批准的工具，逗号分隔")
+    ] = None,
+    approve_all: Annotated[
+        bool, typer.Option("--approve-all", help="允许所有需批准的工具")
+    ] = False,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="不等待后台任务完成")] = False,
+) -> None:
+    """无界面提问 / ask the agent headless."""
+    from wyckoff.cli.agent import open_agent
+    from wyckoff.errors import UsageError
+
+    text = sys.stdin.read() if question == "-" else question
+    if not text.strip():
+        raise UsageError("问题是空的：请给出问题，或用 `-` 从标准输入读取。")
+    agent = open_agent(
+        model_id=model,
+        session_id=session,
+        continue_latest=continue_latest,
+        max_rounds=max_rounds,
+        approve=[n.strip() for n in (approve or "").split(",") if n.strip()],
+        approve_all=approve_all,
+    )
+    agent.conversation.append({"role": "user", "content": text.strip()})
+    _cancel_on_interrupt(agent.runtime)
+    render = {
+        OutputFormat.text: TextRenderer,
+        OutputFormat.json: JsonRenderer,
+        OutputFormat.stream_json: StreamJsonRenderer,
+    }[output]()
+    done: dict[str, Any] = {}
+    for event in agent.runtime.run_stream(agent.conversation, wait_for_background=not no_wait):
+        render.event(event)
+        if event["type"] == "done":
+            done = event
+    render.finish(done)
+    raise typer.Exit(EXIT_CODES.get(done.get("status", "error"), 1))
+
+
+def _cancel_on_interrupt(runtime) -> None:
+    """First Ctrl+C cancels the turn cleanly; a second one leaves at once."""
+
+    def handler(signum, frame) -> None:
+        if runtime.cancel_requested:
+            os._exit(130)
+        sys.stderr.write("\n正在取消…（再按一次 Ctrl+C 立即退出）\n")
+        runtime.cancel()
+
+    signal.signal(signal.SIGINT, handler)
+
+
+class TextRenderer:
+    def __init__(self) -> None:
+        self.wrote_text = False
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "text_delta":
+            sys.stdout.write(event["text"])
+            sys.stdout.flush()
+            self.wrote_text = True
+        elif kind == "tool_start":
+            self._note(f"→ {event['title']} {_short_args(event['args'])}")
+        elif kind == "tool_result":
+            suffix = f"（后台任务 {event['task_id']}）" if event["task_id"] else ""
+            self._note(f"  ✓ {event['name']} {event['elapsed_s']:.2f}s{suffix}")
+        elif kind == "tool_error":
+            self._note(f"  ✗ {event['name']}：{event['error']}")
+        elif kind == "provider_switch":
+            self._note(f"⚠ 模型 {event['from']} 不可用，已切换到备用模型 {event['to']}。")
+        elif kind == "retry":
+            self._note(f"… {event['reason']}，要求模型补充调用工具（第 {event['attempt']} 次）")
+        elif kind == "background_wait":
+            self._note(f"⏳ 等待后台任务完成：{', '.join(event['task_ids'])}（--no-wait 可不等待）")
+
+    def _note(self, line: str) -> None:
+        if self.wrote_text:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.wrote_text = False
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def finish(self, done: dict[str, Any]) -> None:
+        if self.wrote_text:
+            sys.stdout.write("\n")
+        if done.get("status") == "error":
+            sys.stderr.write(f"错误：{done.get('error')}\n")
+        elif done.get("status") == "cancelled":
+            sys.stderr.write("已取消。\n")
+
+
+class JsonRenderer:
+    def __init__(self) -> None:
+        self.tool_calls: list[dict[str, Any]] = []
+
+    def event(self, event: dict[str, Any]) -> None:
+        if event["type"] in ("tool_result", "tool_error"):
+            entry = {
+                "id": event["id"],
+                "name": event["name"],
+                "status": "ok" if event["type"] == "tool_result" else "error",
+                "elapsed_s": event["elapsed_s"],
+            }
+            if event["type"] == "tool_error":
+                entry["error"] = event["error"]
+            self.tool_calls.append(entry)
+
+    def finish(self, done: dict[str, Any]) -> None:
+        payload = {
+            key: done.get(key)
+            for key in ("text", "status", "error", "session_id", "usage", "elapsed_s")
+        }
+        payload["tool_calls"] = self.tool_calls
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+
+
+class StreamJsonRenderer:
+    def event(self, event: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+
+    def finish(self, done: dict[str, Any]) -> None:
+        pass
+
+
+def _short_args(args: dict[str, Any]) -> str:
+    text = json.dumps(args, ensure_ascii=False)
+    return text if len(text) <= ARGS_PREVIEW_CHARS else text[: ARGS_PREVIEW_CHARS - 1] + "…"

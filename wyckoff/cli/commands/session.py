@@ -1,0 +1,82 @@
+"""`wyckoff session ...`: saved chats — list, show, export, fork."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="会话记录 / saved sessions: list, show, export, fork.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+class ExportFormat(str, Enum):
+    md = "md"
+    json = "json"
+
+
+def _chat_log():
+    from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.config import wyckoff_home
+    from wyckoff.store import Store
+
+    return ChatLog(Store.in_home(wyckoff_home()))
+
+
+@app.command("list")
+def list_sessions(
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """列出最近的会话 / recent sessions."""
+    from wyckoff.cli.output import print_json, print_notice, print_table
+
+    sessions = _chat_log().list_sessions(limit)
+    if json_output:
+        print_json({"sessions": sessions})
+    elif not sessions:
+        print_notice('还没有会话。运行 `wyckoff ask "..."` 或 `wyckoff` 开始。')
+    else:
+        print_table(
+            "会话",
+            ["id", "标题", "消息", "更新于"],
+            [[s["id"], s["title"], s["messages"], s["updated_at"][:19]] for s in sessions],
+        )
+
+
+@app.command("show")
+def show(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
+    """显示会话内容 / print a session."""
+    from wyckoff.cli.chat_log import export_markdown
+
+    chat_log = _chat_log()
+    typer.echo(export_markdown(chat_log.require(session_id), chat_log.load(session_id)))
+
+
+@app.command("export")
+def export(
+    session_id: Annotated[str, typer.Argument(help="会话 id")],
+    format: Annotated[ExportFormat, typer.Option("--format", help="md | json")] = ExportFormat.md,
+) -> None:
+    """导出会话 / export a session as Markdown or JSON."""
+    from wyckoff.cli.chat_log import export_markdown
+    from wyckoff.cli.output import print_json
+
+    chat_log = _chat_log()
+    session = chat_log.require(session_id)
+    messages = chat_log.load(session_id)
+    if format is ExportFormat.json:
+        print_json({"session": session, "messages": messages})
+    else:
+        typer.echo(export_markdown(session, messages))
+
+
+@app.command("fork")
+def fork(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
+    """从某个会话分出一个新会话 / copy a session into a new one."""
+    new_id = _chat_log().fork(session_id)
+    typer.echo(new_id)

@@ -1,0 +1,45 @@
+"""`wyckoff trace ...`: the per-turn JSONL traces under scratchpad/."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="运行追踪 / per-turn traces: list, show.", no_args_is_help=True, rich_markup_mode=None
+)
+
+
+@app.command("list")
+def list_traces(
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """列出最近的追踪 / recent traces."""
+    from wyckoff.cli.output import print_json, print_notice, print_table
+    from wyckoff.cli.scratchpad import list_traces as traces_in
+    from wyckoff.config import wyckoff_home
+
+    traces = traces_in(wyckoff_home(), limit)
+    if json_output:
+        print_json({"traces": traces})
+    elif not traces:
+        print_notice("还没有追踪记录。")
+    else:
+        print_table(
+            "追踪",
+            ["id", "会话", "问题", "状态", "事件"],
+            [[t["id"], t["session_id"], t["input"], t["status"], t["events"]] for t in traces],
+        )
+
+
+@app.command("show")
+def show(trace_id: Annotated[str, typer.Argument(help="追踪 id（或其开头）")]) -> None:
+    """逐行显示一个追踪 / print one trace, one JSON event per line."""
+    from wyckoff.cli.scratchpad import read_trace
+    from wyckoff.config import wyckoff_home
+
+    for entry in read_trace(wyckoff_home(), trace_id):
+        typer.echo(json.dumps(entry, ensure_ascii=False))
