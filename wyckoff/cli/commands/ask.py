@@ -11,7 +11,7 @@ import json
 import os
 import signal
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +20,7 @@ EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
 ARGS_PREVIEW_CHARS = 60
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     text = "text"
     json = "json"
     stream_json = "stream-json"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -14,7 +14,7 @@ app = typer.Typer(
 )
 
 
-class ExportFormat(str, Enum):
+class ExportFormat(StrEnum):
     md = "md"
     json = "json"
 
