@@ -134,11 +134,15 @@ class ToolOutcome:
 class ToolRegistry:
     def __init__(self, specs: list[ToolSpec] | None = None) -> None:
         self._specs: dict[str, ToolSpec] = {}
+        self._schemas: list[dict[str, Any]] | None = (
+            None  # built once: pydantic schema generation is slow
+        )
         for spec in specs or []:
             self.register(spec)
 
     def register(self, spec: ToolSpec) -> None:
         self._specs[spec.name] = spec
+        self._schemas = None
 
     def get(self, name: str) -> ToolSpec | None:
         return self._specs.get(name)
@@ -151,7 +155,9 @@ class ToolRegistry:
         return list(self._specs)
 
     def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
-        return [s.schema() for s in self._specs.values() if names is None or s.name in names]
+        if self._schemas is None:
+            self._schemas = [s.schema() for s in self._specs.values()]
+        return [s for s in self._schemas if names is None or s["name"] in names]
 
     def title(self, name: str) -> str:
         spec = self._specs.get(name)
