@@ -1,0 +1,182 @@
+"""Every threshold of the Wyckoff engine in one object, with the documented defaults
+(ENGINE.md). A backtest may vary any of them with `dataclasses.replace`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TRADABLE_PREFIXES = (
+    "600",
+    "601",
+    "603",
+    "605",
+    "000",
+    "001",
+    "002",
+    "003",
+    "300",
+    "301",
+    "688",
+    "689",
+)
+BENCHMARK = "000001.SH"
+SMALL_CAP_BENCHMARK = "399006.SZ"
+MAIN_INDICES = {
+    "000001.SH": "上证指数",
+    "399001.SZ": "深证成指",
+    "399006.SZ": "创业板指",
+    "000300.SH": "沪深300",
+    "000905.SH": "中证500",
+    "000016.SH": "上证50",
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    # Layer 1 — tradable universe
+    min_market_cap: float = 3.5e9
+    min_market_cap_liquid: float = 1.0e9
+    liquid_turnover: float = 80e6
+    min_close: float = 2.0
+    min_turnover: float = 50e6
+    spiky_skew: float = 3.0
+    spiky_median_ratio: float = 0.45
+    spiky_days_above: float = 0.35
+    min_roe: float = -0.10
+    max_debt_ratio: float = 0.85
+    # Layer 2 — RS gate
+    rs10_min: float = 2.0
+    rs3_min: float = 1.0
+    rs_relax_factor: float = 0.35
+    rs_relax_bench10: float = 0.04
+    rs_relax_bench3: float = 0.02
+    # Layer 2 — structural bypass
+    bypass_rps120: float = 65
+    bypass_ret20: float = -0.04
+    bypass_ma50_distance: float = 0.12
+    bypass_drawdown60: float = 0.18
+    # Layer 2 — momentum
+    momentum_bench3_drop: float = -0.02
+    momentum_bias200_max: float = 0.25
+    rps_gate_a: tuple[float, float, float] = (65, 70, 0.5)  # rps50, rps120, slope %/day
+    rps_gate_b: tuple[float, float] = (80, 50)  # rps120, rps50
+    rps_gate_c: tuple[float, float, float] = (1.5, 50, 55)  # slope, rps50, rps120
+    # Layer 2 — ambush
+    ambush_bias200: float = 0.08
+    ambush_ret20_max: float = -0.03
+    ambush_rps50_max: float = 45
+    ambush_rps120_min: float = 70
+    ambush_rs10_min: float = -2
+    ambush_rs3_min: float = -8
+    # Layer 2 — accumulation / dry volume / divergence
+    low_position: float = 1.35
+    accumulation_range60: float = 0.30
+    accumulation_volume_ratio: float = 0.65
+    accumulation_ma_gap: float = 0.06
+    dry_volume_quantile: float = 0.05
+    divergence_low_position: float = 1.5
+    # Layer 2 — trend continuation / breakout
+    trend_rps120: float = 75
+    trend_drawdown60: float = 0.20
+    trend_volume_ratio: float = 0.7
+    breakout_rps50: float = 70
+    breakout_ret20: float = 0.15
+    breakout_volume_ratio: float = 1.3
+    sos_rps120: float = 30
+    # Layer 3 — sectors
+    sector_min_count: int = 3
+    sector_quantile: float = 0.70
+    sector_top_quantile: float = 0.90
+    top_sectors: int = 5
+    sector_strength_keep: float = 0.60
+    stock_strength_keep: float = 0.80
+    min_survivors: int = 3
+    # Layer 4 — triggers
+    max_bias200: float = 0.25
+    max_bias200_star: float = 0.40
+    max_bias200_trend: float = 0.35
+    spring_range_cap: float = 0.60
+    spring_drift: float = 0.12
+    spring_volume_prior4: float = 1.3
+    spring_volume_prev: float = 1.15
+    lps_ma20_band: float = 0.02
+    lps_volume_ratio: float = 0.50
+    evr_volume: float = 1.8
+    evr_pct: float = 0.02
+    evr_turnover_rate: float = 0.015
+    sos_pct: float = 0.06
+    sos_volume: float = 3.0
+    compression_quantile: float = 0.20
+    compression_volume: float = 0.6
+    pullback_min: float = 0.05
+    pullback_max: float = 0.20
+    pullback_volume: float = 0.6
+    # Stops and exits
+    accumulation_stop: float = 0.93
+    trail_start: float = 0.15
+    trail_high: float = 0.90
+    trail_ma50: float = 0.98
+    hard_breach: float = 0.05
+    breach_closes: int = 2
+    breach_volume: float = 0.8
+    gap_skip_days: int = 3
+    distribution_bias200: float = 0.30
+    distribution_volume_ratio: float = 0.5
+    # Holding health
+    danger_loss: float = 0.93
+    danger_ret10: float = -0.15
+    warn_range60: float = 0.50
+    warn_stop_distance: float = 0.02
+    warn_loss: float = 0.05
+    warn_volume_ratio: float = 0.5
+    # Sizing
+    hard_stop: float = 0.08
+    atr_stop_multiple: float = 2.0
+    risk_probe: float = 0.008
+    risk_attack: float = 0.012
+    budget_probe: float = 0.10
+    budget_attack: float = 0.20
+    lot: int = 100
+    # Backtest
+    friction_per_side: float = 0.005
+    commission: float = 0.0002
+    commission_min: float = 5.0
+    stamp_duty: float = 0.0005
+    start_cash: float = 100_000.0
+    risk_free: float = 0.02
+
+
+DEFAULT_CONFIG = EngineConfig()
+
+
+def board_of(code: str) -> str:
+    """main | chinext | star | bse, from the 6-digit code."""
+    if code.startswith(("300", "301", "302")):
+        return "chinext"
+    if code.startswith(("688", "689")):
+        return "star"
+    if code.startswith(("8", "4", "920")):
+        return "bse"
+    return "main"
+
+
+def limit_pct(board: str, is_st: bool) -> float:
+    """A-share daily price limit."""
+    if is_st:
+        return 0.05
+    if board in ("chinext", "star"):
+        return 0.20
+    if board == "bse":
+        return 0.30
+    return 0.10
+
+
+def ts_code(code: str) -> str:
+    """600519 -> 600519.SH (tushare style)."""
+    if "." in code:
+        return code
+    if code.startswith(("6", "9")) and not code.startswith("920"):
+        return f"{code}.SH"
+    if code.startswith(("8", "4", "920")):
+        return f"{code}.BJ"
+    return f"{code}.SZ"

@@ -1,0 +1,300 @@
+"""The four-layer Wyckoff funnel (ENGINE.md) at one day index, over the whole panel.
+
+Layer 1 tradable universe -> Layer 2 strength channels -> Layer 3 sector resonance ->
+Layer 4 triggers. Pure: a Panel in, a FunnelResult out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from wyckoff.engine.config import BENCHMARK, DEFAULT_CONFIG, TRADABLE_PREFIXES, EngineConfig
+from wyckoff.engine.indicators import (
+    features_at,
+    nan_quantile,
+    nan_reduce,
+    percentile_rank,
+    window,
+    wmin,
+)
+from wyckoff.engine.panel import Panel
+from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
+
+CHANNEL_LABELS = {
+    "momentum": "主升",
+    "ambush": "潜伏",
+    "accumulation": "吸筹",
+    "dry_volume": "地量",
+    "divergence": "暗中护盘",
+    "trend": "趋势延续",
+    "breakout": "突破加速",
+    "sos_ignition": "点火",
+}
+TREND_CHANNELS = ("momentum", "trend", "breakout")
+
+
+@dataclass
+class FunnelResult:
+    as_of: str
+    total_scanned: int
+    layer1: np.ndarray  # bool masks over panel columns
+    layer2: np.ndarray
+    layer3: np.ndarray
+    channels: dict[str, np.ndarray]
+    triggers: dict[str, np.ndarray]
+    trigger_scores: dict[str, np.ndarray]
+    strength: np.ndarray
+    score: np.ndarray
+    sectors: list[dict[str, Any]] = field(default_factory=list)
+    features: SimpleNamespace | None = None
+
+    @property
+    def layer4(self) -> np.ndarray:
+        fired = np.zeros_like(self.layer3)
+        for mask in self.triggers.values():
+            fired |= mask
+        return fired & self.layer3
+
+    def channel_labels(self, j: int) -> list[str]:
+        return [CHANNEL_LABELS[name] for name, mask in self.channels.items() if mask[j]]
+
+    def trigger_labels(self, j: int) -> list[str]:
+        return [name for name, mask in self.triggers.items() if mask[j]]
+
+    def ranked(self, limit: int | None = None) -> list[int]:
+        """Column indices of Layer 3 survivors, triggered first, then by score."""
+        columns = np.flatnonzero(self.layer3)
+        fired = self.layer4
+        order = sorted(columns, key=lambda j: (not fired[j], -self.score[j]))
+        return order[:limit] if limit else order
+
+
+def layer1(p: Panel, f: SimpleNamespace, cfg: EngineConfig) -> np.ndarray:
+    codes = np.array(p.codes)
+    prefix_ok = np.array([c.startswith(TRADABLE_PREFIXES) for c in codes])
+    names = p.stocks["name"].fillna("").to_numpy()
+    not_st = np.array(["ST" not in n.upper() for n in names]) & ~f.is_st
+    with np.errstate(invalid="ignore"):
+        cap_ok = (f.market_cap >= cfg.min_market_cap) | (
+            (f.market_cap >= cfg.min_market_cap_liquid) & (f.amount20 >= cfg.liquid_turnover)
+        )
+        spiky = (f.amount_skew20 >= cfg.spiky_skew) & (
+            (f.amount_median20 < cfg.spiky_median_ratio * cfg.min_turnover)
+            | (f.amount_days_above < cfg.spiky_days_above)
+        )
+        liquid = (f.amount20 >= cfg.min_turnover) & ~spiky
+        price_ok = f.close >= cfg.min_close
+    mask = prefix_ok & not_st & cap_ok & liquid & price_ok
+    for column, limit, keep_if_above in (
+        ("roe", cfg.min_roe, True),
+        ("debt_ratio", cfg.max_debt_ratio, False),
+    ):
+        if column in p.stocks:
+            values = p.stocks[column].to_numpy(dtype=float)
+            bad = (values < limit) if keep_if_above else (values > limit)
+            mask &= ~np.nan_to_num(bad, nan=0).astype(bool)
+    return mask & ~np.isnan(f.close)
+
+
+def layer2(
+    p: Panel, f: SimpleNamespace, cfg: EngineConfig, t: int, sos_fired: np.ndarray
+) -> dict[str, np.ndarray]:
+    relax10 = cfg.rs_relax_factor if f.bench10 >= cfg.rs_relax_bench10 else 1.0
+    relax3 = cfg.rs_relax_factor if f.bench3 >= cfg.rs_relax_bench3 else 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rs_gate = (f.rs10 >= cfg.rs10_min * relax10) & (f.rs3 >= cfg.rs3_min * relax3)
+        bypass = (
+            (f.rps120 >= cfg.bypass_rps120)
+            & (f.ma50 > f.ma200)
+            & (f.ret20 >= cfg.bypass_ret20)
+            & (np.abs(f.close / f.ma50 - 1) <= cfg.bypass_ma50_distance)
+            & (f.max_drawdown60 <= cfg.bypass_drawdown60)
+        )
+        rs_ok = rs_gate | bypass
+        a50, a120, a_slope = cfg.rps_gate_a
+        b120, b50 = cfg.rps_gate_b
+        c_slope, c50, c120 = cfg.rps_gate_c
+        rps_gate = (
+            ((f.rps50 >= a50) & (f.rps120 >= a120) & (f.slope10 >= a_slope))
+            | ((f.rps120 >= b120) & (f.rps50 >= b50))
+            | ((f.slope10 >= c_slope) & (f.rps50 >= c50) & (f.rps120 >= c120))
+        )
+        structure = (f.ma50 > f.ma200) | (
+            (f.bench3 <= cfg.momentum_bench3_drop) & (f.close >= f.ma20)
+        )
+        low_position = f.close <= f.low250 * cfg.low_position
+        channels = {
+            "momentum": structure & rs_ok & rps_gate & (f.bias200 <= cfg.momentum_bias200_max),
+            "ambush": (np.abs(f.bias200) <= cfg.ambush_bias200)
+            & (f.ret20 <= cfg.ambush_ret20_max)
+            & (f.rps50 <= cfg.ambush_rps50_max)
+            & (f.rps120 >= cfg.ambush_rps120_min)
+            & (f.rs10 >= cfg.ambush_rs10_min)
+            & (f.rs3 >= cfg.ambush_rs3_min),
+            "accumulation": low_position
+            & (f.range60 <= cfg.accumulation_range60)
+            & (f.volume20 / f.volume_prior120 < cfg.accumulation_volume_ratio)
+            & (f.ma_gap < cfg.accumulation_ma_gap),
+            "dry_volume": low_position
+            & (
+                nan_reduce(np.nanmin, window(p.volume, t, 10))
+                <= nan_quantile(window(p.volume, t, 250), cfg.dry_volume_quantile)
+            ),
+            "divergence": _divergence(p, f, t, cfg),
+            "trend": (f.ma50 > f.ma200)
+            & (f.rps120 >= cfg.trend_rps120)
+            & (f.max_drawdown60 < cfg.trend_drawdown60)
+            & (f.volume5 / f.volume20 >= cfg.trend_volume_ratio),
+            "breakout": (f.close > f.ma50)
+            & (f.ma50 <= f.ma200)
+            & (f.rps50 >= cfg.breakout_rps50)
+            & (f.ret20 >= cfg.breakout_ret20)
+            & (f.volume20 / f.volume_prior60 >= cfg.breakout_volume_ratio),
+            "sos_ignition": sos_fired & (f.rps120 >= cfg.sos_rps120),
+        }
+    return {name: np.nan_to_num(mask.astype(float), nan=0) > 0 for name, mask in channels.items()}
+
+
+def _divergence(p: Panel, f: SimpleNamespace, t: int, cfg: EngineConfig) -> np.ndarray:
+    bench = p.index_close.get(BENCHMARK)
+    if bench is None or t < 80:
+        return np.zeros(p.close.shape[1], dtype=bool)
+    bench_new_low = np.nanmin(bench[t - 19 : t + 1]) <= np.nanmin(bench[t - 79 : t - 19])
+    if not bench_new_low:
+        return np.zeros(p.close.shape[1], dtype=bool)
+    with np.errstate(invalid="ignore"):
+        higher_low = wmin(p.low, t, 20) > wmin(p.low, t - 20, 60)
+        with_volume = f.volume20 >= f.volume_prior60
+        return higher_low & with_volume & (f.close <= f.low250 * cfg.divergence_low_position)
+
+
+def stock_strength(f: SimpleNamespace, universe: np.ndarray) -> np.ndarray:
+    """0.4 rank(ret20) + 0.3 rank(ret5) + 0.3 rank(ret3), ranks among the universe (0-1)."""
+    strength = np.full(universe.shape, np.nan)
+    for weight, values in ((0.4, f.ret20), (0.3, f.ret5), (0.3, f.ret3)):
+        ranked = percentile_rank(np.where(universe, values, np.nan)) / 100
+        strength = np.where(np.isnan(strength), 0, strength) + weight * np.nan_to_num(ranked)
+    return np.where(universe, strength, np.nan)
+
+
+def layer3(
+    p: Panel, l1: np.ndarray, l2: np.ndarray, strength: np.ndarray, cfg: EngineConfig
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    industries = p.stocks["industry"].fillna("未知").to_numpy()
+    sectors = []
+    for industry in np.unique(industries[l1]):
+        members = l1 & (industries == industry)
+        passed = l2 & members
+        sectors.append(
+            {
+                "industry": str(industry),
+                "count": int(passed.sum()),
+                "ratio": float(passed.sum() / max(members.sum(), 1)),
+                "strength": float(np.nanmedian(strength[members])) if members.any() else 0.0,
+            }
+        )
+    if not sectors:
+        return l2.copy(), []
+    counts = np.array([s["count"] for s in sectors], dtype=float)
+    ratios = np.array([s["ratio"] for s in sectors])
+    strengths = np.array([s["strength"] for s in sectors])
+    q = cfg.sector_quantile
+    for s in sectors:
+        s["kept"] = bool(
+            (
+                s["count"] >= max(cfg.sector_min_count, np.quantile(counts, q))
+                and s["ratio"] >= np.quantile(ratios, q)
+                and s["strength"] >= np.quantile(strengths, q)
+            )
+            or (
+                s["count"] >= cfg.sector_min_count
+                and s["strength"] >= np.quantile(strengths, cfg.sector_top_quantile)
+            )
+        )
+    kept = sorted((s for s in sectors if s["kept"]), key=lambda s: -s["strength"])
+    top = {s["industry"] for s in kept[: cfg.top_sectors]}
+    strong_kept = {s["industry"] for s in kept if s["strength"] >= cfg.sector_strength_keep}
+    in_top = np.isin(industries, list(top))
+    in_strong = np.isin(industries, list(strong_kept))
+    survivors = l2 & (in_top | in_strong | (np.nan_to_num(strength) >= cfg.stock_strength_keep))
+    if survivors.sum() < cfg.min_survivors:
+        survivors = l2.copy()
+    ranking = sorted(sectors, key=lambda s: -s["strength"])
+    for s in ranking:
+        s["top"] = s["industry"] in top
+    return survivors, ranking
+
+
+def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG) -> FunnelResult:
+    """The funnel at day index t (default: the last day)."""
+    t = len(p.dates) - 1 if t is None else t
+    f = features_at(p, t, cfg)
+    l1 = layer1(p, f, cfg)
+    sos_fired, _ = TRIGGERS["sos"](p, t, f, cfg)
+    channels = layer2(p, f, cfg, t, sos_fired)
+    l2 = l1 & np.any(np.stack(list(channels.values())), axis=0)
+    channels = {name: mask & l2 for name, mask in channels.items()}
+    strength = stock_strength(f, l1)
+    l3, sectors = layer3(p, l1, l2, strength, cfg)
+    triggers, scores = _layer4(p, t, f, cfg, l3, channels)
+    fired = np.zeros_like(l3)
+    for mask in triggers.values():
+        fired |= mask
+    score = (
+        np.nan_to_num(strength) * 50
+        + sum(m.astype(float) for m in channels.values()) * 10
+        + fired * 20
+        + np.nan_to_num(f.rps120) / 5
+    )
+    return FunnelResult(
+        p.as_of if t == len(p.dates) - 1 else str(p.dates[t]),
+        int((~np.isnan(f.close)).sum()),
+        l1,
+        l2,
+        l3,
+        channels,
+        triggers,
+        scores,
+        strength,
+        score,
+        sectors,
+        f,
+    )
+
+
+def _layer4(
+    p: Panel,
+    t: int,
+    f: SimpleNamespace,
+    cfg: EngineConfig,
+    l3: np.ndarray,
+    channels: dict[str, np.ndarray],
+):
+    trend = np.any(np.stack([channels[c] for c in TREND_CHANNELS]), axis=0)
+    limit = np.where(
+        f.board == "star",
+        cfg.max_bias200_star,
+        np.where(trend, cfg.max_bias200_trend, cfg.max_bias200),
+    )
+    with np.errstate(invalid="ignore"):
+        allowed = l3 & ~(f.bias200 > limit)
+    triggers, scores = {}, {}
+    for name, detect in TRIGGERS.items():
+        fired, score = detect(p, t, f, cfg)
+        if name == "pullback":
+            fired = fired & trend
+        triggers[name] = fired & allowed
+        scores[name] = score
+    return triggers, scores
+
+
+def trigger_groups(result: FunnelResult, codes: list[str]) -> dict[str, list[str]]:
+    return {
+        TRIGGER_LABELS[name]: [codes[j] for j in np.flatnonzero(mask)][:20]
+        for name, mask in result.triggers.items()
+        if mask.any()
+    }

@@ -1,0 +1,264 @@
+"""One stock's diagnosis: phase, stop levels and exit status, holding health with reasons."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig
+from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2
+from wyckoff.engine.indicators import features_at, percentile_rank, ret
+from wyckoff.engine.panel import Panel
+from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
+
+HEALTH_LABELS = {"healthy": "🟢 健康", "caution": "🟡 注意", "danger": "🔴 危险"}
+
+
+def _single(p: Panel, code: str) -> Panel:
+    j = p.column(code)
+    return Panel(
+        p.dates,
+        [code],
+        *(
+            getattr(p, name)[:, j : j + 1]
+            for name in ("open", "high", "low", "close", "volume", "amount")
+        ),
+        stocks=p.stocks.iloc[j : j + 1],
+        index_close=p.index_close,
+        source=p.source,
+    )
+
+
+def stock_features(p: Panel, code: str, t: int, cfg: EngineConfig) -> SimpleNamespace:
+    """Features of one stock, with RPS ranked against the whole panel (cheap: two returns)."""
+    one = _single(p, code)
+    f = features_at(one, t, cfg)
+    j = p.column(code)
+    f.rps50 = percentile_rank(ret(p.close, t, 50))[j : j + 1]
+    f.rps120 = percentile_rank(ret(p.close, t, 120))[j : j + 1]
+    return f
+
+
+def scalar(value) -> float | None:
+    v = float(np.asarray(value).reshape(-1)[0])
+    return None if np.isnan(v) else v
+
+
+def stops(f: SimpleNamespace, cfg: EngineConfig) -> dict[str, Any]:
+    low250, close = scalar(f.low250), scalar(f.close)
+    if low250 is None or close is None:
+        return {"stop": None, "kind": None}
+    stop = low250 * cfg.accumulation_stop
+    kind = "accumulation"
+    if close >= low250 * (1 + cfg.trail_start):
+        trail = max(
+            (scalar(f.high60) or 0) * cfg.trail_high, (scalar(f.ma50) or 0) * cfg.trail_ma50
+        )
+        if trail > stop:
+            stop, kind = trail, "trailing"
+    return {"stop": round(stop, 2), "kind": kind}
+
+
+def exit_status(
+    p: Panel, code: str, t: int, stop: float | None, cfg: EngineConfig
+) -> dict[str, Any]:
+    if stop is None:
+        return {"status": "unknown", "detail": "数据不足"}
+    j = p.column(code)
+    closes, volumes = p.close[: t + 1, j], p.volume[: t + 1, j]
+    if np.isnan(closes[-4:-1]).sum() >= cfg.gap_skip_days - 1:  # just back from a suspension
+        return {"status": "skipped", "detail": "复牌后首日不做止损判断"}
+    close = closes[-1]
+    if close <= stop * (1 - cfg.hard_breach):
+        return {
+            "status": "exit",
+            "detail": f"收盘 {close:.2f} 跌破止损 {stop:.2f} 超过 {cfg.hard_breach:.0%}，应立即离场",
+        }
+    vol20 = np.nanmean(volumes[-20:])
+    below = [
+        (c < stop and v >= cfg.breach_volume * vol20)
+        for c, v in zip(closes[-cfg.breach_closes :], volumes[-cfg.breach_closes :], strict=True)
+    ]
+    if len(below) == cfg.breach_closes and all(below):
+        return {
+            "status": "exit",
+            "detail": f"连续 {cfg.breach_closes} 日放量收于止损 {stop:.2f} 下方",
+        }
+    if close < stop:
+        return {"status": "watch", "detail": f"收盘低于止损 {stop:.2f}，等待确认"}
+    return {"status": "hold", "detail": f"收盘高于止损 {stop:.2f}"}
+
+
+def phase(p: Panel, code: str, t: int, f: SimpleNamespace, cfg: EngineConfig) -> str:
+    j = p.column(code)
+    close = p.close[: t + 1, j]
+    if t >= 215:
+        ma50 = np.array([np.nanmean(close[s - 49 : s + 1]) for s in range(t - 15, t + 1)])
+        ma200 = np.array([np.nanmean(close[s - 199 : s + 1]) for s in range(t - 15, t + 1)])
+        above = ma50 > ma200
+        crossed = [k for k in range(len(above) - 10, len(above)) if above[k] and not above[k - 1]]
+        if crossed and above[-5:].all() and ma50[-1] / ma50[-6] - 1 >= 0.02:
+            return "markup"
+    low250, ma_gap = scalar(f.low250), scalar(f.ma_gap)
+    dry = (scalar(f.volume20) or 0) < (
+        scalar(f.volume_prior120) or np.inf
+    ) * cfg.accumulation_volume_ratio
+    if (
+        low250
+        and close[-1] <= low250 * cfg.low_position
+        and ma_gap is not None
+        and ma_gap < cfg.accumulation_ma_gap
+        and dry
+    ):
+        lows = p.low[max(t - 59, 0) : t + 1, j]
+        base = np.nanmin(lows)
+        if np.nanmin(lows[-20:]) >= base * 0.97 and np.sum(lows <= base * 1.05) >= 3:
+            return "accumulation_c"
+        if np.sum(lows <= base * 1.05) >= 3:
+            return "accumulation_b"
+        return "accumulation_a"
+    ma50, ma200, c = scalar(f.ma50), scalar(f.ma200), close[-1]
+    if ma50 and ma200 and c > ma50 > ma200:
+        return "uptrend"
+    if ma50 and ma200 and c < ma50 < ma200:
+        return "downtrend"
+    return "range"
+
+
+PHASE_LABELS = {
+    "markup": "上涨（Markup）",
+    "accumulation_a": "吸筹 A 段",
+    "accumulation_b": "吸筹 B 段",
+    "accumulation_c": "吸筹 C 段",
+    "uptrend": "多头趋势",
+    "downtrend": "空头趋势",
+    "range": "震荡",
+}
+
+
+def diagnose(
+    p: Panel, code: str, cost: float = 0.0, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG
+) -> dict[str, Any]:
+    """Everything about one stock at day t: health with reasons, MAs, channels, phase,
+    triggers, stop and exit status, volume and return ratios, position in the year's range."""
+    t = len(p.dates) - 1 if t is None else t
+    f = stock_features(p, code, t, cfg)
+    one = _single(p, code)
+    close = scalar(f.close)
+    if close is None:
+        return {"code": code, "error": "该股在最新交易日没有行情（停牌或未上市）"}
+    sos_fired, _ = TRIGGERS["sos"](one, t, f, cfg)
+    channels = [
+        CHANNEL_LABELS[name] for name, mask in layer2(one, f, cfg, t, sos_fired).items() if mask[0]
+    ]
+    triggers = [
+        TRIGGER_LABELS[name] for name, detect in TRIGGERS.items() if detect(one, t, f, cfg)[0][0]
+    ]
+    stop = stops(f, cfg)
+    exit_info = exit_status(p, code, t, stop["stop"], cfg)
+    ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
+    health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)
+    low250, high250 = scalar(f.low250), scalar(f.high250)
+    return {
+        "code": code,
+        "close": round(close, 2),
+        "health": health,
+        "health_label": HEALTH_LABELS[health],
+        "reasons": reasons,
+        "phase": PHASE_LABELS[phase(p, code, t, f, cfg)],
+        "ma": {
+            "ma20": _r(ma20),
+            "ma50": _r(ma50),
+            "ma200": _r(ma200),
+            "pattern": ma_pattern(close, ma20, ma50, ma200),
+        },
+        "channels": channels,
+        "triggers": triggers,
+        "stop": stop,
+        "exit": exit_info,
+        "rps50": _r(scalar(f.rps50), 1),
+        "rps120": _r(scalar(f.rps120), 1),
+        "returns_pct": {
+            f"{n}d": _r((scalar(getattr(f, f"ret{n}")) or 0) * 100, 2) for n in (5, 20, 60, 120)
+        },
+        "volume_ratio_5_20": _r((scalar(f.volume5) or 0) / (scalar(f.volume20) or np.nan), 2),
+        "volume_ratio_20_prior60": _r(
+            (scalar(f.volume20) or 0) / (scalar(f.volume_prior60) or np.nan), 2
+        ),
+        "from_year_high_pct": _r((close / high250 - 1) * 100, 1) if high250 else None,
+        "from_year_low_pct": _r((close / low250 - 1) * 100, 1) if low250 else None,
+        "cost": cost or None,
+        "pnl_pct": _r((close / cost - 1) * 100, 2) if cost else None,
+    }
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None or np.isnan(value) else round(float(value), digits)
+
+
+def ma_pattern(close: float, ma20: float | None, ma50: float | None, ma200: float | None) -> str:
+    if None in (ma20, ma50, ma200):
+        return "数据不足"
+    if close > ma20 > ma50 > ma200:
+        return "多头排列"
+    if close < ma20 < ma50 < ma200:
+        return "空头排列"
+    if ma50 > ma200:
+        return "中期多头、短期整理"
+    return "均线交织"
+
+
+def holding_health(
+    f,
+    cfg: EngineConfig,
+    cost: float,
+    stop: float | None,
+    exit_info: dict,
+    channels: list[str],
+    triggers: list[str],
+) -> tuple[str, list[str]]:
+    close, ma50, ma200 = scalar(f.close), scalar(f.ma50), scalar(f.ma200)
+    dangers, warnings, positives = [], [], []
+    losing = bool(cost) and close < cost
+    if cost and close <= cost * cfg.danger_loss:
+        dangers.append(f"收盘 {close:.2f} 较成本 {cost:.2f} 亏损超过 {1 - cfg.danger_loss:.0%}")
+    if exit_info["status"] == "exit":
+        dangers.append(f"触发止损：{exit_info['detail']}")
+    if ma50 and ma200 and close < ma50 < ma200:
+        dangers.append("股价在 MA50 下方且 MA50 低于 MA200（空头结构）")
+    ret10 = scalar(f.ret10)
+    if ret10 is not None and ret10 < cfg.danger_ret10:
+        dangers.append(f"近 10 日下跌 {ret10:.1%}")
+    range60 = scalar(f.range60)
+    if range60 is not None and range60 > cfg.warn_range60:
+        warnings.append(f"60 日振幅 {range60:.0%}，波动过大")
+    bias200, vol3, vol60 = scalar(f.bias200), scalar(f.volume3), scalar(f.volume60)
+    if (
+        bias200 is not None
+        and bias200 >= cfg.distribution_bias200
+        and vol3
+        and vol60
+        and vol3 / vol60 <= cfg.distribution_volume_ratio
+    ):
+        warnings.append(f"派发预警：乖离 MA200 {bias200:.0%} 且量能萎缩")
+    if stop and close >= stop and close <= stop * (1 + cfg.warn_stop_distance):
+        warnings.append(f"距离止损 {stop:.2f} 不到 {cfg.warn_stop_distance:.0%}")
+    if cost and close < cost * (1 - cfg.warn_loss) and close > cost * cfg.danger_loss:
+        warnings.append(f"浮亏 {(1 - close / cost):.1%}")
+    if losing and ma50 and ma200 and ma50 < ma200:
+        warnings.append("亏损中且 MA50 低于 MA200")
+    vol20, vol_prior60 = scalar(f.volume20), scalar(f.volume_prior60)
+    if vol20 and vol_prior60 and vol20 / vol_prior60 < cfg.warn_volume_ratio:
+        warnings.append("20 日量能不足前 60 日的一半")
+    if ma50 and ma200 and close > ma50 > ma200:
+        positives.append("均线多头排列")
+    trend = [CHANNEL_LABELS[c] for c in TREND_CHANNELS]
+    positives += [f"趋势通道：{c}" for c in channels if c in trend]
+    positives += [f"触发信号：{t}" for t in triggers]
+    if dangers:
+        return "danger", dangers + warnings
+    if len(warnings) >= 2 or (warnings and not positives):
+        return "caution", warnings + positives
+    return "healthy", positives + warnings or ["没有风险信号"]

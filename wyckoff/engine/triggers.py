@@ -1,0 +1,172 @@
+"""Layer 4 triggers (ENGINE.md): Spring, LPS, EVR, SOS, compression, trend pullback.
+
+Each returns (fired: bool array, score: float array) for every stock at day index t.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from wyckoff.engine.config import EngineConfig
+from wyckoff.engine.indicators import at, nan_quantile, nan_reduce, window, wmax, wmean
+from wyckoff.engine.panel import Panel
+
+TRIGGER_LABELS = {
+    "spring": "Spring 弹簧",
+    "lps": "LPS 最后支撑点",
+    "evr": "EVR 放量不跌",
+    "sos": "SOS 强势信号",
+    "compression": "波动收敛",
+    "pullback": "趋势回踩",
+}
+
+
+def _nan_false(mask: np.ndarray) -> np.ndarray:
+    return np.nan_to_num(mask.astype(float), nan=0.0) > 0
+
+
+def spring(
+    p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    base = window(p.close, t - 2, 60)
+    support = nan_reduce(np.nanmin, base)
+    top = nan_reduce(np.nanmax, base)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        width = top / support - 1
+        allowed = np.minimum(np.maximum(0.30, 4 * np.nan_to_num(f.atr20_pct)), cfg.spring_range_cap)
+        drift = np.abs(at(p.close, t - 2) / at(p.close, t - 61) - 1)
+        pierced = (p.low[t] < support) | (at(p.low, t - 1) < support)
+        prior4 = wmean(p.volume, t - 1, 4)
+        volume_ok = (p.volume[t] >= cfg.spring_volume_prior4 * prior4) & (
+            p.volume[t] >= cfg.spring_volume_prev * at(p.volume, t - 1)
+        )
+        fired = (
+            (width <= allowed)
+            & (drift <= cfg.spring_drift)
+            & pierced
+            & (p.close[t] > support)
+            & volume_ok
+        )
+        score = (p.close[t] / np.fmin(p.low[t], at(p.low, t - 1)) - 1) * 100
+    return _nan_false(fired), score
+
+
+def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
+    low3 = nan_reduce(np.nanmin, window(p.low, t, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        near = np.abs(low3 / f.ma20 - 1) <= cfg.lps_ma20_band
+        ratio = wmax(p.volume, t, 3) / wmax(p.volume, t - 3, 60)
+        fired = (
+            (p.close[t] >= f.ma20)
+            & (f.ma20 > f.ma20_prev5)
+            & near
+            & (ratio <= cfg.lps_volume_ratio)
+        )
+    return _nan_false(fired), ratio
+
+
+def evr(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
+    fired = np.zeros(p.close.shape[1], dtype=bool)
+    score = np.full(p.close.shape[1], np.nan)
+    for e in (t - 2, t - 1):
+        if e < 21:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = p.volume[e] / wmean(p.volume, e - 1, 20)
+            pct = p.close[e] / p.close[e - 1] - 1
+            turnover_rate = p.amount[e] / f.market_cap
+            holds = p.close[e + 1] >= p.low[e]
+            hit = (
+                (ratio >= cfg.evr_volume)
+                & (np.abs(pct) <= cfg.evr_pct)
+                & (turnover_rate >= cfg.evr_turnover_rate)
+            )
+            hit &= (p.close[t] >= 0.98 * at(p.close, t - 3)) & holds
+        hit = _nan_false(hit)
+        score = np.where(hit, ratio, score)
+        fired |= hit
+    return fired, score
+
+
+def sos(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = p.volume[t] / wmean(p.volume, t - 1, 60)
+        prior_high = wmax(p.close, t - 1, 60)
+        ma50_prev = wmean(p.close, t - 1, 50)
+        crossed = (p.close[t] > f.ma50) & (at(p.close, t - 1) <= ma50_prev)
+        fired = (
+            (f.ret1 >= cfg.sos_pct)
+            & (ratio >= cfg.sos_volume)
+            & ((p.close[t] >= 0.99 * prior_high) | crossed)
+        )
+    return _nan_false(fired), ratio
+
+
+def compression(
+    p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    n_stocks = p.close.shape[1]
+    if t < 30:
+        return np.zeros(n_stocks, dtype=bool), np.full(n_stocks, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prev_close = p.close[t - 29 : t]
+        tr = np.fmax(
+            p.high[t - 28 : t + 1] - p.low[t - 28 : t + 1],
+            np.abs(p.high[t - 28 : t + 1] - prev_close),
+        )
+        tr_pct = tr / p.close[t - 28 : t + 1]
+        atr5 = np.stack(
+            [nan_reduce(np.nanmean, tr_pct[i - 4 : i + 1]) for i in range(4, tr_pct.shape[0])]
+        )
+        current = atr5[-1]
+        threshold = nan_quantile(atr5[-21:-1], cfg.compression_quantile)
+        rises = np.sum(np.diff(atr5[-6:], axis=0) > 0, axis=0)
+        volume_ratio = f.volume5 / f.volume_prior60
+        trend_ok = (f.ma20 > f.ma20_prev5) | (p.close[t] >= f.ma50)
+        fired = (
+            (current <= threshold)
+            & (rises <= 1)
+            & (volume_ratio <= cfg.compression_volume)
+            & trend_ok
+        )
+    return _nan_false(fired), volume_ratio
+
+
+def pullback(
+    p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    n_stocks = p.close.shape[1]
+    fired = np.zeros(n_stocks, dtype=bool)
+    ratio = np.full(n_stocks, np.nan)
+    if t < 25:
+        return fired, ratio
+    recent = p.close[t - 9 : t + 1]
+    peak_offset = np.argmax(np.nan_to_num(recent, nan=-np.inf), axis=0)  # 0..9 within the window
+    peak = recent[peak_offset, np.arange(n_stocks)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        depth = 1 - p.close[t] / peak
+        shape_ok = (
+            (f.ma20 > f.ma20_prev5)
+            & (depth >= cfg.pullback_min)
+            & (depth <= cfg.pullback_max)
+            & (f.ret1 > 0)
+        )
+    for j in np.flatnonzero(_nan_false(shape_ok)):  # few stocks qualify: the volume legs per stock
+        peak_day = t - 9 + peak_offset[j]
+        down = np.nanmean(p.volume[peak_day + 1 : t + 1, j]) if peak_day < t else np.nan
+        up = np.nanmean(p.volume[max(peak_day - 9, 0) : peak_day + 1, j])
+        ratio[j] = down / up if up else np.nan
+        fired[j] = ratio[j] <= cfg.pullback_volume
+    return fired, ratio
+
+
+TRIGGERS = {
+    "spring": spring,
+    "lps": lps,
+    "evr": evr,
+    "sos": sos,
+    "compression": compression,
+    "pullback": pullback,
+}
