@@ -78,6 +78,35 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX background_tasks_session ON background_tasks (session_id, status)
     """,
+    # 3: screening results: recommendations and pending signals awaiting confirmation
+    """
+    CREATE TABLE recommendations (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        as_of TEXT NOT NULL,
+        source TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT,
+        channels TEXT,
+        triggers TEXT,
+        score REAL,
+        close REAL
+    );
+    CREATE INDEX recommendations_code ON recommendations (code, as_of);
+    CREATE TABLE signals (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        as_of TEXT NOT NULL,
+        source TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT,
+        trigger TEXT NOT NULL,
+        score REAL,
+        status TEXT NOT NULL DEFAULT 'pending',
+        expires_on TEXT NOT NULL
+    );
+    CREATE INDEX signals_code ON signals (code, status)
+    """,
 )
 
 

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from wyckoff.cli.commands import ask as ask_command
+from wyckoff.cli.commands import market as market_commands
 from wyckoff.cli.commands import model as model_commands
 from wyckoff.cli.commands import session as session_commands
 from wyckoff.cli.commands import trace as trace_commands
@@ -25,6 +26,11 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("ask")(ask_command.ask)
+app.command("screen")(market_commands.screen)
+app.command("analyze")(market_commands.analyze)
+app.command("market")(market_commands.market)
+app.command("backtest")(market_commands.backtest)
+app.add_typer(market_commands.data_app, name="data")
 app.add_typer(model_commands.app, name="model")
 app.add_typer(session_commands.app, name="session")
 app.add_typer(trace_commands.app, name="trace")

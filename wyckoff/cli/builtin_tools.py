@@ -120,5 +120,7 @@ RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER)
 
 
 def default_registry() -> ToolRegistry:
-    """Every tool the agent has; market, portfolio and skills tools register themselves here."""
-    return ToolRegistry(list(RUNTIME_TOOLS))
+    """Every tool the agent has."""
+    from wyckoff.agents.market import MARKET_TOOLS
+
+    return ToolRegistry([*MARKET_TOOLS, *RUNTIME_TOOLS])

@@ -68,20 +68,19 @@ class Panel:
         return frame.tail(days) if days else frame
 
 
-def panel_from_long(
-    bars: pd.DataFrame, stocks: pd.DataFrame, index_bars: pd.DataFrame, source: str
-) -> Panel:
-    """Build a Panel from long frames: bars(code, date, open..amount), stocks indexed by code,
-    index_bars(code, date, close)."""
-    date_index, dates = pd.factorize(bars["date"].to_numpy(dtype="datetime64[D]"), sort=True)
-    code_index, codes = pd.factorize(bars["code"].to_numpy(), sort=True)
+def panel_from_long(bars, stocks: pd.DataFrame, index_bars: pd.DataFrame, source: str) -> Panel:
+    """Build a Panel from long columns: bars(code, date, open..amount) as a frame or a dict of
+    arrays (codes may be ints, dates day numbers), stocks indexed by code, index_bars(code,
+    date, close). Only the unique codes and dates are converted: per-row conversion is slow."""
+    date_index, dates = pd.factorize(np.asarray(bars["date"]), sort=True)
+    code_index, codes = pd.factorize(np.asarray(bars["code"]), sort=True)
     arrays = {}
     for name in BAR_FIELDS:
         grid = np.full((len(dates), len(codes)), np.nan)
-        grid[date_index, code_index] = bars[name].to_numpy(dtype=np.float64)
+        grid[date_index, code_index] = np.asarray(bars[name], dtype=np.float64)
         arrays[name] = grid
-    dates = np.asarray(dates, dtype="datetime64[D]")
-    codes = [str(c) for c in codes]
+    dates = np.asarray(dates).astype("datetime64[D]")
+    codes = [c if isinstance(c, str) else f"{int(c):06d}" for c in codes]
     index_close = {}
     if len(index_bars):
         wide_index = index_bars.pivot(index="date", columns="code", values="close")

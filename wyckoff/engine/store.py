@@ -150,17 +150,25 @@ class MarketStore:
                 if window is None:
                     raise LookupError("empty store")
                 code_clause = ""
-                bar_params: list = [window] + ([end] if end else [])
+                bar_params: list = [
+                    window,
+                    *([end] if end else []),
+                    window,
+                    *([end] if end else []),
+                ]
                 if codes:
-                    code_clause = f" AND code IN ({', '.join('?' for _ in codes)})"
+                    code_clause = f" AND b.code IN ({', '.join('?' for _ in codes)})"
                     bar_params += list(codes)
+                date_clause = "date >= ?" + (" AND date <= ?" if end else "")
+                # Integer codes and day numbers: string columns are the slow part of a fetch.
                 bars = conn.execute(
-                    "SELECT code, date, open * f AS open, high * f AS high, low * f AS low, close * f AS close, volume, amount FROM ("
-                    " SELECT *, adj_factor / LAST_VALUE(adj_factor) OVER (PARTITION BY code ORDER BY date"
-                    " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS f FROM bars"
-                    f" WHERE date >= ? {'AND date <= ?' if end else ''}{code_clause})",
+                    "SELECT CAST(b.code AS INTEGER) AS code, date_diff('day', DATE '1970-01-01', b.date) AS date,"
+                    " b.open * b.adj_factor / l.adj AS open, b.high * b.adj_factor / l.adj AS high,"
+                    " b.low * b.adj_factor / l.adj AS low, b.close * b.adj_factor / l.adj AS close, b.volume, b.amount"
+                    f" FROM bars b JOIN (SELECT code, arg_max(adj_factor, date) AS adj FROM bars WHERE {date_clause} GROUP BY code) l"
+                    f" USING (code) WHERE b.{date_clause}{code_clause}",
                     bar_params,
-                ).df()
+                ).fetchnumpy()
                 stocks = conn.execute(
                     "SELECT code, name, industry, board, list_date, is_st, market_cap FROM stocks"
                 ).df()

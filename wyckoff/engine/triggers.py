@@ -14,10 +14,10 @@ from wyckoff.engine.indicators import at, nan_quantile, nan_reduce, window, wmax
 from wyckoff.engine.panel import Panel
 
 TRIGGER_LABELS = {
-    "spring": "Spring 弹簧",
-    "lps": "LPS 最后支撑点",
-    "evr": "EVR 放量不跌",
-    "sos": "SOS 强势信号",
+    "spring": "Spring",
+    "lps": "LPS",
+    "evr": "EVR",
+    "sos": "SOS",
     "compression": "波动收敛",
     "pullback": "趋势回踩",
 }

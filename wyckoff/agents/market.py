@@ -1,0 +1,582 @@
+"""Market tools shared by the agent runtime, the direct commands and MCP.
+
+Every result is a JSON-serialisable dict carrying `source` and `as_of`; on the demo market
+it also carries `data_note` saying the data is synthetic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.engine.config import MAIN_INDICES, board_of
+from wyckoff.engine.funnel import trigger_groups
+from wyckoff.engine.triggers import TRIGGER_LABELS
+
+DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
+PANEL_DAYS = 400
+SIGNAL_TTL_DAYS = {"spring": 3, "lps": 5, "evr": 3, "sos": 5, "compression": 10, "pullback": 3}
+_PANELS: dict[tuple, Any] = {}
+_PANEL_LOCK = threading.Lock()
+
+
+class MarketData:
+    """The market store of the configured source and the panels loaded from it."""
+
+    def __init__(self, home: Path, config) -> None:
+        from wyckoff.engine.sources import resolve_source
+        from wyckoff.engine.store import MarketStore
+
+        self.home = home
+        self.source = resolve_source(config)
+        self.store = MarketStore.for_source(home, self.source)
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> MarketData:
+        market = context.state.get("market")
+        if market is None:
+            from wyckoff.config import load_config
+
+            market = cls(context.home, load_config(context.home))
+            context.state["market"] = market
+        return market
+
+    def ready(self) -> None:
+        """Raise a clear error when there is no data; build the demo market on first use."""
+        from wyckoff.engine.sources import ensure_demo, no_data_hint
+
+        if self.source == "demo":
+            ensure_demo(self.home)
+        elif self.store.is_empty():
+            raise ToolFailure(no_data_hint(self.source))
+
+    def panel(self, days: int = PANEL_DAYS):
+        self.ready()
+        key = (str(self.store.path), self.store.path.stat().st_mtime_ns, days)
+        with _PANEL_LOCK:
+            panel = _PANELS.get(key)
+            if panel is None:
+                _PANELS.clear()
+                panel = self.store.load_panel(days)
+                _PANELS[key] = panel
+        return panel
+
+    def envelope(self, as_of: str, **result: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
+        if self.source == "demo":
+            payload["data_note"] = DEMO_NOTE
+        payload.update(result)
+        return payload
+
+    def stock_table(self):
+        self.ready()
+        return self.store.stocks()
+
+    def resolve_code(self, text: str) -> str:
+        """A 6-digit code, or the stock whose name matches; a clear error with suggestions."""
+        stocks = self.stock_table()
+        text = text.strip().upper().split(".")[0]
+        codes = set(stocks["code"])
+        if text in codes:
+            return text
+        names = dict(zip(stocks["name"], stocks["code"], strict=True))
+        if text in names:
+            return names[text]
+        matches = search_names(stocks, text, limit=1)
+        if matches and len(text) >= 2:
+            return matches[0]
+        close = difflib.get_close_matches(text, list(names) + list(codes), n=5, cutoff=0.4)
+        hint = (
+            "、".join(f"{names.get(c, c)}（{names[c] if c in names else c}）" for c in close)
+            if close
+            else "无"
+        )
+        raise ToolFailure(f"找不到股票 '{text}'。相近的有：{hint}。请给出 6 位代码或完整名称。")
+
+
+def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:
+    """Codes matching a keyword: exact code, exact name, names containing it, then the
+    longest stock name contained in the keyword ("茅台最近怎么样" -> 贵州茅台)."""
+    keyword = keyword.strip()
+    codes = stocks["code"].tolist()
+    names = stocks["name"].fillna("").tolist()
+    found: list[str] = []
+
+    def add(code: str) -> None:
+        if code not in found:
+            found.append(code)
+
+    for code, name in zip(codes, names, strict=True):
+        if keyword in (code, name):
+            add(code)
+    for code, name in zip(codes, names, strict=True):
+        if keyword and (keyword in name or (keyword.isdigit() and code.startswith(keyword))):
+            add(code)
+    contained = sorted(
+        ((len(n), c) for c, n in zip(codes, names, strict=True) if len(n) >= 2 and n in keyword),
+        reverse=True,
+    )
+    for _, code in contained:
+        add(code)
+    return found[:limit]
+
+
+def _latest_quote(panel, code: str) -> dict[str, Any]:
+    if not panel.has(code):
+        return {"close": None, "pct_change": None}
+    j = panel.column(code)
+    closes = panel.close[:, j]
+    valid = np.flatnonzero(~np.isnan(closes))
+    if len(valid) < 2:
+        return {"close": None, "pct_change": None}
+    last, prev = closes[valid[-1]], closes[valid[-2]]
+    return {"close": round(float(last), 2), "pct_change": round(float(last / prev - 1) * 100, 2)}
+
+
+# --- search_stock_by_name -------------------------------------------------------------------
+
+
+class SearchParams(BaseModel):
+    keyword: str = Field(description="股票代码、名称或包含名称的一句话")
+
+
+def search_stock_by_name(params: SearchParams, context: ToolContext) -> dict[str, Any]:
+    market = MarketData.from_context(context)
+    stocks = market.stock_table().set_index("code", drop=False)
+    panel = market.panel()
+    results = []
+    for code in search_names(stocks.reset_index(drop=True), params.keyword):
+        row = stocks.loc[code]
+        results.append(
+            {
+                "code": code,
+                "name": row["name"],
+                "industry": row["industry"],
+                "board": row["board"],
+                **_latest_quote(panel, code),
+            }
+        )
+    note = None if results else f"没有找到与 '{params.keyword}' 匹配的股票。"
+    return market.envelope(panel.as_of, results=results, **({"note": note} if note else {}))
+
+
+# --- analyze_stock ----------------------------------------------------------------------------
+
+
+class AnalyzeParams(BaseModel):
+    code: str = Field(description="6 位股票代码或股票名称")
+    mode: Literal["diagnose", "price"] = Field(
+        default="diagnose", description="diagnose 诊断；price 最近日线"
+    )
+    cost: float = Field(default=0, ge=0, description="持仓成本价（可选，用于盈亏与健康判断）")
+    days: int = Field(default=30, ge=1, le=250, description="price 模式返回的天数")
+
+
+def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.health import diagnose
+
+    market = MarketData.from_context(context)
+    code = market.resolve_code(params.code)
+    panel = market.panel()
+    if not panel.has(code):
+        raise ToolFailure(
+            f"{code} 在本地行情库中没有日线数据：运行 `wyckoff data sync --codes {code}` 后重试。"
+        )
+    name = panel.stocks.loc[code, "name"]
+    if params.mode == "price":
+        frame = panel.stock_frame(code, params.days)
+        rows = [
+            {
+                "date": d.strftime("%Y-%m-%d"),
+                **{k: round(float(v), 2) for k, v in row.items() if k not in ("volume", "amount")},
+                "volume": int(row["volume"]),
+                "amount": round(float(row["amount"])),
+            }
+            for d, row in frame.iterrows()
+        ]
+        return market.envelope(panel.as_of, code=code, name=name, adjust="qfq", bars=rows)
+    result = diagnose(panel, code, cost=params.cost)
+    if "error" in result:
+        raise ToolFailure(f"{code} {name}：{result['error']}")
+    return market.envelope(
+        panel.as_of, name=name, industry=panel.stocks.loc[code, "industry"], **result
+    )
+
+
+# --- market overview and history --------------------------------------------------------------
+
+
+def get_market_overview(params: BaseModel, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.regime import market_regime
+
+    market = MarketData.from_context(context)
+    panel = market.panel()
+    t = len(panel.dates) - 1
+    indices = []
+    for code, name in MAIN_INDICES.items():
+        series = panel.index_close.get(code)
+        if series is None:
+            continue
+        indices.append(
+            {
+                "code": code,
+                "name": name,
+                "close": round(float(series[t]), 2),
+                "pct_change": round(float(series[t] / series[t - 1] - 1) * 100, 2),
+                "ret20_pct": round(float(series[t] / series[t - 20] - 1) * 100, 2)
+                if t >= 20
+                else None,
+            }
+        )
+    pct = panel.close[t] / panel.close[t - 1] - 1
+    valid = ~np.isnan(pct)
+    breadth = {
+        "up": int((pct[valid] > 0).sum()),
+        "down": int((pct[valid] < 0).sum()),
+        "flat": int((pct[valid] == 0).sum()),
+    }
+    return market.envelope(
+        panel.as_of, indices=indices, advance_decline=breadth, regime=market_regime(panel)
+    )
+
+
+class HistoryParams(BaseModel):
+    index: str = Field(default="000001.SH", description="指数代码，如 000001.SH、399006.SZ")
+    days: int = Field(default=60, ge=5, le=250)
+
+
+def get_market_history(params: HistoryParams, context: ToolContext) -> dict[str, Any]:
+    market = MarketData.from_context(context)
+    code = params.index.upper()
+    if code not in MAIN_INDICES:
+        raise ToolFailure(f"不支持的指数 {params.index}：可选 {', '.join(MAIN_INDICES)}。")
+    frame = market.store.query_df(
+        "SELECT date, open, high, low, close, volume, amount FROM index_bars WHERE code = ? ORDER BY date DESC LIMIT ?",
+        [code, params.days + 60],
+    ).iloc[::-1]
+    if len(frame) < 2:
+        raise ToolFailure(f"本地没有 {code} 的指数数据：运行 `wyckoff data sync`。")
+    close = frame["close"].to_numpy()
+    volume = frame["volume"].to_numpy()
+    pct = np.concatenate([[np.nan], close[1:] / close[:-1] - 1])
+    recent = slice(len(frame) - min(params.days, len(frame)), len(frame))
+    window_close = close[recent]
+    peaks = np.maximum.accumulate(window_close)
+    up = pct[recent] > 0
+    volume_up = np.diff(np.concatenate([[volume[recent][0]], volume[recent]])) > 0
+    summary = {
+        "period_return_pct": round(float(window_close[-1] / window_close[0] - 1) * 100, 2),
+        "ret20_pct": round(float(close[-1] / close[-21] - 1) * 100, 2) if len(close) > 20 else None,
+        "volume_ratio_5_20": round(float(volume[-5:].mean() / volume[-20:].mean()), 2)
+        if len(volume) >= 20
+        else None,
+        "max_drawdown_pct": round(float(np.max(1 - window_close / peaks)) * 100, 2),
+        "up_days": int(up.sum()),
+        "down_days": int((pct[recent] < 0).sum()),
+        "price_volume_up_days": int((up & volume_up).sum()),
+        "price_down_volume_up_days": int(((pct[recent] < 0) & volume_up).sum()),
+    }
+    rows = [
+        {
+            "date": str(d)[:10],
+            "close": round(float(c), 2),
+            "pct_change": None if np.isnan(p) else round(float(p) * 100, 2),
+            "amount": round(float(a)),
+        }
+        for d, c, p, a in zip(
+            frame["date"].iloc[recent],
+            close[recent],
+            pct[recent],
+            frame["amount"].to_numpy()[recent],
+            strict=True,
+        )
+    ]
+    return market.envelope(
+        str(frame["date"].iloc[-1])[:10],
+        index=code,
+        name=MAIN_INDICES[code],
+        summary=summary,
+        rows=rows,
+    )
+
+
+# --- screen_stocks (background) ------------------------------------------------------------------
+
+
+class ScreenParams(BaseModel):
+    board: Literal["all", "main", "chinext", "star"] = Field(default="all", description="板块范围")
+
+
+def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.funnel import run_funnel
+    from wyckoff.engine.regime import market_regime
+
+    market = MarketData.from_context(context)
+    context.progress("加载行情", market.source, 0.05)
+    panel = market.panel()
+    context.progress("全市场漏斗", f"{len(panel.codes)} 只股票", 0.3)
+    result = run_funnel(panel)
+    regime = market_regime(panel)
+    boards = np.array([board_of(c) for c in panel.codes])
+    in_board = np.ones(len(boards), dtype=bool) if params.board == "all" else boards == params.board
+    ranked = [j for j in result.ranked() if in_board[j]]
+    top = [_candidate(panel, result, j) for j in ranked[:20]]
+    triggered = [c for c in top if c["triggers"]]
+    symbols = [c["code"] for c in (triggered or top)[:10]]
+    context.progress("保存结果", f"{len(top)} 只候选", 0.9)
+    if context.store is not None:
+        save_screen(context.store, market.source, panel.as_of, top)
+    summary = {
+        "total_scanned": result.total_scanned,
+        "layer1_passed": int((result.layer1 & in_board).sum()),
+        "layer2_passed": int((result.layer2 & in_board).sum()),
+        "layer3_passed": int((result.layer3 & in_board).sum()),
+        "report_candidates": int((result.layer4 & in_board).sum()),
+    }
+    return market.envelope(
+        panel.as_of,
+        board=params.board,
+        summary=summary,
+        regime=regime["regime"],
+        regime_label=regime["label"],
+        trade_mode="允许开新仓" if regime["buy_allowed"] else "禁止开新仓（只管理持仓）",
+        top_candidates=top,
+        trigger_groups=trigger_groups(result, panel.codes),
+        top_sectors=[
+            {"industry": s["industry"], "strength": round(s["strength"], 3), "passed": s["count"]}
+            for s in result.sectors
+            if s.get("top")
+        ],
+        symbols_for_report=symbols,
+        next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
+    )
+
+
+def _candidate(panel, result, j: int) -> dict[str, Any]:
+    code = panel.codes[j]
+    return {
+        "code": code,
+        "name": panel.stocks.loc[code, "name"],
+        "industry": panel.stocks.loc[code, "industry"],
+        "close": round(float(panel.close[-1, j]), 2),
+        "channels": result.channel_labels(j),
+        "triggers": [TRIGGER_LABELS[t] for t in result.trigger_labels(j)],
+        "trigger_keys": result.trigger_labels(j),
+        "score": round(float(result.score[j]), 1),
+    }
+
+
+def save_screen(store, source: str, as_of: str, candidates: list[dict[str, Any]]) -> None:
+    """Candidates as recommendations; each trigger as a pending signal with its TTL."""
+    with store.transaction() as conn:
+        for c in candidates:
+            conn.execute(
+                "INSERT INTO recommendations (as_of, source, code, name, channels, triggers, score, close) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    as_of,
+                    source,
+                    c["code"],
+                    c["name"],
+                    json.dumps(c["channels"], ensure_ascii=False),
+                    json.dumps(c["triggers"], ensure_ascii=False),
+                    c["score"],
+                    c["close"],
+                ),
+            )
+            for key in c["trigger_keys"]:
+                expires = _add_weekdays(date.fromisoformat(as_of), SIGNAL_TTL_DAYS.get(key, 5))
+                conn.execute(
+                    "INSERT INTO signals (as_of, source, code, name, trigger, score, expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        as_of,
+                        source,
+                        c["code"],
+                        c["name"],
+                        TRIGGER_LABELS[key],
+                        c["score"],
+                        expires.isoformat(),
+                    ),
+                )
+
+
+def _add_weekdays(start: date, days: int) -> date:
+    current = start
+    while days > 0:
+        current += timedelta(days=1)
+        if current.weekday() < 5:
+            days -= 1
+    return current
+
+
+# --- run_backtest (background) ---------------------------------------------------------------------
+
+
+class BacktestParams(BaseModel):
+    start: str | None = Field(
+        default=None, description="开始日期 YYYY-MM-DD；省略为结束前 250 个交易日"
+    )
+    end: str | None = Field(default=None, description="结束日期 YYYY-MM-DD；省略为最新")
+    hold_days: int = Field(default=10, ge=1, le=120)
+    top_n: int = Field(default=3, ge=1, le=20)
+    board: Literal["all", "main", "chinext", "star"] = "all"
+    stop_loss_pct: float = Field(default=8.0, gt=0, le=50)
+    take_profit_pct: float = Field(default=20.0, gt=0, le=200)
+
+
+def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.backtest import run_backtest
+
+    market = MarketData.from_context(context)
+    context.progress("加载行情", market.source, 0.02)
+    panel = market.panel(days=PANEL_DAYS + 300)
+    dates = [str(d) for d in panel.dates]
+    end_t = _date_index(dates, params.end, len(dates) - 1)
+    start_t = _date_index(dates, params.start, max(end_t - 250, 0))
+    earliest = 250  # the funnel needs a year of history before the first signal date
+    if start_t < earliest:
+        if earliest >= end_t:
+            raise ToolFailure(f"行情历史不足：回测至少需要 {earliest + 20} 个交易日的数据。")
+        start_t = earliest
+    if start_t >= end_t:
+        raise ToolFailure("开始日期必须早于结束日期。")
+    result = run_backtest(
+        panel,
+        start_t,
+        end_t,
+        hold_days=params.hold_days,
+        top_n=params.top_n,
+        board=params.board,
+        stop_loss_pct=params.stop_loss_pct,
+        take_profit_pct=params.take_profit_pct,
+        progress=lambda fraction: context.progress("逐日回测", f"{fraction:.0%}", fraction),
+        cancelled=context.cancelled,
+    )
+    result.pop("signals")
+    result["trade_list"] = result["trade_list"][-30:]
+    return market.envelope(dates[end_t], **result)
+
+
+def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
+    if not wanted:
+        return default
+    wanted = wanted.replace("/", "-")
+    if len(wanted) == 8 and wanted.isdigit():
+        wanted = f"{wanted[:4]}-{wanted[4:6]}-{wanted[6:]}"
+    later = [i for i, d in enumerate(dates) if d >= wanted]
+    return later[0] if later else len(dates) - 1
+
+
+# --- query_history ------------------------------------------------------------------------------
+
+
+class HistoryQueryParams(BaseModel):
+    source: Literal["recommendation", "signal", "archive"] = Field(
+        description="recommendation 推荐记录；signal 待确认信号；archive 压缩归档"
+    )
+    code: str | None = Field(default=None, description="只看这只股票")
+    limit: int = Field(default=20, ge=1, le=100)
+
+
+def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str, Any]:
+    if params.source == "archive":
+        search = context.state.get("archive_search")
+        if search is None:
+            return {"source": "archive", "rows": [], "note": "还没有上下文压缩归档。"}
+        return {"source": "archive", "rows": search(params.code or "", params.limit)}
+    if context.store is None:
+        raise ToolFailure("没有状态数据库，无法查询历史。")
+    table = "recommendations" if params.source == "recommendation" else "signals"
+    sql = f"SELECT * FROM {table}"
+    args: list[Any] = []
+    if params.code:
+        sql += " WHERE code = ?"
+        args.append(params.code)
+    sql += " ORDER BY id DESC LIMIT ?"
+    rows = [dict(r) for r in context.store.conn.execute(sql, [*args, params.limit]).fetchall()]
+    today = date.today().isoformat()
+    for row in rows:
+        for key in ("channels", "triggers"):
+            if isinstance(row.get(key), str):
+                row[key] = json.loads(row[key])
+        if table == "signals" and row["status"] == "pending" and row["expires_on"] < today:
+            row["status"] = "expired"
+    return {"source": params.source, "rows": rows}
+
+
+class NoParams(BaseModel):
+    pass
+
+
+MARKET_TOOLS = (
+    ToolSpec(
+        "search_stock_by_name",
+        "按代码或名称查找 A 股股票，返回最新价和涨跌幅。",
+        SearchParams,
+        search_stock_by_name,
+        "查找股票",
+        concurrency_safe=True,
+        timeout_s=60,
+    ),
+    ToolSpec(
+        "analyze_stock",
+        "诊断一只股票（健康度与理由、均线、通道、吸筹阶段、信号、止损）或返回最近日线。",
+        AnalyzeParams,
+        analyze_stock,
+        "个股诊断",
+        concurrency_safe=True,
+        timeout_s=60,
+    ),
+    ToolSpec(
+        "get_market_overview",
+        "大盘概览：主要指数、涨跌家数、市场状态（regime）。",
+        NoParams,
+        get_market_overview,
+        "大盘概览",
+        concurrency_safe=True,
+        timeout_s=60,
+    ),
+    ToolSpec(
+        "get_market_history",
+        "指数历史行情与区间统计（收益、回撤、量价配合）。",
+        HistoryParams,
+        get_market_history,
+        "指数历史",
+        concurrency_safe=True,
+        timeout_s=60,
+    ),
+    ToolSpec(
+        "screen_stocks",
+        "全市场威科夫漏斗筛选（后台任务），返回候选股、信号分组和强势行业。",
+        ScreenParams,
+        screen_stocks,
+        "全市场筛选",
+        background=True,
+        timeout_s=600,
+    ),
+    ToolSpec(
+        "run_backtest",
+        "威科夫漏斗策略的逐日无未来函数回测（后台任务），两种记账口径。",
+        BacktestParams,
+        run_backtest_tool,
+        "策略回测",
+        background=True,
+        timeout_s=1800,
+    ),
+    ToolSpec(
+        "query_history",
+        "查询历史推荐、待确认信号或上下文压缩归档。",
+        HistoryQueryParams,
+        query_history,
+        "查询历史",
+        concurrency_safe=True,
+        timeout_s=30,
+    ),
+)

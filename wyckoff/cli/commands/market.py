@@ -1,0 +1,308 @@
+"""Direct market commands (no model needed): screen, analyze, market, backtest, data.
+
+Each runs the same tool function the agent uses, shows a Rich table (or `--json` for
+scripts) and a progress bar on long work. Demo results are labelled on every output.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+data_app = typer.Typer(
+    help="行情数据 / market data: sync, status, use.", no_args_is_help=True, rich_markup_mode=None
+)
+JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
+
+
+def _context():
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.config import wyckoff_home
+    from wyckoff.store import Store
+
+    home = wyckoff_home()
+    return ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+
+
+def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
+    """Run a tool function with a progress bar on stderr; tool failures become clear errors."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    context = _context()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label or "处理中", total=1.0)
+
+        def update(progress: dict[str, Any]) -> None:
+            description = " ".join(x for x in (progress.get("stage"), progress.get("detail")) if x)
+            bar.update(task, description=description, completed=progress.get("fraction") or 0)
+
+        context.on_progress = update
+        return func(params, context)
+
+
+def _note(result: dict[str, Any]) -> None:
+    from wyckoff.cli.output import print_notice
+
+    source = f"数据源：{result.get('source')}，截至 {result.get('as_of')}"
+    print_notice(source)
+    if result.get("data_note"):
+        print_notice(f"⚠ {result['data_note']}")
+
+
+def screen(
+    board: Annotated[str, typer.Option("--board", help="all | main | chinext | star")] = "all",
+    json_output: JsonOption = False,
+) -> None:
+    """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
+    from wyckoff.agents.market import ScreenParams, screen_stocks
+    from wyckoff.cli.output import print_json, print_table
+
+    result = _call(screen_stocks, _params(ScreenParams, board=board), label="全市场筛选")
+    if json_output:
+        print_json(result)
+        return
+    s = result["summary"]
+    _note(result)
+    typer.echo(
+        f"扫描 {s['total_scanned']} 只 → 第一层 {s['layer1_passed']} → 第二层 {s['layer2_passed']} → 第三层 {s['layer3_passed']} → 触发信号 {s['report_candidates']}"
+    )
+    typer.echo(f"市场状态：{result['regime_label']}（{result['trade_mode']}）")
+    print_table(
+        "候选股",
+        ["代码", "名称", "行业", "收盘", "通道", "信号", "评分"],
+        [
+            [
+                c["code"],
+                c["name"],
+                c["industry"],
+                c["close"],
+                "+".join(c["channels"]),
+                "、".join(c["triggers"]),
+                c["score"],
+            ]
+            for c in result["top_candidates"]
+        ],
+    )
+    if result["top_sectors"]:
+        typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
+
+
+def analyze(
+    stock: Annotated[str, typer.Argument(help="6 位代码或股票名称")],
+    cost: Annotated[float, typer.Option("--cost", help="持仓成本价")] = 0.0,
+    json_output: JsonOption = False,
+) -> None:
+    """诊断一只股票 / diagnose one stock."""
+    from wyckoff.agents.market import AnalyzeParams, analyze_stock
+    from wyckoff.cli.output import print_json
+
+    result = _call(analyze_stock, _params(AnalyzeParams, code=stock, cost=cost), label="个股诊断")
+    if json_output:
+        print_json(result)
+        return
+    _note(result)
+    ma = result["ma"]
+    lines = [
+        f"{result['code']} {result['name']}（{result['industry']}） 收盘 {result['close']}",
+        f"健康度：{result['health_label']}",
+        *[f"  · {reason}" for reason in result["reasons"]],
+        f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {ma['ma20']} / MA50 {ma['ma50']} / MA200 {ma['ma200']}）",
+        f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
+        f"止损：{result['stop']['stop']}（{result['stop']['kind']}）  {result['exit']['detail']}",
+        f"RPS50 {result['rps50']}  RPS120 {result['rps120']}  距年内高点 {result['from_year_high_pct']}%  距年内低点 +{result['from_year_low_pct']}%",
+        "收益：" + "  ".join(f"{k} {v}%" for k, v in result["returns_pct"].items()),
+    ]
+    if result.get("pnl_pct") is not None:
+        lines.append(f"持仓盈亏：{result['pnl_pct']}%（成本 {result['cost']}）")
+    typer.echo("\n".join(lines))
+
+
+def market(json_output: JsonOption = False) -> None:
+    """大盘概览 / market overview."""
+    from wyckoff.agents.market import NoParams, get_market_overview
+    from wyckoff.cli.output import print_json, print_table
+
+    result = _call(get_market_overview, NoParams(), label="大盘概览")
+    if json_output:
+        print_json(result)
+        return
+    _note(result)
+    print_table(
+        "主要指数",
+        ["代码", "名称", "收盘", "涨跌%", "20日%"],
+        [
+            [i["code"], i["name"], i["close"], i["pct_change"], i["ret20_pct"]]
+            for i in result["indices"]
+        ],
+    )
+    ad, regime = result["advance_decline"], result["regime"]
+    typer.echo(
+        f"上涨 {ad['up']} / 下跌 {ad['down']} / 平 {ad['flat']}；站上 20 日均线 {regime['breadth_pct']}%"
+    )
+    typer.echo(
+        f"市场状态：{regime['label']} — {regime['reason']}（{'允许开新仓' if regime['buy_allowed'] else '禁止开新仓'}）"
+    )
+
+
+def backtest(
+    start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
+    hold_days: Annotated[int, typer.Option("--hold-days")] = 10,
+    top_n: Annotated[int, typer.Option("--top-n")] = 3,
+    board: Annotated[str, typer.Option("--board")] = "all",
+    stop_loss_pct: Annotated[float, typer.Option("--stop-loss-pct")] = 8.0,
+    take_profit_pct: Annotated[float, typer.Option("--take-profit-pct")] = 20.0,
+    json_output: JsonOption = False,
+) -> None:
+    """漏斗策略回测 / point-in-time backtest of the funnel."""
+    from wyckoff.agents.market import BacktestParams, run_backtest_tool
+    from wyckoff.cli.output import print_json, print_table
+
+    params = _params(
+        BacktestParams,
+        start=start,
+        end=end,
+        hold_days=hold_days,
+        top_n=top_n,
+        board=board,
+        stop_loss_pct=stop_loss_pct,
+        take_profit_pct=take_profit_pct,
+    )
+    result = _call(run_backtest_tool, params, label="回测")
+    if json_output:
+        print_json(result)
+        return
+    _note(result)
+    typer.echo(
+        f"区间 {result['period']['start']} ~ {result['period']['end']}，交易 {result['trades']} 笔"
+    )
+    typer.echo(
+        f"胜率 {result['win_rate_pct']}%  平均 {result['avg_ret_pct']}%  中位数 {result['median_ret_pct']}%  "
+        f"VaR95 {result['var95_pct']}%  CVaR95 {result['cvar95_pct']}%  最长连亏 {result['max_consecutive_losses']}  夏普 {result['sharpe_ratio']}"
+    )
+    for view in (result["simple_view"], result["cash_portfolio"]):
+        typer.echo(
+            f"{view['label']}：收益 {view['total_return_pct']}%，最大回撤 {view['max_drawdown_pct']}%"
+        )
+    print_table(
+        "最近的交易",
+        ["代码", "买入", "卖出", "买价", "卖价", "收益%", "原因"],
+        [
+            [
+                t["code"],
+                t["entry_date"],
+                t["exit_date"],
+                t["entry"],
+                t["exit"],
+                t["ret_pct"],
+                t["reason"],
+            ]
+            for t in result["trade_list"][-10:]
+        ],
+    )
+
+
+def _params(model, **values):
+    from pydantic import ValidationError
+
+    from wyckoff.config import describe_validation_error
+    from wyckoff.errors import UsageError
+
+    try:
+        return model(**{k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise UsageError(f"参数有误：{describe_validation_error(exc)}。") from None
+
+
+# --- wyckoff data ------------------------------------------------------------------------------
+
+
+@data_app.command("use")
+def use(
+    source: Annotated[str, typer.Argument(help="auto | tushare | akshare | baostock | demo")],
+    token: Annotated[
+        str | None, typer.Option("--token", help="tushare token（保存在 0600 配置中）")
+    ] = None,
+) -> None:
+    """选择数据源 / choose the data source."""
+    from wyckoff.cli.output import print_notice
+    from wyckoff.config import load_config, save_config, wyckoff_home
+    from wyckoff.engine.sources import SOURCES
+    from wyckoff.errors import UsageError
+
+    if source not in SOURCES:
+        raise UsageError(f"未知的数据源 '{source}'：可选 {', '.join(SOURCES)}。")
+    home = wyckoff_home()
+    config = load_config(home)
+    data = config.data.model_copy(
+        update={"source": source, **({"tushare_token": token} if token else {})}
+    )
+    save_config(config.model_copy(update={"data": data}), home)
+    note = "（演示数据是本地合成的行情，所有结果都会标注 demo）" if source == "demo" else ""
+    print_notice(f"数据源：{source}{note}。")
+
+
+@data_app.command("status")
+def status(json_output: JsonOption = False) -> None:
+    """数据覆盖情况 / what the market store holds."""
+    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.sources import chosen_source, resolve_source
+    from wyckoff.engine.store import MarketStore
+
+    home = wyckoff_home()
+    config = load_config(home)
+    source = resolve_source(config)
+    info = {"chosen": chosen_source(config), **MarketStore.for_source(home, source).status()}
+    if json_output:
+        print_json(info)
+        return
+    rows = [[key, value] for key, value in info.items()]
+    print_table("行情数据", ["项目", "值"], rows)
+    if source == "demo":
+        typer.echo("⚠ 演示数据：本地合成的行情，不是真实市场数据。")
+
+
+@data_app.command("sync")
+def sync(
+    days: Annotated[int, typer.Option("--days", min=1, max=3000, help="同步最近 N 个交易日")] = 400,
+    codes: Annotated[str | None, typer.Option("--codes", help="只同步这些代码，逗号分隔")] = None,
+) -> None:
+    """增量同步行情（可断点续传）/ incremental, resumable sync."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wyckoff.cli.output import print_notice
+    from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.sources import sync as run_sync
+
+    home = wyckoff_home()
+    config = load_config(home)
+    code_list = [c.strip() for c in codes.split(",")] if codes else None
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("同步", total=1.0)
+        result = run_sync(
+            home,
+            config,
+            days,
+            code_list,
+            lambda stage, detail, fraction: bar.update(
+                task, description=f"{stage} {detail}", completed=fraction or 0
+            ),
+        )
+    print_notice("同步完成：" + "，".join(f"{k}={v}" for k, v in result.items()))
