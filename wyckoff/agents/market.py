@@ -93,13 +93,22 @@ class MarketData:
         matches = search_names(stocks, text, limit=1)
         if matches and len(text) >= 2:
             return matches[0]
-        close = difflib.get_close_matches(text, list(names) + list(codes), n=5, cutoff=0.4)
-        hint = (
-            "、".join(f"{names.get(c, c)}（{names[c] if c in names else c}）" for c in close)
-            if close
-            else "无"
-        )
+        suggestions = closest_stocks(stocks, text)
+        hint = "、".join(suggestions) if suggestions else "无"
         raise ToolFailure(f"找不到股票 '{text}'。相近的有：{hint}。请给出 6 位代码或完整名称。")
+
+
+def closest_stocks(stocks, text: str, limit: int = 5) -> list[str]:
+    """'名称（代码）' of the stocks most like `text`: shared characters first, then spelling."""
+    scored = []
+    for code, name in zip(stocks["code"], stocks["name"].fillna(""), strict=True):
+        overlap = len(set(text) & set(name)) / max(len(set(text)), 1)
+        name_score = 0.8 * overlap + 0.2 * difflib.SequenceMatcher(None, text, name).ratio()
+        score = max(name_score, difflib.SequenceMatcher(None, text, code).ratio())
+        if score >= 0.4:
+            scored.append((score, code, name))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [f"{name}（{code}）" for _, code, name in scored[:limit]]
 
 
 def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:

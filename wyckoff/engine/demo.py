@@ -171,6 +171,10 @@ def _walk(
         lo = np.maximum(np.minimum(o, c) - wick[1], previous * (1 - limits))
         locked = np.abs(r) >= limits * 0.99
         o, h, lo = np.where(locked, c, o), np.where(locked, c, h), np.where(locked, c, lo)
+        # Effort and result: in a markup, rallies come on volume and pullbacks on quiet trading.
+        volume_scale = np.where(
+            names == "markup", volume_scale * np.where(r > 0, 1.3, 0.45), volume_scale
+        )
         v = shares * turnover * volume_scale * np.exp(rng.normal(0, 0.35, n)) * (1 + 6 * np.abs(r))
         close[d], open_[d], high[d], low[d], volume[d] = c, o, h, lo, np.round(v / 100) * 100
         previous = c

@@ -163,7 +163,7 @@ def _divergence(p: Panel, f: SimpleNamespace, t: int, cfg: EngineConfig) -> np.n
     bench = p.index_close.get(BENCHMARK)
     if bench is None or t < 80:
         return np.zeros(p.close.shape[1], dtype=bool)
-    bench_new_low = np.nanmin(bench[t - 19 : t + 1]) <= np.nanmin(bench[t - 79 : t - 19])
+    bench_new_low = np.nanmin(bench[t - 19 : t + 1]) < np.nanmin(bench[t - 79 : t - 19])
     if not bench_new_low:
         return np.zeros(p.close.shape[1], dtype=bool)
     with np.errstate(invalid="ignore"):

@@ -1,0 +1,281 @@
+"""The Wyckoff engine on hand-built series: each trigger and channel fires where it must and
+stays quiet where it must not; health, regime and backtest rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.engine_fixtures import DAYS, make_panel, series
+from wyckoff.engine.config import DEFAULT_CONFIG
+from wyckoff.engine.funnel import layer2, run_funnel
+from wyckoff.engine.health import diagnose
+from wyckoff.engine.indicators import features_at
+from wyckoff.engine.triggers import TRIGGERS
+
+T = DAYS - 1
+
+
+def fires(trigger: str, panel) -> bool:
+    f = features_at(panel, T, DEFAULT_CONFIG)
+    return bool(TRIGGERS[trigger](panel, T, f, DEFAULT_CONFIG)[0][0])
+
+
+def channels(panel) -> set[str]:
+    f = features_at(panel, T, DEFAULT_CONFIG)
+    sos, _ = TRIGGERS["sos"](panel, T, f, DEFAULT_CONFIG)
+    return {name for name, mask in layer2(panel, f, DEFAULT_CONFIG, T, sos).items() if mask[0]}
+
+
+# --- triggers ----------------------------------------------------------------------------------
+
+
+def _range_then(last_two: list[tuple[float, float, float]], volume_last: float) -> tuple:
+    """A quiet range around 10.5 for most of the year, then two custom bars (low, close, volume)."""
+    days = np.arange(DAYS)
+    close = 10.5 + 0.25 * np.sin(days / 3)
+    low, high = close * 0.995, close * 1.005
+    volume = np.full(DAYS, 1e7)
+    for offset, (bar_low, bar_close, bar_volume) in zip((2, 1), last_two, strict=True):
+        close[-offset], low[-offset], high[-offset], volume[-offset] = (
+            bar_close,
+            bar_low,
+            max(bar_close, 10.5) * 1.005,
+            bar_volume,
+        )
+    volume[-1] = volume_last
+    return close, volume, high, low
+
+
+def test_spring_fires_on_a_pierce_bought_back_on_volume():
+    close, volume, high, low = _range_then([(10.25, 10.3, 1e7), (9.9, 10.6, 1e7)], 2.5e7)
+    assert fires("spring", make_panel(close, volume, high=high, low=low))
+
+
+def test_spring_does_not_fire_when_the_close_stays_under_support():
+    close, volume, high, low = _range_then([(10.25, 10.3, 1e7), (9.9, 10.0, 1e7)], 2.5e7)
+    assert not fires("spring", make_panel(close, volume, high=high, low=low))
+
+
+def test_spring_needs_volume():
+    close, volume, high, low = _range_then([(10.25, 10.3, 1e7), (9.9, 10.6, 1e7)], 1.0e7)
+    assert not fires("spring", make_panel(close, volume, high=high, low=low))
+
+
+def _uptrend_with_quiet_retest(last_volume: float):
+    close = series((DAYS - 3, 0.002), (3, -0.004))
+    volume = np.full(DAYS, 1e7)
+    volume[-40] = 4e7  # a climax inside the prior 60 days
+    volume[-3:] = last_volume
+    return make_panel(close, volume, low=close * 0.995)
+
+
+def test_lps_fires_on_a_quiet_retest_of_a_rising_ma20():
+    assert fires("lps", _uptrend_with_quiet_retest(1.5e7))
+
+
+def test_lps_does_not_fire_on_a_heavy_retest():
+    assert not fires("lps", _uptrend_with_quiet_retest(3e7))
+
+
+def _sos_panel(jump: float, volume_multiple: float):
+    close = np.full(DAYS, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS)))
+    close[-1] = close[-2] * (1 + jump)
+    volume = np.full(DAYS, 1e7)
+    volume[-1] = 1e7 * volume_multiple
+    return make_panel(close, volume)
+
+
+def test_sos_fires_on_a_wide_up_bar_with_heavy_volume():
+    assert fires("sos", _sos_panel(0.07, 4))
+
+
+@pytest.mark.parametrize(("jump", "multiple"), [(0.07, 2), (0.04, 4)])
+def test_sos_needs_both_the_bar_and_the_volume(jump, multiple):
+    assert not fires("sos", _sos_panel(jump, multiple))
+
+
+def _evr_panel(event_move: float):
+    close = np.full(DAYS, 10.0)
+    close[-2] = 10.0 * (1 + event_move)
+    close[-1] = close[-2]
+    volume = np.full(DAYS, 1e7)
+    volume[-2] = 3e7
+    return make_panel(
+        close, volume, low=close * 0.99, market_cap=1e10
+    )  # 3e8 CNY traded = 3% turnover
+
+
+def test_evr_fires_on_heavy_volume_without_progress():
+    assert fires("evr", _evr_panel(0.01))
+
+
+def test_evr_does_not_fire_when_the_heavy_bar_falls_hard():
+    assert not fires("evr", _evr_panel(-0.05))
+
+
+def _compression_panel(final_range: float, final_volume: float):
+    close = series((DAYS, 0.001))
+    width = np.full(DAYS, 0.04)
+    width[-8:] = np.linspace(0.02, final_range, 8)
+    volume = np.full(DAYS, 1e7)
+    volume[-10:] = final_volume
+    return make_panel(close, volume, high=close * (1 + width / 2), low=close * (1 - width / 2))
+
+
+def test_compression_fires_when_ranges_and_volume_dry_up():
+    assert fires("compression", _compression_panel(0.004, 4e6))
+
+
+def test_compression_does_not_fire_on_wide_ranges():
+    assert not fires("compression", _compression_panel(0.06, 4e6))
+
+
+def _pullback_panel(down_volume: float):
+    close = series((DAYS - 5, 0.008), (4, -0.02), (1, 0.01))
+    volume = np.full(DAYS, 1e7)
+    volume[-5:-1] = down_volume
+    return make_panel(close, volume)
+
+
+def test_trend_pullback_fires_on_a_quiet_dip_in_an_uptrend():
+    assert fires("pullback", _pullback_panel(4e6))
+
+
+def test_trend_pullback_does_not_fire_on_a_heavy_dip():
+    assert not fires("pullback", _pullback_panel(1.5e7))
+
+
+# --- channels -------------------------------------------------------------------------------------
+
+
+def test_momentum_and_trend_channels_fire_on_a_strong_uptrend():
+    panel = make_panel(series((DAYS - 10, 0.0012), (10, 0.006)))
+    assert {"momentum", "trend"} <= channels(panel)
+
+
+def test_no_strength_channel_fires_on_a_steady_decline():
+    panel = make_panel(series((DAYS, -0.002)))
+    assert not channels(panel) & {"momentum", "trend", "breakout", "ambush"}
+
+
+def test_accumulation_channel_fires_on_a_quiet_base_with_dry_volume():
+    close = series((120, -0.003), (DAYS - 120, 0.0)) * (1 + 0.01 * np.sin(np.arange(DAYS) / 4))
+    volume = np.full(DAYS, 1e7)
+    volume[-20:] = 4e6
+    assert "accumulation" in channels(make_panel(close, volume))
+    volume[-20:] = 1e7
+    assert "accumulation" not in channels(make_panel(close, volume))
+
+
+def test_dry_volume_channel_fires_on_a_record_low_volume_near_the_lows():
+    close = series((DAYS, 0.0)) * (1 + 0.01 * np.sin(np.arange(DAYS) / 4))
+    volume = np.random.default_rng(1).uniform(0.8e7, 1.2e7, DAYS)
+    volume[-3] = 2e6
+    assert "dry_volume" in channels(make_panel(close, volume))
+    volume[-3] = 1e7
+    assert "dry_volume" not in channels(make_panel(close, volume))
+
+
+def test_breakout_channel_fires_on_a_fast_rise_from_below_the_ma200():
+    close = series((DAYS - 25, -0.001), (25, 0.008))
+    volume = np.full(DAYS, 1e7)
+    volume[-20:] = 2e7
+    assert "breakout" in channels(make_panel(close, volume, fillers=60))
+    volume[-20:] = 1e7
+    assert "breakout" not in channels(make_panel(close, volume, fillers=60))
+
+
+def test_ambush_channel_fires_on_a_leader_resting_near_its_ma200():
+    close = series((150, 0.0), (110, 0.005), (50, -0.003), (10, -0.0015))
+    assert "ambush" in channels(make_panel(close, filler_drift=0.0003))
+    assert "ambush" not in channels(make_panel(series((DAYS, -0.001)), filler_drift=0.0003))
+
+
+def test_divergence_channel_fires_when_the_stock_holds_while_the_index_breaks_down():
+    bench = 3000 * np.concatenate([np.ones(DAYS - 20), np.linspace(1, 0.9, 20)])
+    close = series((DAYS - 60, -0.001), (60, 0.0005))
+    low = close * 0.99
+    volume = np.full(DAYS, 1e7)
+    volume[-20:] = 1.3e7
+    assert "divergence" in channels(make_panel(close, volume, low=low, bench=bench))
+    assert "divergence" not in channels(
+        make_panel(close, volume, low=low)
+    )  # index did not break down
+
+
+def test_sos_ignition_channel_follows_the_sos_trigger():
+    assert "sos_ignition" in channels(_sos_panel(0.07, 4))
+    assert "sos_ignition" not in channels(_sos_panel(0.07, 1.5))
+
+
+# --- funnel, diagnosis, regime --------------------------------------------------------------------
+
+
+def test_layer1_drops_st_small_illiquid_and_cheap_stocks():
+    strong = series((DAYS, 0.001))
+    assert run_funnel(make_panel(strong)).layer1[0]
+    assert not run_funnel(make_panel(strong, name="*ST目标")).layer1[0]
+    assert not run_funnel(make_panel(strong, market_cap=5e8)).layer1[0]
+    assert not run_funnel(make_panel(strong, np.full(DAYS, 1e5))).layer1[0]  # ~1m CNY a day
+    assert not run_funnel(make_panel(strong * 0.1, np.full(DAYS, 1e8))).layer1[0]  # under 2 CNY
+
+
+def test_health_is_danger_with_reasons_for_a_broken_holding():
+    panel = make_panel(series((DAYS - 10, 0.0), (10, -0.02)))
+    result = diagnose(panel, "600000", cost=10.0)
+    assert result["health"] == "danger"
+    assert any("亏损超过" in r for r in result["reasons"]) and any(
+        "近 10 日下跌" in r for r in result["reasons"]
+    )
+
+
+def test_health_is_healthy_for_a_clean_uptrend_above_cost():
+    panel = make_panel(series((DAYS, 0.0015)))
+    result = diagnose(panel, "600000", cost=10.0)
+    assert result["health"] == "healthy" and "均线多头排列" in result["reasons"]
+
+
+def test_health_is_caution_on_two_warnings():
+    close = series((DAYS - 60, 0.0), (30, 0.015), (30, 0.0))  # a 60-day swing over 50%
+    volume = np.full(DAYS, 1e7)
+    volume[-20:] = 3e6
+    result = diagnose(make_panel(close, volume), "600000")
+    assert result["health"] == "caution"
+    assert any("振幅" in r for r in result["reasons"]) and any(
+        "量能" in r for r in result["reasons"]
+    )
+
+
+def test_regime_follows_breadth_and_index_structure():
+    from wyckoff.engine.regime import market_regime
+
+    rising = make_panel(
+        series((DAYS, 0.002)),
+        fillers=60,
+        filler_drift=0.004,
+        bench=3000 * np.cumprod(np.full(DAYS, 1.001)),
+    )
+    assert market_regime(rising)["regime"] == "RISK_ON"
+    falling = make_panel(series((DAYS, -0.002)), fillers=60, filler_drift=-0.004)
+    falling_regime = market_regime(falling)
+    assert falling_regime["regime"] == "RISK_OFF" and not falling_regime["buy_allowed"]
+    rebound = make_panel(
+        series((DAYS, 0.002)),
+        fillers=60,
+        filler_drift=0.004,
+        bench=3000 * np.cumprod(np.full(DAYS, 0.999)),
+    )
+    assert market_regime(rebound)["regime"] == "BEAR_REBOUND"
+
+
+def test_crash_and_panic_repair():
+    from wyckoff.engine.regime import market_regime
+
+    bench = np.full(DAYS, 3000.0)
+    bench[-2] = 2940  # -2% on the crash day
+    bench[-1] = 2970  # +1% the day after
+    panel = make_panel(series((DAYS, 0.0)), fillers=60, bench=bench)
+    panel.close[-2, :] = panel.close[-3, :] * 0.95  # everything falls: breadth collapses
+    assert market_regime(panel, DAYS - 2)["regime"] == "CRASH"
+    assert market_regime(panel, DAYS - 1)["regime"] == "PANIC_REPAIR"
