@@ -33,11 +33,14 @@ def test_no_look_ahead_signals_and_entries_ignore_later_data(demo_panel, cut):
     truncated = run_backtest(demo_panel.upto(cut), start, cut, regime_gate=False)
     cut_date = str(demo_panel.dates[cut])
     assert [s for s in full["signals"] if s["date"] < cut_date] == truncated["signals"]
-    entered = lambda result: [
-        (t["code"], t["entry_date"], t["entry"])
-        for t in result["trade_list"]
-        if t["entry_date"] <= cut_date
-    ]  # noqa: E731
+
+    def entered(result: dict) -> list[tuple]:
+        return [
+            (t["code"], t["entry_date"], t["entry"])
+            for t in result["trade_list"]
+            if t["entry_date"] <= cut_date
+        ]
+
     assert entered(full) == entered(truncated)
 
 
