@@ -22,7 +22,9 @@ def main() -> None:
     result = run_backtest(panel, end - 250, end)
     elapsed = time.perf_counter() - started
     print(f"backtest: {len(panel.codes)} stocks, 250 trade dates, {result['trades']} trades")
-    print(f"  wall time                      {elapsed:7.1f} s  ({elapsed / 250 * 1000:.0f} ms per date)")
+    print(
+        f"  wall time                      {elapsed:7.1f} s  ({elapsed / 250 * 1000:.0f} ms per date)"
+    )
 
 
 if __name__ == "__main__":

@@ -107,6 +107,36 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX signals_code ON signals (code, status)
     """,
+    # 4: portfolio (positions, free cash, append-only history) and stored AI reports/decisions
+    """
+    CREATE TABLE positions (
+        code TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        shares INTEGER NOT NULL CHECK (shares > 0 AND shares % 100 = 0),
+        cost_price REAL NOT NULL CHECK (cost_price > 0),
+        buy_dt TEXT NOT NULL,
+        stop_loss REAL
+    );
+    CREATE TABLE portfolio_cash (id INTEGER PRIMARY KEY CHECK (id = 1), amount REAL NOT NULL CHECK (amount >= 0));
+    CREATE TABLE portfolio_history (
+        id INTEGER PRIMARY KEY,
+        ts TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        code TEXT,
+        before TEXT,
+        after TEXT,
+        undone INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE reports (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        kind TEXT NOT NULL,
+        as_of TEXT,
+        source TEXT,
+        body TEXT NOT NULL
+    )
+    """,
 )
 
 

@@ -20,6 +20,7 @@ class Agent:
     chat_log: ChatLog
     home: Path
     config: Any
+    skills: Any
 
 
 def open_agent(
@@ -35,6 +36,7 @@ def open_agent(
 ) -> Agent:
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.model_registry import build_provider
+    from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.store import Store
 
@@ -45,6 +47,7 @@ def open_agent(
     chat_log = ChatLog(store)
     conversation = _conversation(chat_log, session_id, continue_latest)
     registry = default_registry()
+    skills = SkillLibrary(home)
     unknown = sorted(set(approve or []) - set(registry.names))
     if unknown:
         raise UsageError(
@@ -62,8 +65,10 @@ def open_agent(
         approve_all=approve_all,
         background=BackgroundTaskManager(store),
         max_rounds=max_rounds,
+        skills_reminder=lambda: skills.reminder(),
     )
-    return Agent(runtime, conversation, chat_log, home, config)
+    runtime.context.state["skills"] = skills
+    return Agent(runtime, conversation, chat_log, home, config, skills)
 
 
 def _conversation(chat_log: ChatLog, session_id: str | None, continue_latest: bool) -> Conversation:

@@ -122,5 +122,10 @@ RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER)
 def default_registry() -> ToolRegistry:
     """Every tool the agent has."""
     from wyckoff.agents.market import MARKET_TOOLS
+    from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
+    from wyckoff.agents.reports import REPORT_TOOLS
+    from wyckoff.cli.skills import EXECUTE_SKILL
 
-    return ToolRegistry([*MARKET_TOOLS, *RUNTIME_TOOLS])
+    return ToolRegistry(
+        [*MARKET_TOOLS, *PORTFOLIO_TOOLS, *REPORT_TOOLS, EXECUTE_SKILL, *RUNTIME_TOOLS]
+    )

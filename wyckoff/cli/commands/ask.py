@@ -64,7 +64,10 @@ def ask(
         approve=[n.strip() for n in (approve or "").split(",") if n.strip()],
         approve_all=approve_all,
     )
-    agent.conversation.append({"role": "user", "content": text.strip()})
+    for line in agent.skills.warnings + agent.skills.notices:
+        sys.stderr.write(line + "\n")
+    content = agent.skills.slash_message(text) or text.strip()
+    agent.conversation.append({"role": "user", "content": content})
     _cancel_on_interrupt(agent.runtime)
     render = {
         OutputFormat.text: TextRenderer,

@@ -1,0 +1,338 @@
+"""Portfolio, AI reports, strategy decisions and skills, end to end through the CLI and the
+scripted model servers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import cli, model_config
+from tests.engine_fixtures import DAYS, make_panel, series
+from tests.model_servers import Reply
+from wyckoff.agents.portfolio import Portfolio
+from wyckoff.agents.reports import (
+    DecisionParams,
+    ReportParams,
+    generate_ai_report,
+    generate_strategy_decision,
+)
+from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.skills import SkillLibrary
+from wyckoff.cli.tools import ToolContext
+from wyckoff.engine.sources import ensure_demo
+from wyckoff.engine.store import MarketStore
+from wyckoff.store import Store
+
+
+def positions(home) -> list[dict]:
+    return json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+
+
+def test_portfolio_commands_validate_and_change_nothing_on_error(home):
+    assert (
+        cli(
+            "portfolio",
+            "add",
+            "600519",
+            "--name",
+            "贵州茅台",
+            "--shares",
+            "200",
+            "--cost",
+            "1500",
+            "--buy-dt",
+            "20260105",
+        ).returncode
+        == 0
+    )
+    before = positions(home)
+    for args, message in (
+        (
+            ["add", "600519", "--name", "平安银行", "--shares", "100", "--cost", "10"],
+            "代码与名称不符",
+        ),
+        (["add", "000001", "--shares", "150", "--cost", "10"], "100 的正整数倍"),
+        (["add", "000001", "--shares", "100", "--cost", "-1"], "成本价必须大于 0"),
+        (
+            ["add", "000001", "--shares", "100", "--cost", "10", "--buy-dt", "20260231"],
+            "不是有效日期",
+        ),
+        (["add", "000001", "--shares", "100", "--cost", "10", "--buy-dt", "20991231"], "在未来"),
+        (["add", "999999", "--shares", "100", "--cost", "10"], "不是 A 股代码表中的股票"),
+        (["rm", "000001"], "持仓里没有 000001"),
+    ):
+        result = cli("portfolio", *args)
+        assert (
+            result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+        ), (args, result.stderr)
+    assert positions(home) == before
+
+
+def test_portfolio_add_averages_cost_and_undo_reverts_each_change(home):
+    cli("portfolio", "add", "000001", "--shares", "100", "--cost", "10", "--buy-dt", "20260105")
+    cli("portfolio", "add", "000001", "--shares", "300", "--cost", "12", "--buy-dt", "20260106")
+    (position,) = positions(home)
+    assert (
+        position["shares"] == 400
+        and position["cost_price"] == pytest.approx(11.5)
+        and position["name"] == "平安银行"
+    )
+    cli("portfolio", "cash", "50000")
+    assert cli("portfolio", "undo").returncode == 0
+    listed = json.loads(cli("portfolio", "list", "--json").stdout)
+    assert listed["cash"] == 0
+    cli("portfolio", "undo")
+    assert positions(home)[0]["shares"] == 100
+    history = json.loads(cli("portfolio", "history", "--json").stdout)["history"]
+    assert [h["action"] for h in history[:4]] == ["undo", "undo", "set_cash", "add"] and all(
+        h["actor"] == "cli" for h in history
+    )
+
+
+@pytest.fixture
+def agent_on_demo(home, openai_server):
+    home.mkdir(parents=True, exist_ok=True)
+    ensure_demo(home, limit=300)
+    cli("data", "use", "demo")
+    cli(
+        "model",
+        "add",
+        "m",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4.1",
+        "--base-url",
+        openai_server.base_url + "/v1",
+        "--api-key",
+        "sk-test-0123456789",
+    )
+    return openai_server
+
+
+def test_checkup_skill_runs_execute_skill_then_portfolio_diagnose(agent_on_demo, home):
+    cli("portfolio", "add", "000001", "--shares", "1000", "--cost", "9.5", "--buy-dt", "20260105")
+    agent_on_demo.script(
+        Reply(tool_calls=[("execute_skill", {"name": "checkup", "user_input": "重点看风险"})]),
+        Reply(tool_calls=[("portfolio", {"mode": "diagnose"})]),
+        Reply(text="体检完成：平安银行（演示数据）。"),
+    )
+    result = cli("ask", "/checkup 重点看风险", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["text"] == "体检完成：平安银行（演示数据）。"
+    first = agent_on_demo.bodies[0]["messages"]
+    assert (
+        "execute_skill" in first[-1]["content"] and "/checkup" in first[0]["content"]
+    )  # skills listed in the system prompt
+    skill_result = json.loads(agent_on_demo.bodies[1]["messages"][-1]["content"])
+    assert (
+        'portfolio(mode="diagnose")' in skill_result["instructions"]
+        and "重点看风险" in skill_result["instructions"]
+    )
+    diagnosis = json.loads(agent_on_demo.bodies[2]["messages"][-1]["content"])
+    (holding,) = diagnosis["positions"]
+    assert (
+        holding["code"] == "000001"
+        and holding["health"] in ("healthy", "caution", "danger")
+        and holding["reasons"]
+    )
+    assert diagnosis["source"] == "demo" and diagnosis["data_note"]
+
+
+def test_unknown_slash_skill_is_a_usage_error(agent_on_demo):
+    result = cli("ask", "/nosuch")
+    assert result.returncode == 2 and "没有名为 /nosuch 的技能" in result.stderr
+
+
+def test_headless_update_portfolio_needs_approve(agent_on_demo, home):
+    call = (
+        "update_portfolio",
+        {
+            "action": "add",
+            "code": "600519",
+            "name": "贵州茅台",
+            "shares": 100,
+            "cost_price": 1500,
+            "buy_dt": "20260105",
+        },
+    )
+    agent_on_demo.script(Reply(tool_calls=[call]), Reply(text="需要你批准。"))
+    refused = cli("ask", "帮我记录买入 100 股茅台")
+    assert refused.returncode == 0 and "--approve update_portfolio" in refused.stderr
+    assert positions(home) == []
+    agent_on_demo.script(Reply(tool_calls=[call]), Reply(text="已记录。"))
+    applied = cli("ask", "帮我记录买入 100 股茅台", "--approve", "update_portfolio")
+    assert applied.returncode == 0
+    (position,) = positions(home)
+    assert (position["code"], position["shares"]) == ("600519", 100)
+    assert (
+        json.loads(cli("portfolio", "history", "--json").stdout)["history"][0]["actor"] == "agent"
+    )
+
+
+def test_ask_user_consent_applies_to_that_action_only(agent_on_demo, home):
+    from wyckoff.cli.runtime import AgentRuntime
+
+    store = Store.in_home(home)
+    action = {
+        "action": "add",
+        "code": "600519",
+        "name": "贵州茅台",
+        "shares": 100,
+        "cost_price": 1500,
+        "buy_dt": "20260105",
+    }
+    agent_on_demo.script(
+        Reply(
+            tool_calls=[
+                (
+                    "ask_user",
+                    {
+                        "question": "记录买入 100 股茅台？",
+                        "options": ["确认", "取消"],
+                        "action": {"tool": "update_portfolio", "args": action},
+                    },
+                )
+            ]
+        ),
+        Reply(tool_calls=[("update_portfolio", {**action, "shares": 1000})]),
+        Reply(tool_calls=[("update_portfolio", action)]),
+        Reply(text="完成"),
+    )
+    provider = make_provider(model_config(agent_on_demo), stream_timeout_s=5)
+    runtime = AgentRuntime(
+        provider, default_registry(), home=home, store=store, ask_user=lambda q: {"answer": "确认"}
+    )
+    events = list(runtime.run_stream([{"role": "user", "content": "记录茅台"}]))
+    errors = [e["error"] for e in events if e["type"] == "tool_error"]
+    assert len(errors) == 1 and "需要用户批准" in errors[0]
+    assert [(p["code"], p["shares"]) for p in Portfolio(store).positions()] == [("600519", 100)]
+
+
+# --- reports and decisions ----------------------------------------------------------------------
+
+
+def _store_from_panel(home, panel, source: str = "tushare") -> None:
+    """Write a hand-built panel into a market store, as a sync would."""
+    days, n = panel.close.shape
+    bars = pd.DataFrame(
+        {
+            "code": np.tile(np.array(panel.codes, dtype=object), days),
+            "date": np.repeat(panel.dates, n),
+            **{
+                name: getattr(panel, name).reshape(-1)
+                for name in ("open", "high", "low", "close", "volume", "amount")
+            },
+        }
+    )
+    store = MarketStore.for_source(home, source)
+    store.upsert("bars", bars.assign(adj_factor=1.0))
+    store.upsert("stocks", panel.stocks.reset_index(names="code"))
+    index = panel.index_close["000001.SH"]
+    store.upsert(
+        "index_bars",
+        pd.DataFrame(
+            {
+                "code": "000001.SH",
+                "date": panel.dates,
+                "open": index,
+                "high": index,
+                "low": index,
+                "close": index,
+                "volume": 1.0,
+                "amount": 1.0,
+            }
+        ),
+    )
+
+
+def _context(home, server) -> ToolContext:
+    store = Store.in_home(home)
+    return ToolContext(
+        home=home,
+        registry=default_registry(),
+        store=store,
+        provider=make_provider(model_config(server), stream_timeout_s=5),
+    )
+
+
+def _market(home, filler_drift: float) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    cli("data", "use", "tushare", "--token", "tok-0123456789")
+    bench = 3000 * np.cumprod(np.full(DAYS, 1 + filler_drift))
+    _store_from_panel(
+        home, make_panel(series((DAYS, 0.002)), fillers=40, filler_drift=filler_drift, bench=bench)
+    )
+
+
+def test_report_sorts_stocks_from_model_text_and_the_decision_sizes_in_lots(home, openai_server):
+    _market(home, filler_drift=0.0005)
+    Portfolio(Store.in_home(home)).set_cash(200_000)
+    verdicts = {
+        "stocks": [
+            {"code": "600000", "category": "起跳板", "reason": "多头排列，回踩缩量"},
+            {"code": "600001", "category": "逻辑破产", "reason": "跌破支撑"},
+        ]
+    }
+    openai_server.script(
+        Reply(text="结论如下：\n```json\n" + json.dumps(verdicts, ensure_ascii=False) + "\n```"),
+        Reply(text='{"rationales": {"600000": "趋势完好，小仓位试探"}}'),
+    )
+    context = _context(home, openai_server)
+    report = generate_ai_report(ReportParams(stock_codes=["600000", "600001", "600002"]), context)
+    assert report["categories"]["起跳板"] == ["600000"] and report["categories"]["逻辑破产"] == [
+        "600001"
+    ]
+    assert report["categories"]["未分类"] == ["600002"]
+    sent = openai_server.bodies[0]["messages"][-1]["content"]
+    assert "last_15_days" in sent and len(sent) < 6000  # compressed features, not raw bars
+
+    decision = generate_strategy_decision(DecisionParams(), context)
+    (order,) = decision["orders"]
+    assert order["code"] == "600000" and order["action"] in ("PROBE", "ATTACK")
+    assert order["shares"] > 0 and order["shares"] % 100 == 0
+    assert (
+        order["stop"] < order["close"]
+        and order["shares"] * order["close"] <= 0.2 * decision["equity"] + 1e-6
+    )
+    assert order["rationale"] == "趋势完好，小仓位试探"
+    assert Portfolio(Store.in_home(home)).positions() == []  # nothing executed
+
+
+def test_decision_blocks_buys_in_risk_off_and_exits_broken_holdings(home, openai_server):
+    _market(home, filler_drift=-0.012)  # everything falls: breadth collapses
+    book = Portfolio(Store.in_home(home))
+    book.set_cash(100_000)
+    context = _context(home, openai_server)
+    openai_server.script(Reply(text="{}"))
+    decision = generate_strategy_decision(DecisionParams(candidate_codes=["600001"]), context)
+    assert decision["regime"] == "RISK_OFF" and not decision["buy_allowed"]
+    (order,) = decision["orders"]
+    assert order["action"] == "WAIT" and order["shares"] == 0 and "禁止开新仓" in order["rationale"]
+
+
+def test_broken_skill_files_are_contained(home):
+    folder = home / "skills"
+    folder.mkdir(parents=True)
+    (folder / "nofront.md").write_text("只是正文")
+    (folder / "badname.md").write_text("---\nname: Bad Name\ndescription: x\n---\nbody")
+    (folder / "nodesc.md").write_text("---\nname: nodesc\n---\nbody")
+    (folder / "binary.md").write_bytes(b"\xff\xfe\x00garbage")
+    (folder / "dcf.md").write_text(
+        "---\nname: dcf\ndescription: DCF 估值\n---\n请对 {user_input} 做 DCF 估值。"
+    )
+    (folder / "screen.md").write_text(
+        "---\nname: screen\ndescription: 我的筛选\n---\n只筛主板 {user_input}"
+    )
+    library = SkillLibrary(home)
+    assert len(library.warnings) == 4 and all("已跳过技能文件" in w for w in library.warnings)
+    assert any("nofront.md" in w and "front matter" in w for w in library.warnings)
+    assert library.get("dcf").expand("600519") == "请对 600519 做 DCF 估值。"
+    assert library.get("screen").origin.endswith("screen.md") and library.notices
+    assert "/checkup" in library.reminder() and "/dcf" in library.reminder()
+    listed = cli("skills", "list")
+    assert listed.returncode == 0 and "/dcf" in listed.stdout and "已跳过技能文件" in listed.stderr

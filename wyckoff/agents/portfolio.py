@@ -1,0 +1,368 @@
+"""The user's portfolio in the local SQLite db: positions, free cash, an append-only history.
+
+Every change is one transaction and is validated first (code and name against the stock
+list, positive lots of 100, real dates), so a failed or refused update leaves everything
+as it was. `undo` reverts the newest change and records that too.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.errors import UsageError
+
+
+class PortfolioError(UsageError):
+    """A change that cannot be made; nothing was changed."""
+
+
+def stock_names() -> dict[str, str]:
+    """code -> name from the bundled A-share list."""
+    from wyckoff.engine.demo import stock_list
+
+    listing = stock_list()
+    return dict(zip(listing["code"], listing["name"], strict=True))
+
+
+class Portfolio:
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def positions(self) -> list[dict[str, Any]]:
+        return [
+            dict(r)
+            for r in self.store.conn.execute("SELECT * FROM positions ORDER BY code").fetchall()
+        ]
+
+    def cash(self) -> float:
+        row = self.store.conn.execute("SELECT amount FROM portfolio_cash WHERE id = 1").fetchone()
+        return float(row[0]) if row else 0.0
+
+    def history(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self.store.conn.execute(
+            "SELECT * FROM portfolio_history ORDER BY id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [
+            {**dict(r), "before": _loads(r["before"]), "after": _loads(r["after"])} for r in rows
+        ]
+
+    # --- changes ------------------------------------------------------------------------------
+
+    def add(
+        self,
+        code: str,
+        name: str | None,
+        shares: int,
+        cost_price: float,
+        buy_dt: str,
+        stop_loss: float | None = None,
+        actor: str = "cli",
+    ) -> dict[str, Any]:
+        """Add a position, or add shares to one already held (weighted-average cost)."""
+        code, name = validate_stock(code, name)
+        validate_shares(shares)
+        validate_price(cost_price, "成本价")
+        buy_dt = validate_date(buy_dt)
+        with self.store.transaction() as conn:
+            before = _row(conn, code)
+            if before:
+                total = before["shares"] + shares
+                cost = (before["shares"] * before["cost_price"] + shares * cost_price) / total
+                after = {
+                    **before,
+                    "shares": total,
+                    "cost_price": round(cost, 4),
+                    "stop_loss": stop_loss or before["stop_loss"],
+                }
+            else:
+                after = {
+                    "code": code,
+                    "name": name,
+                    "shares": shares,
+                    "cost_price": cost_price,
+                    "buy_dt": buy_dt,
+                    "stop_loss": stop_loss,
+                }
+            _write(conn, after)
+            _record(conn, actor, "add", code, before, after)
+        return {"action": "add", "before": before, "after": after}
+
+    def update(
+        self,
+        code: str,
+        shares: int | None = None,
+        cost_price: float | None = None,
+        stop_loss: float | None = None,
+        buy_dt: str | None = None,
+        actor: str = "cli",
+    ) -> dict[str, Any]:
+        with self.store.transaction() as conn:
+            before = _row(conn, code)
+            if before is None:
+                raise PortfolioError(f"持仓里没有 {code}，无法修改。")
+            after = dict(before)
+            if shares is not None:
+                validate_shares(shares)
+                after["shares"] = shares
+            if cost_price is not None:
+                validate_price(cost_price, "成本价")
+                after["cost_price"] = cost_price
+            if stop_loss is not None:
+                validate_price(stop_loss, "止损价")
+                after["stop_loss"] = stop_loss
+            if buy_dt is not None:
+                after["buy_dt"] = validate_date(buy_dt)
+            _write(conn, after)
+            _record(conn, actor, "update", code, before, after)
+        return {"action": "update", "before": before, "after": after}
+
+    def remove(self, code: str, actor: str = "cli") -> dict[str, Any]:
+        with self.store.transaction() as conn:
+            before = _row(conn, code)
+            if before is None:
+                raise PortfolioError(f"持仓里没有 {code}。用 `wyckoff portfolio list` 查看持仓。")
+            conn.execute("DELETE FROM positions WHERE code = ?", (code,))
+            _record(conn, actor, "remove", code, before, None)
+        return {"action": "remove", "before": before, "after": None}
+
+    def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
+        if amount < 0:
+            raise PortfolioError("现金不能为负数。")
+        with self.store.transaction() as conn:
+            before = self.cash()
+            conn.execute(
+                "INSERT OR REPLACE INTO portfolio_cash (id, amount) VALUES (1, ?)", (amount,)
+            )
+            _record(conn, actor, "set_cash", None, {"cash": before}, {"cash": amount})
+        return {"action": "set_cash", "before": {"cash": before}, "after": {"cash": amount}}
+
+    def undo(self, actor: str = "cli") -> dict[str, Any]:
+        """Revert the newest change not yet undone (repeated undos walk back through history)."""
+        with self.store.transaction() as conn:
+            last = conn.execute(
+                "SELECT * FROM portfolio_history WHERE action != 'undo' AND undone = 0 ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            if last is None:
+                raise PortfolioError("没有可撤销的持仓改动。")
+            before, after = _loads(last["before"]), _loads(last["after"])
+            if last["code"] is None:  # a cash change
+                conn.execute(
+                    "INSERT OR REPLACE INTO portfolio_cash (id, amount) VALUES (1, ?)",
+                    (before["cash"],),
+                )
+            elif before is None:
+                conn.execute("DELETE FROM positions WHERE code = ?", (last["code"],))
+            else:
+                _write(conn, before)
+            conn.execute("UPDATE portfolio_history SET undone = 1 WHERE id = ?", (last["id"],))
+            _record(conn, actor, "undo", last["code"], after, before)
+        return {
+            "action": "undo",
+            "reverted": last["action"],
+            "code": last["code"],
+            "restored": before,
+        }
+
+
+def describe_state(state: dict[str, Any] | None) -> str:
+    """One readable phrase for a history entry's before/after."""
+    if state is None:
+        return "（无）"
+    if "cash" in state:
+        return f"现金 {state['cash']:,.2f}"
+    stop = f"，止损 {state['stop_loss']}" if state.get("stop_loss") else ""
+    return f"{state['code']} {state['name']} {state['shares']} 股 @ {state['cost_price']}{stop}"
+
+
+def _row(conn, code: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT * FROM positions WHERE code = ?", (code,)).fetchone()
+    return dict(row) if row else None
+
+
+def _write(conn, position: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO positions (code, name, shares, cost_price, buy_dt, stop_loss) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            position["code"],
+            position["name"],
+            position["shares"],
+            position["cost_price"],
+            position["buy_dt"],
+            position.get("stop_loss"),
+        ),
+    )
+
+
+def _record(conn, actor: str, action: str, code: str | None, before, after) -> None:
+    conn.execute(
+        "INSERT INTO portfolio_history (actor, action, code, before, after) VALUES (?, ?, ?, ?, ?)",
+        (
+            actor,
+            action,
+            code,
+            json.dumps(before, ensure_ascii=False) if before is not None else None,
+            json.dumps(after, ensure_ascii=False) if after is not None else None,
+        ),
+    )
+
+
+def _loads(text: str | None):
+    return json.loads(text) if text else None
+
+
+def validate_stock(code: str, name: str | None) -> tuple[str, str]:
+    code = code.strip().split(".")[0]
+    names = stock_names()
+    if code not in names:
+        raise PortfolioError(f"{code} 不是 A 股代码表中的股票，请检查代码。")
+    if name and name.strip() != names[code]:
+        raise PortfolioError(f"代码与名称不符：{code} 是 {names[code]}，不是 {name}。")
+    return code, names[code]
+
+
+def validate_shares(shares: int) -> None:
+    if shares <= 0 or shares % 100:
+        raise PortfolioError(f"股数必须是 100 的正整数倍（A 股一手 100 股），收到 {shares}。")
+
+
+def validate_price(price: float, label: str) -> None:
+    if not price > 0:
+        raise PortfolioError(f"{label}必须大于 0，收到 {price}。")
+
+
+def validate_date(text: str) -> str:
+    cleaned = text.replace("-", "").strip()
+    try:
+        day = datetime.strptime(cleaned, "%Y%m%d").date()
+    except ValueError:
+        raise PortfolioError(f"买入日期 {text} 不是有效日期，请用 YYYYMMDD。") from None
+    if day > date.today():
+        raise PortfolioError(f"买入日期 {text} 在未来。")
+    return cleaned
+
+
+# --- tools --------------------------------------------------------------------------------------
+
+
+class PortfolioParams(BaseModel):
+    mode: Literal["view", "diagnose"] = Field(
+        default="view", description="view 查看持仓；diagnose 对每只持仓做健康诊断"
+    )
+
+
+def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, Any]:
+    book = Portfolio(context.store)
+    positions = book.positions()
+    cash = book.cash()
+    if not positions:
+        return {
+            "positions": [],
+            "cash": cash,
+            "note": "持仓为空。用户可以用 `wyckoff portfolio add` 添加持仓。",
+        }
+    if params.mode == "view":
+        return {"positions": positions, "cash": cash}
+    from wyckoff.agents.market import MarketData
+    from wyckoff.engine.health import diagnose
+
+    market = MarketData.from_context(context)
+    panel = market.panel()
+    rows, value = [], cash
+    for position in positions:
+        if not panel.has(position["code"]):
+            rows.append(
+                {**position, "health": "unknown", "reasons": ["本地行情库没有这只股票的数据"]}
+            )
+            continue
+        result = diagnose(panel, position["code"], cost=position["cost_price"])
+        stop = max(
+            filter(None, [position["stop_loss"], result["stop"]["stop"]]), default=None
+        )  # stops only tighten
+        value += position["shares"] * result["close"]
+        rows.append(
+            {
+                **position,
+                "close": result["close"],
+                "pnl_pct": result["pnl_pct"],
+                "health": result["health"],
+                "health_label": result["health_label"],
+                "reasons": result["reasons"],
+                "stop_level": stop,
+                "exit_status": result["exit"],
+                "phase": result["phase"],
+            }
+        )
+    return market.envelope(panel.as_of, positions=rows, cash=cash, equity=round(value, 2))
+
+
+class UpdatePortfolioParams(BaseModel):
+    action: Literal["add", "update", "remove", "set_cash"]
+    code: str | None = Field(default=None, description="6 位代码（set_cash 不需要）")
+    name: str | None = Field(default=None, description="股票名称，需与代码一致")
+    shares: int | None = Field(default=None, description="股数，100 的整数倍")
+    cost_price: float | None = None
+    buy_dt: str | None = Field(default=None, description="买入日期 YYYYMMDD")
+    stop_loss: float | None = None
+    cash: float | None = Field(default=None, description="set_cash 的现金金额")
+
+
+def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
+    book = Portfolio(context.store)
+    try:
+        if params.action == "set_cash":
+            if params.cash is None:
+                raise PortfolioError("set_cash 需要 cash。")
+            return book.set_cash(params.cash, actor="agent")
+        if not params.code:
+            raise PortfolioError(f"{params.action} 需要 code。")
+        if params.action == "add":
+            if params.shares is None or params.cost_price is None:
+                raise PortfolioError("add 需要 shares 和 cost_price。")
+            return book.add(
+                params.code,
+                params.name,
+                params.shares,
+                params.cost_price,
+                params.buy_dt or date.today().strftime("%Y%m%d"),
+                params.stop_loss,
+                actor="agent",
+            )
+        if params.action == "update":
+            return book.update(
+                params.code,
+                params.shares,
+                params.cost_price,
+                params.stop_loss,
+                params.buy_dt,
+                actor="agent",
+            )
+        return book.remove(params.code, actor="agent")
+    except PortfolioError as exc:
+        raise ToolFailure(exc.message) from None
+
+
+PORTFOLIO_TOOLS = (
+    ToolSpec(
+        "portfolio",
+        "查看用户持仓（view），或对每只持仓做健康诊断（diagnose：健康度、理由、止损位、离场状态）。",
+        PortfolioParams,
+        portfolio_tool,
+        "查看持仓",
+        concurrency_safe=True,
+        timeout_s=120,
+    ),
+    ToolSpec(
+        "update_portfolio",
+        "修改用户持仓（add/update/remove/set_cash）。需要用户批准；只在用户明确要求时使用。",
+        UpdatePortfolioParams,
+        update_portfolio,
+        "修改持仓",
+        requires_approval=True,
+        timeout_s=30,
+    ),
+)

@@ -1,0 +1,132 @@
+"""`wyckoff portfolio ...`: the user's positions and cash, changed only by explicit commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="持仓 / portfolio: list, add, rm, cash, history, undo.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _book():
+    from wyckoff.agents.portfolio import Portfolio
+    from wyckoff.config import wyckoff_home
+    from wyckoff.store import Store
+
+    return Portfolio(Store.in_home(wyckoff_home()))
+
+
+def _done(change: dict) -> None:
+    from wyckoff.agents.portfolio import describe_state
+    from wyckoff.cli.output import print_notice
+
+    if change["action"] == "undo":
+        print_notice(
+            f"已撤销最近一次 {change['reverted']}，恢复为：{describe_state(change['restored'])}"
+        )
+    else:
+        print_notice(
+            f"已{ {'add': '添加', 'remove': '删除', 'set_cash': '设置', 'update': '修改'}[change['action']] }：{describe_state(change['after'] or change['before'])}"
+        )
+
+
+@app.command("list")
+def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """列出持仓与现金 / positions and cash."""
+    from wyckoff.cli.output import print_json, print_notice, print_table
+
+    book = _book()
+    positions, cash = book.positions(), book.cash()
+    if json_output:
+        print_json({"positions": positions, "cash": cash})
+        return
+    if not positions:
+        print_notice(
+            "持仓为空。用 `wyckoff portfolio add CODE --name 名称 --shares 100 --cost 10.5 --buy-dt 20260105` 添加。"
+        )
+    else:
+        print_table(
+            "持仓",
+            ["代码", "名称", "股数", "成本价", "买入日", "止损"],
+            [
+                [
+                    p["code"],
+                    p["name"],
+                    p["shares"],
+                    p["cost_price"],
+                    p["buy_dt"],
+                    p["stop_loss"] or "-",
+                ]
+                for p in positions
+            ],
+        )
+    typer.echo(f"现金：{cash:,.2f}")
+
+
+@app.command("add")
+def add(
+    code: Annotated[str, typer.Argument(help="6 位代码")],
+    name: Annotated[str | None, typer.Option("--name", help="股票名称（须与代码一致）")] = None,
+    shares: Annotated[int, typer.Option("--shares", help="股数，100 的整数倍")] = 100,
+    cost: Annotated[float, typer.Option("--cost", help="成本价")] = 0.0,
+    buy_dt: Annotated[
+        str | None, typer.Option("--buy-dt", help="买入日期 YYYYMMDD，默认今天")
+    ] = None,
+    stop_loss: Annotated[float | None, typer.Option("--stop-loss")] = None,
+) -> None:
+    """添加持仓（已有则加仓并摊薄成本）/ add a position."""
+    from datetime import date
+
+    _done(
+        _book().add(code, name, shares, cost, buy_dt or date.today().strftime("%Y%m%d"), stop_loss)
+    )
+
+
+@app.command("rm")
+def remove(code: Annotated[str, typer.Argument(help="6 位代码")]) -> None:
+    """删除持仓 / remove a position."""
+    _done(_book().remove(code))
+
+
+@app.command("cash")
+def cash(amount: Annotated[float, typer.Argument(help="可用现金")]) -> None:
+    """设置可用现金 / set free cash."""
+    _done(_book().set_cash(amount))
+
+
+@app.command("history")
+def history(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """持仓改动记录（谁、何时、改了什么）/ change history."""
+    from wyckoff.cli.output import print_json, print_table
+
+    rows = _book().history()
+    if json_output:
+        print_json({"history": rows})
+        return
+    from wyckoff.agents.portfolio import describe_state
+
+    print_table(
+        "持仓改动",
+        ["时间", "来源", "操作", "改动前", "改动后"],
+        [
+            [
+                r["ts"][:19],
+                r["actor"],
+                r["action"],
+                describe_state(r["before"]),
+                describe_state(r["after"]),
+            ]
+            for r in rows
+        ],
+    )
+
+
+@app.command("undo")
+def undo() -> None:
+    """撤销最近一次改动 / undo the newest change."""
+    _done(_book().undo())

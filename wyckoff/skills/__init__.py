@@ -1,0 +1,1 @@
+"""Built-in skills (markdown), installed as package data."""
