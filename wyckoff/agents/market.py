@@ -496,10 +496,14 @@ class HistoryQueryParams(BaseModel):
 
 def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str, Any]:
     if params.source == "archive":
-        search = context.state.get("archive_search")
-        if search is None:
-            return {"source": "archive", "rows": [], "note": "还没有上下文压缩归档。"}
-        return {"source": "archive", "rows": search(params.code or "", params.limit)}
+        from wyckoff.cli.compaction import search_archives
+
+        rows = search_archives(context.home, params.code or "", params.limit)
+        return {
+            "source": "archive",
+            "rows": rows,
+            **({} if rows else {"note": "没有匹配的上下文压缩归档。"}),
+        }
     if context.store is None:
         raise ToolFailure("没有状态数据库，无法查询历史。")
     table = "recommendations" if params.source == "recommendation" else "signals"

@@ -116,7 +116,33 @@ ASK_USER = ToolSpec(
     timeout_s=3600,
 )
 
-RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER)
+
+class RestoreArchiveParams(BaseModel):
+    ref: str = Field(description="archive://会话/编号，见对话摘要中的 [可恢复归档]")
+
+
+def restore_context_archive(params: RestoreArchiveParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.cli.compaction import restore_context_archive as restore
+    from wyckoff.errors import UsageError
+
+    try:
+        messages = restore(context.home, params.ref)
+    except UsageError as exc:
+        raise ToolFailure(exc.message) from None
+    return {"ref": params.ref, "messages": messages}
+
+
+RESTORE_CONTEXT_ARCHIVE = ToolSpec(
+    name="restore_context_archive",
+    description="恢复被上下文压缩移走的原始消息（需要之前的原文证据时使用）。",
+    params=RestoreArchiveParams,
+    func=restore_context_archive,
+    title="恢复归档",
+    concurrency_safe=True,
+    timeout_s=10,
+)
+
+RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER, RESTORE_CONTEXT_ARCHIVE)
 
 
 def default_registry() -> ToolRegistry:

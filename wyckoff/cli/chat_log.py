@@ -95,6 +95,13 @@ class ChatLog:
         ).fetchall()
         return [dict(row) for row in rows]
 
+    def replace_messages(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        """Store a compacted history in place of the old one (the old one is in the archive)."""
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        for message in messages:
+            self.append(session_id, message)
+
     def fork(self, session_id: str) -> str:
         """A new session holding a copy of this one's messages."""
         source = self.require(session_id)
@@ -132,6 +139,11 @@ class Conversation(list):
         super().append(message)
         if self.chat_log is not None and self.session_id is not None:
             self.chat_log.append(self.session_id, message)
+
+    def replace_all(self, messages: list[dict[str, Any]]) -> None:
+        self[:] = messages
+        if self.chat_log is not None and self.session_id is not None:
+            self.chat_log.replace_messages(self.session_id, messages)
 
 
 def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -97,6 +97,7 @@ class AgentRuntime:
         max_rounds: int = MAX_TOOL_ROUNDS,
         skills_reminder: Callable[[], str] | None = None,
         memory_recall: Callable[[str], str] | None = None,
+        memory_flush: Callable[[list[dict[str, Any]]], None] | None = None,
         record_traces: bool = True,
     ) -> None:
         self.provider = provider
@@ -111,6 +112,7 @@ class AgentRuntime:
         self.max_rounds = max_rounds
         self.skills_reminder = skills_reminder
         self.memory_recall = memory_recall
+        self.memory_flush = memory_flush
         self.record_traces = record_traces
         self.session_usage = UsageTotals()
         self.context = ToolContext(
@@ -201,6 +203,7 @@ class AgentRuntime:
         round_number = 0
         while True:
             round_number += 1
+            yield from self._maybe_compact(messages, turn)
             message = yield from self._model_round(messages, turn, round_number, memory_block)
             calls = message.get("tool_calls") or []
             if not calls:
@@ -332,6 +335,52 @@ class AgentRuntime:
             return ""
         index = _last_user_index(messages)
         return self.memory_recall(messages[index]["content"]) if index >= 0 else ""
+
+    # --- compaction ---------------------------------------------------------------------
+
+    def _maybe_compact(self, messages: list, turn: TurnState) -> Iterator[RuntimeEvent]:
+        from wyckoff.cli.compaction import needs_compaction
+
+        if needs_compaction(
+            messages, self.provider.context_window, self.system_prompt(), self.registry.schemas()
+        ):
+            event = self.compact(messages, turn.session_id)
+            self._trace(turn, "compaction", **(event or {"status": "skipped"}))
+            if event:
+                yield event
+
+    def compact(self, messages: list, session_id: str | None = None) -> RuntimeEvent | None:
+        """Compact now (also for /compact and `wyckoff session compact`); None if it gave up."""
+        from wyckoff.cli.compaction import COMPACTION_PROMPT, compact
+
+        def summarize(text: str) -> str:
+            return self.provider.chat([{"role": "user", "content": text}], [], COMPACTION_PROMPT)[
+                "text"
+            ]
+
+        session = (
+            session_id or getattr(messages, "session_id", None) or self.session_id or "nosession"
+        )
+        result = compact(
+            messages,
+            window=self.provider.context_window,
+            summarize=summarize,
+            home=self.home,
+            session_id=session,
+            flush_memory=self.memory_flush,
+        )
+        if result is None:
+            return None
+        if hasattr(messages, "replace_all"):
+            messages.replace_all(result.messages)
+        else:
+            messages[:] = result.messages
+        return {
+            "type": "compaction",
+            "before": result.before,
+            "after": result.after,
+            "archive_ref": result.archive_ref,
+        }
 
     # --- tools --------------------------------------------------------------------------
 

@@ -80,3 +80,22 @@ def fork(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
     """从某个会话分出一个新会话 / copy a session into a new one."""
     new_id = _chat_log().fork(session_id)
     typer.echo(new_id)
+
+
+@app.command("compact")
+def compact(
+    session_id: Annotated[str, typer.Argument(help="会话 id")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="用于写摘要的模型 id")] = None,
+) -> None:
+    """压缩会话上下文（原文存入可恢复归档）/ compact a session now."""
+    from wyckoff.cli.agent import open_agent
+    from wyckoff.cli.output import print_notice
+
+    agent = open_agent(model_id=model, session_id=session_id)
+    event = agent.runtime.compact(agent.conversation)
+    if event is None:
+        print_notice("没有压缩：会话太短，或摘要没有生成成功；会话保持原样。")
+        return
+    print_notice(
+        f"已压缩：{event['before']} 条消息 → {event['after']} 条；原文归档 {event['archive_ref']}"
+    )

@@ -1,0 +1,218 @@
+"""Context compaction and the archive, offline token estimation."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from tests.conftest import model_config
+from tests.model_servers import Reply, check_tool_pairing
+from wyckoff.cli.compaction import (
+    ACK,
+    compact,
+    find_tail_start,
+    needs_compaction,
+    reserve_tokens,
+    restore_context_archive,
+    search_archives,
+    shrink_tool_result,
+    threshold,
+)
+from wyckoff.cli.providers.claude import to_claude_messages
+from wyckoff.cli.tokens import count_messages, count_text, encoding, heuristic_count
+
+SUMMARY = "用户在研究半导体板块，关注 688981 中芯国际，要求严格止损；已诊断 40 只股票，多数处于吸筹 B 段，中芯国际健康度为注意。"
+
+
+def research_conversation(turns: int = 76) -> list[dict]:
+    """A synthetic research session: 4 messages per turn (302 for 76 turns)."""
+    messages = [
+        {
+            "role": "user",
+            "content": "先看 688981 中芯国际，我的研究笔记在 notes/semis/2026-q4.md，止损要严格。",
+        }
+    ]
+    messages.append({"role": "assistant", "content": "好的，我来诊断。"})
+    for turn in range(turns - 1):
+        code = f"{600000 + turn:06d}"
+        result = {
+            "source": "demo",
+            "as_of": "2026-12-02",
+            "code": code,
+            "name": f"股票{turn}",
+            "close": 10 + turn,
+            "health": "caution",
+            "reasons": ["60 日振幅过大"] * 20,
+            "triggers": ["LPS"],
+            "bars": [{"close": 10 + i} for i in range(40)],
+        }
+        messages.append({"role": "user", "content": f"再看看 {code} 怎么样？"})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": f"call_{turn}", "name": "analyze_stock", "args": {"code": code}}
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{turn}",
+                "name": "analyze_stock",
+                "content": json.dumps(result, ensure_ascii=False),
+            }
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"{code} 健康度为注意，收盘 {10 + turn}，出现 LPS 信号，建议观察。" * 3,
+            }
+        )
+    return messages
+
+
+def test_threshold_table_holds():
+    assert [reserve_tokens(w) for w in (64_000, 128_000, 200_000, 1_000_000)] == [
+        16384,
+        32000,
+        32768,
+        32768,
+    ]
+    assert [threshold(w) for w in (64_000, 128_000, 200_000, 1_000_000)] == [
+        47_616,
+        96_000,
+        167_232,
+        967_232,
+    ]
+
+
+def test_a_300_message_conversation_compacts_below_the_threshold(home):
+    messages = research_conversation()
+    assert len(messages) >= 300
+    window = 64_000
+    assert needs_compaction(messages, window)
+    original = copy.deepcopy(messages)
+    result = compact(
+        messages, window=window, summarize=lambda text: SUMMARY, home=home, session_id="s1"
+    )
+    assert result is not None and messages == original  # the input is never modified
+    compacted = result.messages
+    assert count_messages(compacted) < threshold(window)
+    opening = compacted[0]["content"]
+    assert (
+        opening.startswith("[对话摘要]")
+        and "[动态保留片段]" in opening
+        and "[可恢复归档]" in opening
+    )
+    assert "688981" in opening and "notes/semis/2026-q4.md" in opening  # early anchors survive
+    assert result.archive_ref in opening
+    # The tail is untouched and, with the summary, passes Anthropic's pairing rule.
+    assert check_tool_pairing(to_claude_messages(compacted)) is None
+    assert restore_context_archive(home, result.archive_ref) + kept_tail(compacted) == original
+
+
+def kept_tail(compacted: list[dict]) -> list[dict]:
+    """The messages after the summary (and its acknowledgement, when there is one)."""
+    skip = 2 if compacted[1]["content"] == ACK else 1
+    return compacted[skip:]
+
+
+def test_the_archive_restores_exactly_what_was_removed_and_is_searchable(home):
+    messages = research_conversation(40)
+    result = compact(
+        messages, window=16_000, summarize=lambda text: SUMMARY, home=home, session_id="s2"
+    )
+    assert (
+        restore_context_archive(home, result.archive_ref) + kept_tail(result.messages) == messages
+    )
+    hits = search_archives(home, "688981")
+    assert hits and hits[0]["ref"] == result.archive_ref
+    assert search_archives(home, "000000") == []
+
+
+def test_tail_never_starts_on_a_tool_result_and_keeps_its_calls():
+    messages = research_conversation(30)
+    for budget in (50, 300, 900, 2500, 6000):
+        start = find_tail_start(messages, budget)
+        assert messages[start]["role"] != "tool"
+        ids = {c["id"] for m in messages[start:] for c in m.get("tool_calls") or []}
+        assert all(m["tool_call_id"] in ids for m in messages[start:] if m["role"] == "tool")
+        assert len(messages) - start >= 4
+
+
+@pytest.mark.parametrize("summary", ["", "太短", None])
+def test_a_failing_or_short_summary_leaves_history_untouched(home, summary):
+    def summarize(text: str) -> str:
+        if summary is None:
+            raise RuntimeError("model down")
+        return summary
+
+    messages = research_conversation(40)
+    original = copy.deepcopy(messages)
+    assert compact(messages, window=16_000, summarize=summarize, home=home, session_id="s3") is None
+    assert messages == original and not (home / "context_archive").exists()
+
+
+def test_large_tool_results_shrink_to_a_structured_summary():
+    content = json.dumps(
+        {
+            "source": "demo",
+            "code": "600519",
+            "name": "贵州茅台",
+            "close": 1688.5,
+            "health": "danger",
+            "reasons": ["跌破止损"] * 80,
+            "triggers": [],
+        },
+        ensure_ascii=False,
+    )
+    shrunk = shrink_tool_result(content)
+    assert 400 <= len(shrunk) <= 600
+    assert "600519" in shrunk and "1688.5" in shrunk and "danger" in shrunk
+
+
+def test_cl100k_is_loaded_offline_and_the_heuristic_is_close():
+    assert encoding() is not None  # the shipped file matched its sha256
+    text = (
+        "贵州茅台（600519）今天放量突破，MA50 上穿 MA200，RPS120 达到 92。The breakout came on 3x volume. "
+        * 50
+    )
+    exact, guess = count_text(text), heuristic_count(text)
+    assert abs(guess - exact) / exact < 0.25
+
+
+def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
+    anthropic_server, home
+):
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.chat_log import ChatLog, Conversation
+    from wyckoff.cli.model_registry import make_provider
+    from wyckoff.cli.runtime import AgentRuntime
+    from wyckoff.store import Store
+
+    home.mkdir(parents=True, exist_ok=True)
+    store = Store.in_home(home)
+    conversation = Conversation.start(ChatLog(store))
+    for message in research_conversation(60):
+        conversation.append(message)
+    conversation.append({"role": "user", "content": "总结一下今天的研究"})
+    anthropic_server.script(Reply(text=SUMMARY), Reply(text="今天研究了 60 只股票。"))
+    provider = make_provider(
+        model_config(anthropic_server, context_window=24_000), stream_timeout_s=5
+    )
+    runtime = AgentRuntime(provider, default_registry(), home=home, store=store)
+    events = list(runtime.run_stream(conversation))
+    (event,) = [e for e in events if e["type"] == "compaction"]
+    assert event["before"] > event["after"] and event["archive_ref"].startswith("archive://")
+    assert events[-1]["status"] == "completed", events[-1]
+    main_request = anthropic_server.bodies[1]
+    assert check_tool_pairing(main_request["messages"]) is None
+    assert "[对话摘要]" in json.dumps(main_request["messages"][0], ensure_ascii=False)
+    # The chat log mirrors the compacted history; the originals are in the archive.
+    assert ChatLog(store).load(conversation.session_id)[0]["content"].startswith("[对话摘要]")
+    trace = next((home / "scratchpad").glob("*.jsonl")).read_text(encoding="utf-8")
+    assert '"type": "compaction"' in trace

@@ -1,0 +1,336 @@
+"""Context compaction: when a conversation nears the model's window, the old head becomes a
+short summary plus verbatim anchors and a restorable archive; the recent tail stays as is.
+
+Reserve = min(max(16384, min(window x 0.25, 32768)), window / 2); compaction triggers when
+the estimate exceeds window - reserve. Only a copy of the head is shrunk for the summary;
+live tool observations are never rewritten. If the summary fails, nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from wyckoff.cli.tokens import count_message, count_messages
+
+ARCHIVE_DIR = "context_archive"
+TAIL_TOKENS = 20_000
+TAIL_SHARE_OF_THRESHOLD = 0.4
+TAIL_MIN_MESSAGES = 4
+SHRINK_THRESHOLD = 800
+SHRUNK_MIN, SHRUNK_MAX = 400, 600
+SUMMARY_MAX_CHARS = 500
+SUMMARY_MIN_CHARS = 20
+MAX_ANCHORS = 6
+SCORED_CHARS = 2_000  # importance is judged on a message's opening
+ANCHOR_CHARS = 240
+CODE = re.compile(r"(?<!\d)(\d{6})(?!\d)")
+PATH = re.compile(
+    r"(?:~|\.{1,2})?/[\w.\-/]+\.\w+|[\w\-]+/[\w.\-/]+\.(?:py|md|json|csv|txt|jsonl|toml|yaml|yml)"
+)
+KEYWORDS = (
+    "报错",
+    "错误",
+    "失败",
+    "异常",
+    "提交",
+    "回测",
+    "持仓",
+    "建仓",
+    "加仓",
+    "减仓",
+    "止损",
+    "止盈",
+    "买入",
+    "卖出",
+    "成本",
+)
+ACK = "好的，我已了解之前的对话上下文，请继续。"
+COMPACTION_PROMPT = """你在为一段 A 股投研对话写压缩摘要，供后续对话继续使用。用不超过 500 个汉字写清：
+1. 用户的意图和约束（风险偏好、关注的股票、要求）；
+2. 已完成的动作（调用过哪些工具、得到了什么结论）；
+3. 每只涉及股票的关键结论（代码、价格、健康度、信号），保留数字。
+只输出摘要正文。"""
+
+
+def reserve_tokens(window: int) -> int:
+    return int(min(max(16384, min(window * 0.25, 32768)), window / 2))
+
+
+def threshold(window: int) -> int:
+    return window - reserve_tokens(window)
+
+
+def tail_budget(window: int) -> int:
+    return int(min(TAIL_TOKENS, threshold(window) * TAIL_SHARE_OF_THRESHOLD))
+
+
+def find_tail_start(messages: list[dict[str, Any]], budget: int) -> int:
+    """Index where the kept tail starts: the newest `budget` tokens, at least 4 messages, never
+    on a tool result, widened so every tool result keeps its assistant call."""
+    start, used = len(messages), 0
+    while start > 0:
+        cost = count_message(messages[start - 1])
+        if used + cost > budget and len(messages) - start >= TAIL_MIN_MESSAGES:
+            break
+        used += cost
+        start -= 1
+    while 0 < start < len(messages) and messages[start]["role"] == "tool":
+        start -= 1
+    return expand_for_tool_refs(messages, start)
+
+
+def expand_for_tool_refs(messages: list[dict[str, Any]], start: int) -> int:
+    needed = {m.get("tool_call_id") for m in messages[start:] if m["role"] == "tool"}
+    for index in range(start - 1, -1, -1):
+        if not needed:
+            break
+        calls = {c["id"] for c in messages[index].get("tool_calls") or []}
+        if calls & needed:
+            start = index
+            needed -= calls
+    return start
+
+
+# --- anchors and shrinking ----------------------------------------------------------------------
+
+
+def importance(message: dict[str, Any]) -> int:
+    text = str(message.get("content") or "")[:SCORED_CHARS]
+    score = 3 if message["role"] == "user" and not text.startswith("[") else 0
+    score += min(len(set(CODE.findall(text))), 3) * 2
+    if "/" in text:  # the path pattern is the costly one
+        score += min(len(PATH.findall(text)), 2) * 2
+    score += sum(1 for k in KEYWORDS if k in text)
+    score += 1 if message.get("tool_calls") or message["role"] == "tool" else 0
+    return score
+
+
+def select_anchors(head: list[dict[str, Any]], limit: int = MAX_ANCHORS) -> list[str]:
+    """Short verbatim excerpts of the most important head messages, in their order."""
+    scores = [importance(m) for m in head]
+    ranked = sorted(range(len(head)), key=lambda i: (-scores[i], -i))[:limit]
+    anchors = []
+    for index in sorted(i for i in ranked if scores[i] > 0):
+        message = head[index]
+        text = str(message.get("content") or "")
+        if message.get("tool_calls"):
+            text = (
+                text
+                + " "
+                + "; ".join(
+                    f"{c['name']}({json.dumps(c.get('args') or {}, ensure_ascii=False)})"
+                    for c in message["tool_calls"]
+                )
+            ).strip()
+        label = {
+            "user": "用户",
+            "assistant": "助手",
+            "tool": f"工具 {message.get('name', '')}",
+        }.get(message["role"], message["role"])
+        anchors.append(f"- [{label}] {' '.join(text.split())[:ANCHOR_CHARS]}")
+    return anchors
+
+
+@lru_cache(maxsize=4096)
+def shrink_tool_result(content: str) -> str:
+    """A 400-600 character structured summary of a large tool result (codes, prices, health,
+    signals, conclusions), padded with its opening text."""
+    parts: list[str] = []
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):
+        for key in (
+            "source",
+            "as_of",
+            "code",
+            "name",
+            "close",
+            "health",
+            "health_label",
+            "phase",
+            "regime",
+            "summary",
+            "triggers",
+            "channels",
+            "categories",
+        ):
+            if key in data:
+                parts.append(f"{key}={json.dumps(data[key], ensure_ascii=False)[:120]}")
+        for key in ("top_candidates", "positions", "orders", "results"):
+            if isinstance(data.get(key), list):
+                items = [
+                    f"{r.get('code')}{r.get('name', '')} {r.get('close', '')} {r.get('health', '') or r.get('action', '')}".strip()
+                    for r in data[key][:6]
+                    if isinstance(r, dict)
+                ]
+                parts.append(f"{key}: " + "; ".join(items))
+    codes = sorted(set(CODE.findall(content)))[:10]
+    if codes and not any(p.startswith("code=") for p in parts):
+        parts.append("codes=" + ",".join(codes))
+    summary = "[已压缩的工具结果] " + " | ".join(parts)
+    if len(summary) < SHRUNK_MIN:
+        summary += " | 开头：" + content[: SHRUNK_MIN + 100 - len(summary)]
+    return summary[:SHRUNK_MAX]
+
+
+def shrink_stale_tool_results(head: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the head with every tool result over 800 characters shrunk."""
+    return [
+        {**m, "content": shrink_tool_result(m["content"])}
+        if m["role"] == "tool" and len(str(m.get("content") or "")) > SHRINK_THRESHOLD
+        else m
+        for m in head
+    ]
+
+
+def serialize_for_summary(head: list[dict[str, Any]]) -> str:
+    lines = []
+    for message in head:
+        if message["role"] == "tool":
+            lines.append(f"[tool:{message.get('name', '')}] {message.get('content', '')}")
+        elif message.get("tool_calls"):
+            calls = "; ".join(
+                f"{c['name']}({json.dumps(c.get('args') or {}, ensure_ascii=False)})"
+                for c in message["tool_calls"]
+            )
+            lines.append(f"[assistant] {message.get('content') or ''} [调用 {calls}]")
+        else:
+            lines.append(f"[{message['role']}] {message.get('content') or ''}")
+    return "\n".join(lines)
+
+
+# --- archive --------------------------------------------------------------------------------------
+
+
+def archive_messages(
+    home: Path, session_id: str, removed: list[dict[str, Any]], summary: str, anchors: list[str]
+) -> str:
+    """Write the removed messages and their metadata; returns `archive://session/id`."""
+    archive_id = f"ctx_{datetime.now().strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
+    folder = home / ARCHIVE_DIR / session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{archive_id}.jsonl").open("w", encoding="utf-8") as handle:
+        for message in removed:
+            handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+    text = "\n".join(str(m.get("content") or "") for m in removed)
+    ref = f"archive://{session_id}/{archive_id}"
+    metadata = {
+        "ref": ref,
+        "created_at": datetime.now().isoformat(timespec="seconds"),
+        "messages": len(removed),
+        "summary": summary,
+        "codes": sorted(set(CODE.findall(text))),
+        "paths": sorted(set(PATH.findall(text)))[:20],
+        "keywords": [k for k in KEYWORDS if k in text],
+        "anchors": anchors,
+    }
+    (folder / f"{archive_id}.json").write_text(
+        json.dumps(metadata, ensure_ascii=False, indent=2), encoding="utf-8"
+    )
+    return ref
+
+
+def restore_context_archive(home: Path, ref: str) -> list[dict[str, Any]]:
+    from wyckoff.errors import UsageError
+
+    match = re.fullmatch(r"archive://([\w-]+)/(ctx_[\w]+)", ref.strip())
+    path = home / ARCHIVE_DIR / match.group(1) / f"{match.group(2)}.jsonl" if match else None
+    if path is None or not path.is_file():
+        raise UsageError(f"找不到归档 {ref}。")
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+
+
+def search_archives(home: Path, query: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Archive metadata matching a code, keyword or text of the summary (newest first)."""
+    folder = home / ARCHIVE_DIR
+    hits = []
+    for path in (
+        sorted(folder.glob("*/*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if folder.exists()
+        else []
+    ):
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+        haystack = " ".join(
+            [metadata["summary"], *metadata["codes"], *metadata["keywords"], *metadata["paths"]]
+        )
+        if not query or query in haystack:
+            hits.append(
+                {k: metadata[k] for k in ("ref", "created_at", "summary", "codes", "keywords")}
+            )
+        if len(hits) >= limit:
+            break
+    return hits
+
+
+# --- the whole step ---------------------------------------------------------------------------------
+
+
+@dataclass
+class CompactionResult:
+    messages: list[dict[str, Any]]
+    archive_ref: str
+    before: int
+    after: int
+    summary: str
+
+
+def compact(
+    messages: list[dict[str, Any]],
+    *,
+    window: int,
+    summarize: Callable[[str], str],
+    home: Path,
+    session_id: str,
+    flush_memory: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> CompactionResult | None:
+    """Compact `messages` (not modified); None when there is nothing to gain or the summary fails."""
+    start = find_tail_start(messages, tail_budget(window))
+    if start <= 1:
+        return None
+    head, tail = messages[:start], messages[start:]
+    anchors = select_anchors(head)
+    if flush_memory is not None:
+        flush_memory(head)
+    try:
+        summary = summarize(serialize_for_summary(shrink_stale_tool_results(head))).strip()
+    except Exception:  # a failed summary means no compaction, never a broken history
+        return None
+    if len(summary) < SUMMARY_MIN_CHARS:
+        return None
+    summary = summary[:SUMMARY_MAX_CHARS]
+    ref = archive_messages(home, session_id, head, summary, anchors)
+    opening = "\n".join(
+        [
+            "[对话摘要]",
+            summary,
+            "[动态保留片段]",
+            *(anchors or ["- （无）"]),
+            "[可恢复归档]",
+            f"- {ref}（需要原文时调用 restore_context_archive）",
+        ]
+    )
+    # The acknowledgement keeps roles alternating; a tail that opens with the assistant needs none.
+    ack = [{"role": "assistant", "content": ACK}] if tail[0]["role"] == "user" else []
+    compacted = [{"role": "user", "content": opening}, *ack, *tail]
+    return CompactionResult(compacted, ref, len(messages), len(compacted), summary)
+
+
+def needs_compaction(
+    messages: list[dict[str, Any]],
+    window: int,
+    system_prompt: str = "",
+    tools: list[dict[str, Any]] | None = None,
+) -> bool:
+    return count_messages(messages, system_prompt, tools) > threshold(window)
