@@ -220,6 +220,44 @@ def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]
     )
 
 
+def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, Any]:
+    """Bars, MA50/MA200 and signal dates of one stock, for the K-line chart."""
+    import pandas as pd
+
+    market = MarketData.from_context(context)
+    code = market.resolve_code(code)
+    panel = market.panel()
+    if not panel.has(code):
+        raise ToolFailure(f"{code} 在本地行情库中没有日线数据。")
+    frame = panel.stock_frame(code)
+    close = frame["close"]
+    ma50, ma200 = close.rolling(50).mean(), close.rolling(200).mean()
+    frame = frame.tail(days)
+    dates = [d.strftime("%Y-%m-%d") for d in frame.index]
+    markers: set[str] = set()
+    if context.store is not None:
+        rows = context.store.conn.execute(
+            "SELECT DISTINCT as_of FROM signals WHERE code = ?", (code,)
+        ).fetchall()
+        markers = {r[0] for r in rows} & set(dates)
+
+    def clean(series: pd.Series) -> list[float | None]:
+        return [None if pd.isna(v) else float(v) for v in series.tail(days)]
+
+    return market.envelope(
+        panel.as_of,
+        code=code,
+        name=panel.stocks.loc[code, "name"],
+        bars=[
+            {"date": d, **{k: float(row[k]) for k in ("open", "high", "low", "close", "volume")}}
+            for d, (_, row) in zip(dates, frame.iterrows(), strict=True)
+        ],
+        ma50=clean(ma50),
+        ma200=clean(ma200),
+        markers=sorted(markers),
+    )
+
+
 # --- market overview and history --------------------------------------------------------------
 
 

@@ -24,9 +24,28 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     add_completion=False,
-    no_args_is_help=True,
+    invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    continue_latest: bool = typer.Option(
+        False, "--continue", "-c", help="继续最近的会话 / reopen the latest session"
+    ),
+    session: str | None = typer.Option(None, "--session", help="打开指定会话 / open a session"),
+    model: str | None = typer.Option(None, "--model", "-m", help="模型 id / model id"),
+) -> None:
+    """不带子命令时打开终端界面 / with no command, open the TUI."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from wyckoff.cli.tui.app import create_app
+
+    create_app(model_id=model, session_id=session, continue_latest=continue_latest).run()
+
+
 app.command("ask")(ask_command.ask)
 app.command("screen")(market_commands.screen)
 app.command("analyze")(market_commands.analyze)

@@ -1,0 +1,289 @@
+"""The Textual app through Pilot, against the scripted model servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.conftest import cli
+from tests.model_servers import Reply
+from wyckoff.cli.tui.app import create_app
+from wyckoff.cli.tui.widgets import (
+    AssistantMessage,
+    BackgroundPanel,
+    Notice,
+    StatusBar,
+    ToolRow,
+    UserMessage,
+)
+
+
+@pytest.fixture
+def configured(home, openai_server):
+    result = cli(
+        "model",
+        "add",
+        "m",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4.1",
+        "--base-url",
+        openai_server.base_url + "/v1",
+        "--api-key",
+        "sk-test-0123456789",
+    )
+    assert result.returncode == 0
+    return openai_server
+
+
+async def submit(pilot, text: str) -> None:
+    prompt = pilot.app.query_one("#prompt")
+    prompt.load_text(text)
+    prompt.focus()
+    await pilot.press("enter")
+
+
+async def wait_until(pilot, condition, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.05)
+
+
+def notices(app) -> list[str]:
+    return [str(n.render()) for n in app.query(Notice)]
+
+
+@pytest.mark.asyncio
+async def test_a_question_streams_an_answer(configured):
+    configured.script(Reply(text="## 结论\n\n市场**偏强**，注意风险。", pieces=6))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "今天市场怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert str(app.query(UserMessage).first().render()) == "今天市场怎么样"
+        assert app.query(AssistantMessage).first().text == "## 结论\n\n市场**偏强**，注意风险。"
+        assert app.focused.id == "prompt"
+        assert "m" in str(app.query_one(StatusBar).render())
+
+
+@pytest.mark.asyncio
+async def test_tool_row_appears_and_completes(configured):
+    configured.script(
+        Reply(tool_calls=[("check_background_tasks", {})]), Reply(text="没有后台任务。")
+    )
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "有后台任务吗")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        (row,) = app.query(ToolRow)
+        assert row.title == "查看后台任务" and row.outcome is not None and not row.failed
+        assert "✓" in str(row.render())
+
+
+def _approval_script(server) -> None:
+    call = (
+        "update_portfolio",
+        {
+            "action": "add",
+            "code": "600519",
+            "name": "贵州茅台",
+            "shares": 100,
+            "cost_price": 1500,
+            "buy_dt": "20260105",
+        },
+    )
+    server.script(Reply(tool_calls=[call]), Reply(text="好的。"))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("button", "held"), [("#allow", 1), ("#deny", 0)])
+async def test_approval_dialog_allow_and_deny(configured, home, button, held):
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "记录买入 100 股茅台")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert "修改持仓" in str(app.screen.query_one("Label").render())
+        await pilot.click(button)
+        await wait_until(pilot, lambda: not app.turn_running)
+        row = app.query_one(ToolRow)
+        assert row.failed == (held == 0)
+    assert len(json.loads(cli("portfolio", "list", "--json").stdout)["positions"]) == held
+
+
+@pytest.mark.asyncio
+async def test_approval_with_edited_arguments(configured, home):
+    from textual.widgets import TextArea
+
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "记录买入")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        editor = app.screen.query_one("#args", TextArea)
+        editor.load_text("not json")
+        await pilot.click("#edit")
+        assert "不是合法的 JSON" in str(app.screen.query_one("#error").render())
+        editor.load_text(
+            json.dumps(
+                {
+                    "action": "add",
+                    "code": "600519",
+                    "shares": 300,
+                    "cost_price": 1500,
+                    "buy_dt": "20260105",
+                }
+            )
+        )
+        await pilot.pause(0.6)  # two quick clicks on one button would be a double click
+        await pilot.click("#edit")
+        await wait_until(pilot, lambda: not app.turn_running)
+    (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+    assert position["shares"] == 300
+
+
+@pytest.mark.asyncio
+async def test_escape_cancels_the_running_turn(configured):
+    configured.script(Reply(text="很慢的回答", stall_s=4), Reply(text="第二个问题的回答"))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "慢慢说")
+        await wait_until(pilot, lambda: configured.requests)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.turn_running)
+        assert any("已取消" in n for n in notices(app))
+        await submit(pilot, "再问一个")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert app.query(AssistantMessage).last().text == "第二个问题的回答"
+
+
+@pytest.mark.asyncio
+async def test_new_chat_resets_and_resume_restores(configured):
+    from wyckoff.cli.tui.screens import ResumeScreen
+
+    configured.script(Reply(text="第一段对话的回答"))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "第一段对话")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        first_session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        await pilot.pause(0.1)
+        assert not app.query(UserMessage) and len(app.agent.conversation) == 0
+        assert app.agent.conversation.session_id != first_session
+        await submit(pilot, "/resume")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
+        app.screen.dismiss(first_session)
+        await wait_until(pilot, lambda: app.query(UserMessage))
+        assert str(app.query(UserMessage).first().render()) == "第一段对话"
+        assert (
+            app.agent.conversation.session_id == first_session and len(app.agent.conversation) == 2
+        )
+
+
+@pytest.mark.asyncio
+async def test_background_panel_and_notification_turn(configured, home):
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=200)
+    cli("data", "use", "demo")
+    configured.script(
+        Reply(tool_calls=[("screen_stocks", {"board": "all"})]),
+        Reply(text="筛选已在后台开始。"),
+        Reply(text="筛选完成，候选如下（演示数据）。"),
+    )
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "/screen")
+        await wait_until(
+            pilot,
+            lambda: app.query_one(BackgroundPanel).display or len(configured.requests) >= 3,
+            timeout=30,
+        )
+        await wait_until(
+            pilot, lambda: len(configured.requests) >= 3 and not app.turn_running, timeout=60
+        )
+        assert app.query(AssistantMessage).last().text == "筛选完成，候选如下（演示数据）。"
+        assert not app.query_one(BackgroundPanel).display
+        notification = configured.bodies[2]["messages"][-1]["content"]
+        assert notification.startswith("[SYSTEM NOTIFICATION - NOT USER INPUT]")
+        assert "DEMO" in str(app.query_one(StatusBar).render())
+
+
+@pytest.mark.asyncio
+async def test_first_run_without_a_model_shows_setup(home):
+    from textual.widgets import Input, Select
+
+    from wyckoff.cli.tui.screens import SetupScreen
+
+    app = create_app()
+    async with app.run_test(size=(100, 34)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.click("#save")
+        assert "参数有误" in str(app.screen.query_one("#error").render())
+        app.screen.query_one("#provider", Select).value = "claude"
+        app.screen.query_one("#model", Input).value = "claude-sonnet-4-5"
+        app.screen.query_one("#key", Input).value = "ANTHROPIC_API_KEY"
+        await pilot.pause(0.6)  # not a double click
+        await pilot.click("#save")
+        await wait_until(pilot, lambda: not isinstance(app.screen, SetupScreen))
+    models = json.loads(cli("model", "list", "--json").stdout)["models"]
+    assert models[0]["provider"] == "claude" and models[0]["key"].startswith(
+        "环境变量 ANTHROPIC_API_KEY"
+    )
+
+
+@pytest.mark.asyncio
+async def test_chart_command_opens_a_kline_chart(configured, home):
+    from wyckoff.cli.tui.screens import ChartScreen
+    from wyckoff.cli.tui.widgets import KLineChart
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "/chart 平安银行")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChartScreen))
+        chart = str(app.screen.query_one(KLineChart).render())
+        assert "000001 平安银行" in chart and "MA50" in chart and "DEMO" in chart and "█" in chart
+        await pilot.press("escape")
+        await submit(pilot, "/chart 不存在的股票")
+        await pilot.pause(0.2)
+        assert any("找不到股票" in n for n in notices(app))
+
+
+@pytest.mark.asyncio
+async def test_errors_are_one_red_line_and_the_session_stays_usable(configured):
+    configured.script(Reply(status=401, error_message="bad key"), Reply(text="恢复了"))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "你好")
+        await wait_until(
+            pilot, lambda: not app.turn_running and any("认证失败" in n for n in notices(app))
+        )
+        await submit(pilot, "再试一次")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert app.query(AssistantMessage).last().text == "恢复了"
+
+
+@pytest.mark.asyncio
+async def test_help_lists_commands_skills_and_templates(configured):
+    app = create_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await submit(pilot, "/help")
+        await pilot.pause(0.2)
+        from textual.widgets import Markdown
+
+        help_text = app.query(".help").first(Markdown).source
+        assert "/resume" in help_text and "/checkup" in help_text and "deep-dive" in help_text

@@ -1,0 +1,568 @@
+"""The Textual app: streaming chat over RuntimeEvents, tool rows, approvals, the background
+panel, the status bar, slash commands, sessions and charts.
+
+The runtime runs in a thread worker and posts every RuntimeEvent as a message; nothing in the
+runtime touches a widget. `create_app` is shared by the CLI and the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from wyckoff.cli.events import UsageTotals
+from wyckoff.cli.tui.screens import (
+    ApprovalScreen,
+    AskUserScreen,
+    ChartScreen,
+    ResumeScreen,
+    SetupScreen,
+)
+from wyckoff.cli.tui.widgets import (
+    AssistantMessage,
+    BackgroundPanel,
+    Notice,
+    PromptInput,
+    StatusBar,
+    ThinkingBlock,
+    ToolRow,
+    UserMessage,
+)
+
+BUILTIN_COMMANDS = {
+    "/help": "显示命令、技能和提示模板",
+    "/new": "开始新对话",
+    "/clear": "清屏（不影响对话历史）",
+    "/model": "列出模型；/model ID 切换模型",
+    "/resume": "恢复保存的会话",
+    "/fork": "从当前会话分出新会话",
+    "/compact": "立即压缩上下文",
+    "/token": "显示上下文与用量",
+    "/chart": "/chart CODE 打开 K 线图",
+    "/quit": "退出",
+}
+WELCOME = "Wyckoff · A 股威科夫投研智能体。输入问题后回车；/help 查看命令；Esc 取消当前回答；Ctrl+Q 退出。"
+
+
+class RuntimeEventPosted(Message):
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__()
+        self.event = event
+
+
+class TaskUpdated(Message):
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__()
+        self.event = event
+
+
+class WyckoffApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "Wyckoff"
+    AUTO_FOCUS = "#prompt"
+    BINDINGS = [
+        Binding("escape", "cancel_turn", "取消", show=False),
+        Binding("ctrl+n", "new_chat", "新对话"),
+        Binding("ctrl+l", "clear_screen", "清屏"),
+        Binding("ctrl+q", "quit", "退出"),
+    ]
+
+    def __init__(
+        self,
+        model_id: str | None = None,
+        session_id: str | None = None,
+        continue_latest: bool = False,
+    ) -> None:
+        super().__init__()
+        self.model_id, self.session_id, self.continue_latest = model_id, session_id, continue_latest
+        self.agent = None
+        self.turn_running = False
+        self.pending_notifications = False
+        self._assistant: AssistantMessage | None = None
+        self._stream = None
+        self._thinking: ThinkingBlock | None = None
+        self._rows: dict[str, ToolRow] = {}
+        self.data_source = "?"
+        self._waiting_workers: set[threading.Event] = set()
+
+    # --- layout and start -----------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield BackgroundPanel(id="background")
+        yield VerticalScroll(Static(WELCOME, classes="notice"), id="chat")
+        yield PromptInput(list(BUILTIN_COMMANDS))
+        yield StatusBar(id="status")
+
+    def on_mount(self) -> None:
+        from wyckoff.config import effective_config, load_config
+        from wyckoff.errors import WyckoffError
+
+        try:
+            if not effective_config(load_config()).models:
+                self.push_screen(SetupScreen(), lambda saved: self.start_agent() if saved else None)
+                return
+            self.start_agent()
+        except WyckoffError as exc:
+            self.show_notice(exc.message, error=True)
+
+    def start_agent(self, session_id: str | None = None) -> None:
+        from wyckoff.cli.agent import open_agent
+        from wyckoff.engine.sources import resolve_source
+        from wyckoff.errors import WyckoffError
+
+        try:
+            self.agent = open_agent(
+                model_id=self.model_id,
+                session_id=session_id or self.session_id,
+                continue_latest=self.continue_latest and not session_id,
+                confirm=self._confirm_from_worker,
+                ask_user=self._ask_from_worker,
+            )
+        except WyckoffError as exc:
+            self.show_notice(exc.message, error=True)
+            return
+        self.agent.runtime.background.listeners.append(
+            lambda event: self.post_message(TaskUpdated(event))
+        )
+        for line in self.agent.skills.warnings + self.agent.skills.notices:
+            self.show_notice(line, error=line in self.agent.skills.warnings)
+        self.query_one(PromptInput).commands = [
+            *BUILTIN_COMMANDS,
+            *(f"/{name}" for name in self.agent.skills.skills),
+        ]
+        try:
+            self.data_source = resolve_source(self.agent.config)
+        except WyckoffError:
+            self.data_source = "?"
+        self.render_history()
+        self.refresh_status()
+
+    # --- prompt and commands -------------------------------------------------------------
+
+    @on(PromptInput.Submitted)
+    def on_prompt(self, message: PromptInput.Submitted) -> None:
+        text = message.text
+        if text.startswith("/"):
+            self.run_command(text)
+            return
+        self.send(text)
+
+    def send(self, text: str, shown: str | None = None) -> None:
+        if self.agent is None:
+            self.show_notice(
+                "还没有可用的模型：请先完成设置（或用 `wyckoff model add` 添加模型后重启）。",
+                error=True,
+            )
+            return
+        if self.turn_running:
+            self.show_notice("上一个回答还在进行中；按 Esc 取消后再发送。", error=True)
+            return
+        self.mount_chat(UserMessage(shown or text))
+        self.agent.conversation.append({"role": "user", "content": text})
+        self.run_turn()
+
+    def run_command(self, text: str) -> None:
+        from wyckoff.errors import WyckoffError
+
+        name, _, arg = text.partition(" ")
+        arg = arg.strip()
+        handlers = {
+            "/help": self.show_help,
+            "/new": self.action_new_chat,
+            "/clear": self.action_clear_screen,
+            "/resume": self.action_resume,
+            "/fork": self.fork,
+            "/compact": self.compact,
+            "/token": self.show_tokens,
+            "/quit": self.exit,
+        }
+        try:
+            if name in handlers:
+                handlers[name]()
+            elif name == "/model":
+                self.switch_model(arg)
+            elif name == "/chart":
+                self.open_chart(arg)
+            elif self.agent is not None:
+                self.send(self.agent.skills.slash_message(text) or text, shown=text)
+        except WyckoffError as exc:
+            self.show_notice(exc.message, error=True)
+
+    def show_help(self) -> None:
+        from wyckoff.cli.prompt_templates import TEMPLATES
+
+        lines = ["**命令**", *[f"- `{c}` {d}" for c, d in BUILTIN_COMMANDS.items()]]
+        if self.agent is not None:
+            lines += [
+                "",
+                "**技能**",
+                *[f"- `/{s.name}` {s.description}" for s in self.agent.skills.skills.values()],
+            ]
+        lines += [
+            "",
+            "**提示模板**（`wyckoff prompt show 名称` 查看全文）",
+            *[f"- `{n}` {d}" for n, (d, _) in TEMPLATES.items()],
+        ]
+        lines += [
+            "",
+            "**按键**：Enter 发送 · Ctrl+J 换行 · ↑/↓ 历史 · Tab 补全命令 · Esc 取消 · Ctrl+P 命令面板 · Ctrl+N 新对话 · Ctrl+L 清屏 · Ctrl+Q 退出",
+        ]
+        from textual.widgets import Markdown
+
+        self.mount_chat(Markdown("\n".join(lines), classes="help"))
+
+    def get_system_commands(self, screen):
+        yield from super().get_system_commands(screen)
+        for command, description in BUILTIN_COMMANDS.items():
+            if command not in ("/model", "/chart"):
+                yield SystemCommand(
+                    f"{command} {description}", description, lambda c=command: self.run_command(c)
+                )
+
+    # --- the turn ------------------------------------------------------------------------
+
+    def run_turn(self) -> None:
+        self.turn_running = True
+        self._assistant = self._thinking = self._stream = None
+        self._worker_turn()
+
+    @work(thread=True, exclusive=True, group="turn")
+    def _worker_turn(self) -> None:
+        try:
+            for event in self.agent.runtime.run_stream(self.agent.conversation):
+                self.post_message(RuntimeEventPosted(event))
+        except Exception as exc:  # the runtime reports its own errors; this is a last guard
+            self.post_message(
+                RuntimeEventPosted(
+                    {
+                        "type": "done",
+                        "status": "error",
+                        "error": f"内部错误：{exc}",
+                        "text": "",
+                        "usage": {},
+                    }
+                )
+            )
+
+    async def on_runtime_event_posted(self, message: RuntimeEventPosted) -> None:
+        try:
+            await self._show_event(message.event)
+        except Exception as exc:  # a display bug must never end the session with a traceback
+            self.show_notice(f"显示出错：{type(exc).__name__}: {exc}", error=True)
+            if message.event["type"] == "done":
+                self.turn_running = False
+
+    async def _show_event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "text_delta":
+            await self._write_text(event["text"])
+        elif kind == "thinking_delta":
+            if self._thinking is None:
+                self._thinking = ThinkingBlock()
+                self.mount_chat(self._thinking)
+            self._thinking.add(event["text"])
+        elif kind in ("model_start", "tool_calls"):
+            await self._end_text()
+            self._thinking = None if kind == "model_start" else self._thinking
+        elif kind == "tool_start":
+            row = ToolRow(event["id"], event["name"], event["title"], event["args"])
+            self._rows[event["id"]] = row
+            self.mount_chat(row)
+        elif kind in ("tool_result", "tool_error"):
+            self._finish_row(event)
+        elif kind == "retry":
+            self.show_notice(f"… {event['reason']}，要求模型补调工具（第 {event['attempt']} 次）")
+        elif kind == "provider_switch":
+            await self._end_text(discard=True)
+            self.show_notice(f"⚠ 模型 {event['from']} 不可用，已切换到备用模型 {event['to']}")
+        elif kind == "compaction":
+            self.show_notice(
+                f"上下文已压缩：{event['before']} 条 → {event['after']} 条（原文归档 {event['archive_ref']}）"
+            )
+        elif kind == "usage":
+            self.refresh_status()
+        elif kind == "done":
+            await self._end_text()
+            self._on_done(event)
+
+    async def _write_text(self, text: str) -> None:
+        if self._assistant is None:
+            from textual.widgets import Markdown
+
+            self._assistant = AssistantMessage()
+            self.mount_chat(self._assistant)
+            self._stream = Markdown.get_stream(self._assistant)
+        self._assistant.text += text
+        await self._stream.write(text)
+        self.query_one("#chat").scroll_end(animate=False)
+
+    async def _end_text(self, discard: bool = False) -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+        if discard and self._assistant is not None:
+            await self._assistant.remove()
+        self._assistant = self._stream = None
+
+    def _finish_row(self, event: dict[str, Any]) -> None:
+        row = self._rows.get(event["id"])
+        if row is None:
+            return
+        if event["type"] == "tool_error":
+            row.finish(event["error"].splitlines()[0][:100], event["elapsed_s"], failed=True)
+            return
+        summary, chart_code = summarize_result(event["name"], event["result"])
+        if event.get("task_id"):
+            summary = f"后台运行中（{event['task_id']}）"
+        row.finish(summary, event["elapsed_s"], chart_code=chart_code)
+
+    def _on_done(self, event: dict[str, Any]) -> None:
+        self.turn_running = False
+        if event["status"] == "error":
+            self.show_notice(f"错误：{event['error']}", error=True)
+        elif event["status"] == "cancelled":
+            self.show_notice("已取消本轮回答（历史已保存，可以继续提问）。")
+        elif event["status"] == "max_rounds":
+            self.show_notice("已达到工具调用轮数上限。", error=True)
+        self.refresh_status()
+        self.query_one(PromptInput).focus()
+        if self.pending_notifications:
+            self.continue_with_notifications()
+
+    def action_cancel_turn(self) -> None:
+        if self.turn_running and self.agent is not None:
+            self.agent.runtime.cancel()
+
+    # --- background tasks ----------------------------------------------------------------
+
+    def on_task_updated(self, message: TaskUpdated) -> None:
+        self.query_one(BackgroundPanel).update_task(message.event)
+        if message.event["status"] != "running":
+            self.pending_notifications = True
+            if not self.turn_running:
+                self.continue_with_notifications()
+
+    def continue_with_notifications(self) -> None:
+        """A finished background task starts a new agent turn on its own."""
+        self.pending_notifications = False
+        manager = self.agent.runtime.background
+        notes = manager.take_notifications(self.agent.conversation.session_id)
+        if not notes:
+            return
+        for text in notes:
+            self.agent.conversation.append({"role": "user", "content": text})
+        self.show_notice("后台任务已完成，继续分析……")
+        self.run_turn()
+
+    # --- approvals and questions (called on the worker thread) ------------------------------
+
+    def _confirm_from_worker(self, request: dict[str, Any]):
+        return self._modal_from_worker(ApprovalScreen(request))
+
+    def _ask_from_worker(self, question: dict[str, Any]) -> dict[str, Any]:
+        return self._modal_from_worker(AskUserScreen(question))
+
+    def _modal_from_worker(self, screen):
+        """Show a modal from the worker thread and wait for the answer; quitting answers
+        with the modal's safe default (deny / skip) so the worker can end."""
+        answered = threading.Event()
+        box: dict[str, Any] = {"result": screen.default_result()}
+
+        def on_result(result) -> None:
+            box["result"] = result
+            answered.set()
+
+        self._waiting_workers.add(answered)
+        try:
+            self.call_from_thread(self.push_screen, screen, on_result)
+            answered.wait()
+        finally:
+            self._waiting_workers.discard(answered)
+        return box["result"]
+
+    def on_unmount(self) -> None:
+        if self.agent is not None:
+            self.agent.runtime.cancel()
+        for waiting in list(self._waiting_workers):
+            waiting.set()
+
+    # --- sessions, models, charts -----------------------------------------------------------
+
+    def action_new_chat(self) -> None:
+        if self.turn_running:
+            self.show_notice("请先按 Esc 取消当前回答。", error=True)
+            return
+        from wyckoff.cli.chat_log import Conversation
+
+        self.agent.conversation = Conversation.start(self.agent.chat_log)
+        self.agent.runtime.session_usage = UsageTotals()
+        self.action_clear_screen()
+        self.show_notice("新对话已开始。")
+        self.refresh_status()
+
+    def action_clear_screen(self) -> None:
+        self.query_one("#chat").remove_children()
+
+    def action_resume(self) -> None:
+        sessions = self.agent.chat_log.list_sessions(30) if self.agent else []
+        if not sessions:
+            self.show_notice("还没有保存的会话。")
+            return
+        self.push_screen(ResumeScreen(sessions), self.resume)
+
+    def resume(self, session_id: str | None) -> None:
+        if not session_id:
+            return
+        from wyckoff.cli.chat_log import Conversation
+
+        self.agent.conversation = Conversation.resume(self.agent.chat_log, session_id)
+        self.action_clear_screen()
+        self.render_history()
+        self.show_notice(f"已恢复会话 {session_id}。")
+
+    def fork(self) -> None:
+        from wyckoff.cli.chat_log import Conversation
+
+        new_id = self.agent.chat_log.fork(self.agent.conversation.session_id)
+        self.agent.conversation = Conversation.resume(self.agent.chat_log, new_id)
+        self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
+
+    def compact(self) -> None:
+        event = self.agent.runtime.compact(self.agent.conversation)
+        if event is None:
+            self.show_notice("没有压缩：对话太短，或摘要没有生成成功。")
+        else:
+            self.show_notice(
+                f"上下文已压缩：{event['before']} 条 → {event['after']} 条（{event['archive_ref']}）"
+            )
+        self.refresh_status()
+
+    def show_tokens(self) -> None:
+        usage = self.agent.runtime.session_usage.as_dict()
+        used, window = self.context_use()
+        self.show_notice(
+            f"上下文约 {used:,} / {window:,} token（{used / window:.0%}）；本会话 输入 {usage['input_tokens']:,} 输出 {usage['output_tokens']:,} 缓存读 {usage['cache_read_tokens']:,} 缓存写 {usage['cache_write_tokens']:,}"
+        )
+
+    def switch_model(self, model_id: str) -> None:
+        from wyckoff.cli.model_registry import build_provider
+
+        if not model_id:
+            lines = [
+                f"{'* ' if m.id == self.agent.runtime.provider.name else '  '}{m.id}: {m.provider} / {m.model}"
+                for m in self.agent.config.models
+            ]
+            self.show_notice("模型（/model ID 切换）：\n" + "\n".join(lines))
+            return
+        provider = build_provider(self.agent.config, model_id)
+        self.agent.runtime.provider = provider
+        self.agent.runtime.context.provider = provider
+        self.show_notice(f"已切换到模型 {model_id}。")
+        self.refresh_status()
+
+    def open_chart(self, code: str) -> None:
+        from wyckoff.agents.market import kline_data
+        from wyckoff.cli.tools import ToolFailure
+
+        if not code:
+            self.show_notice("用法：/chart 600519", error=True)
+            return
+        try:
+            data = kline_data(self.agent.runtime.context, code)
+        except ToolFailure as exc:
+            self.show_notice(exc.message, error=True)
+            return
+        self.push_screen(ChartScreen(data))
+
+    @on(ToolRow.Selected)
+    def on_tool_row_selected(self, message: ToolRow.Selected) -> None:
+        self.open_chart(message.row.chart_code)
+
+    # --- rendering helpers -----------------------------------------------------------------
+
+    def render_history(self) -> None:
+        for message in self.agent.conversation:
+            role, content = message["role"], str(message.get("content") or "")
+            if role == "user" and not content.startswith("[SYSTEM NOTIFICATION"):
+                self.mount_chat(UserMessage(content.split("\n\n[用户调用了技能")[0]))
+            elif role == "assistant" and content:
+                from textual.widgets import Markdown
+
+                self.mount_chat(Markdown(content, classes="assistant-message"))
+            for call in message.get("tool_calls") or []:
+                row = ToolRow(
+                    call["id"],
+                    call["name"],
+                    self.agent.runtime.registry.title(call["name"]),
+                    call.get("args") or {},
+                )
+                self.mount_chat(row)
+                self.call_after_refresh(row.finish, "（历史）", 0.0)
+
+    def mount_chat(self, widget) -> None:
+        chat = self.query_one("#chat", VerticalScroll)
+        chat.mount(widget)
+        chat.scroll_end(animate=False)
+
+    def show_notice(self, text: str, error: bool = False) -> None:
+        self.mount_chat(Notice(text, error=error))
+
+    def context_use(self) -> tuple[int, int]:
+        from wyckoff.cli.tokens import count_messages
+
+        runtime = self.agent.runtime
+        return count_messages(
+            self.agent.conversation, runtime.system_prompt(), runtime.registry.schemas()
+        ), runtime.provider.context_window
+
+    def refresh_status(self) -> None:
+        if self.agent is None:
+            return
+        provider = self.agent.runtime.provider
+        used, window = self.context_use()
+        on_fallback = getattr(provider, "using_fallback", False)
+        self.query_one(StatusBar).show(
+            provider.name,
+            on_fallback,
+            used / window * 100,
+            self.agent.runtime.session_usage.as_dict(),
+            self.data_source,
+        )
+
+
+def summarize_result(name: str, result: str) -> tuple[str, str | None]:
+    """A one-line outcome for a tool row, and the stock code to chart when there is one."""
+    try:
+        data = json.loads(result)
+    except json.JSONDecodeError:
+        return " ".join(result.split())[:80], None
+    if not isinstance(data, dict):
+        return str(data)[:80], None
+    demo = "（演示数据）" if data.get("source") == "demo" else ""
+    if name == "analyze_stock" and "code" in data:
+        health = data.get("health_label") or ""
+        return (
+            f"{data['code']} {data.get('name', '')} 收盘 {data.get('close', '')} {health}{demo}".strip(),
+            data["code"],
+        )
+    if name == "screen_stocks" and "summary" in data:
+        return f"候选 {data['summary']['report_candidates']} 只{demo}", None
+    if "positions" in data:
+        return f"{len(data['positions'])} 只持仓{demo}", None
+    if "results" in data:
+        return f"{len(data['results'])} 条结果{demo}", None
+    keys = ", ".join(list(data)[:4])
+    return f"{{{keys}}}{demo}", None
+
+
+def create_app(
+    model_id: str | None = None, session_id: str | None = None, continue_latest: bool = False
+) -> WyckoffApp:
+    return WyckoffApp(model_id=model_id, session_id=session_id, continue_latest=continue_latest)
