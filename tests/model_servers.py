@@ -36,6 +36,7 @@ class Reply:
     stall_s: float = 0.0  # sleep after the headers, before the first event
     delay_s: float = 0.0  # sleep before answering at all
     pieces: int = 3  # how many deltas the text is split into
+    piece_delay_s: float = 0.0  # pause between events (paced streaming)
     raw_arguments: str | None = (
         None  # send these tool-call arguments verbatim (malformed JSON tests)
     )
@@ -143,6 +144,8 @@ class ScriptedServer:
                 for event in self.stream_events(reply, body):
                     handler.wfile.write(event.encode())
                     handler.wfile.flush()
+                    if reply.piece_delay_s:
+                        time.sleep(reply.piece_delay_s)
             except (BrokenPipeError, ConnectionResetError):
                 pass
         else:

@@ -39,7 +39,9 @@ def configured(home, openai_server):
     return openai_server
 
 
-async def submit(pilot, text: str) -> None:
+async def submit(pilot, text: str, wait_ready: bool = True) -> None:
+    if wait_ready:  # the agent loads on a worker after the first paint
+        await wait_until(pilot, lambda: pilot.app.agent is not None)
     prompt = pilot.app.query_one("#prompt")
     prompt.load_text(text)
     prompt.focus()
@@ -64,7 +66,9 @@ async def test_a_question_streams_an_answer(configured):
     configured.script(Reply(text="## 结论\n\n市场**偏强**，注意风险。", pieces=6))
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await submit(pilot, "今天市场怎么样")
+        await submit(
+            pilot, "今天市场怎么样", wait_ready=False
+        )  # typed while the agent loads: queued
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         assert str(app.query(UserMessage).first().render()) == "今天市场怎么样"
         assert app.query(AssistantMessage).first().text == "## 结论\n\n市场**偏强**，注意风险。"
@@ -229,6 +233,7 @@ async def test_first_run_without_a_model_shows_setup(home):
     app = create_app()
     async with app.run_test(size=(100, 34)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.pause(0.2)
         await pilot.click("#save")
         assert "参数有误" in str(app.screen.query_one("#error").render())
         app.screen.query_one("#provider", Select).value = "claude"

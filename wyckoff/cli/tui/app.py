@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from textual import on, work
@@ -49,6 +50,7 @@ BUILTIN_COMMANDS = {
     "/chart": "/chart CODE 打开 K 线图",
     "/quit": "退出",
 }
+TEXT_FLUSH_S = 0.1
 WELCOME = "Wyckoff · A 股威科夫投研智能体。输入问题后回车；/help 查看命令；Esc 取消当前回答；Ctrl+Q 退出。"
 
 
@@ -92,6 +94,8 @@ class WyckoffApp(App):
         self._rows: dict[str, ToolRow] = {}
         self.data_source = "?"
         self._waiting_workers: set[threading.Event] = set()
+        self.queued_text: str | None = None
+        self.loading_agent = False
 
     # --- layout and start -----------------------------------------------------------------
 
@@ -107,61 +111,80 @@ class WyckoffApp(App):
 
         try:
             if not effective_config(load_config()).models:
-                self.push_screen(SetupScreen(), lambda saved: self.start_agent() if saved else None)
+                self.push_screen(SetupScreen(), lambda saved: self.load_agent() if saved else None)
                 return
-            self.start_agent()
         except WyckoffError as exc:
             self.show_notice(exc.message, error=True)
+            return
+        self.loading_agent = True  # set before the worker starts, so early input is queued
+        self.load_agent()
 
-    def start_agent(self, session_id: str | None = None) -> None:
+    @work(thread=True, exclusive=True, group="agent")
+    def load_agent(self, session_id: str | None = None) -> None:
+        """Open the agent off the event loop: the SDK and engine imports take about a second,
+        and the screen should be up (and typing possible) meanwhile."""
         from wyckoff.cli.agent import open_agent
         from wyckoff.engine.sources import resolve_source
         from wyckoff.errors import WyckoffError
 
+        self.loading_agent = True
+        self.call_from_thread(self.query_one(StatusBar).update, " 正在加载模型与工具……")
         try:
-            self.agent = open_agent(
+            agent = open_agent(
                 model_id=self.model_id,
                 session_id=session_id or self.session_id,
                 continue_latest=self.continue_latest and not session_id,
                 confirm=self._confirm_from_worker,
                 ask_user=self._ask_from_worker,
             )
+            source = resolve_source(agent.config)
         except WyckoffError as exc:
-            self.show_notice(exc.message, error=True)
+            self.loading_agent = False
+            self.call_from_thread(self.show_notice, exc.message, True)
+            self.call_from_thread(self.query_one(StatusBar).update, " 没有可用的模型")
             return
-        self.agent.runtime.background.listeners.append(
+        self.call_from_thread(self._agent_ready, agent, source)
+
+    def _agent_ready(self, agent, source: str) -> None:
+        self.agent, self.data_source, self.loading_agent = agent, source, False
+        agent.runtime.background.listeners.append(
             lambda event: self.post_message(TaskUpdated(event))
         )
-        for line in self.agent.skills.warnings + self.agent.skills.notices:
-            self.show_notice(line, error=line in self.agent.skills.warnings)
+        for line in agent.skills.warnings + agent.skills.notices:
+            self.show_notice(line, error=line in agent.skills.warnings)
         self.query_one(PromptInput).commands = [
             *BUILTIN_COMMANDS,
-            *(f"/{name}" for name in self.agent.skills.skills),
+            *(f"/{name}" for name in agent.skills.skills),
         ]
-        try:
-            self.data_source = resolve_source(self.agent.config)
-        except WyckoffError:
-            self.data_source = "?"
         self.render_history()
         self.refresh_status()
+        if self.queued_text:
+            text, self.queued_text = self.queued_text, None
+            self.dispatch_text(text)
 
     # --- prompt and commands -------------------------------------------------------------
 
     @on(PromptInput.Submitted)
     def on_prompt(self, message: PromptInput.Submitted) -> None:
-        text = message.text
-        if text.startswith("/"):
-            self.run_command(text)
-            return
-        self.send(text)
+        self.dispatch_text(message.text)
 
-    def send(self, text: str, shown: str | None = None) -> None:
-        if self.agent is None:
+    def dispatch_text(self, text: str) -> None:
+        if self.agent is None and self.loading_agent:
+            self.queued_text = text  # handled as soon as the agent is ready
+            self.show_notice("正在加载，加载完成后自动处理你的输入。")
+        elif text.startswith("/") and text.split()[0] in ("/help", "/quit", "/clear"):
+            self.run_command(text)
+        elif self.agent is None:
             self.show_notice(
                 "还没有可用的模型：请先完成设置（或用 `wyckoff model add` 添加模型后重启）。",
                 error=True,
             )
-            return
+        elif text.startswith("/"):
+            self.run_command(text)
+        else:
+            self.send(text)
+
+    def send(self, text: str, shown: str | None = None) -> None:
         if self.turn_running:
             self.show_notice("上一个回答还在进行中；按 Esc 取消后再发送。", error=True)
             return
@@ -236,9 +259,20 @@ class WyckoffApp(App):
 
     @work(thread=True, exclusive=True, group="turn")
     def _worker_turn(self) -> None:
+        """Run the turn; text deltas are coalesced for up to TEXT_FLUSH_S so a fast stream
+        costs a few screen updates, not one per token."""
+        pending, last_flush = "", time.monotonic()
         try:
             for event in self.agent.runtime.run_stream(self.agent.conversation):
-                self.post_message(RuntimeEventPosted(event))
+                if event["type"] == "text_delta":
+                    pending += event["text"]
+                    if time.monotonic() - last_flush < TEXT_FLUSH_S:
+                        continue
+                if pending:
+                    self.post_message(RuntimeEventPosted({"type": "text_delta", "text": pending}))
+                    pending, last_flush = "", time.monotonic()
+                if event["type"] != "text_delta":
+                    self.post_message(RuntimeEventPosted(event))
         except Exception as exc:  # the runtime reports its own errors; this is a last guard
             self.post_message(
                 RuntimeEventPosted(
@@ -554,6 +588,8 @@ def summarize_result(name: str, result: str) -> tuple[str, str | None]:
         )
     if name == "screen_stocks" and "summary" in data:
         return f"候选 {data['summary']['report_candidates']} 只{demo}", None
+    if "tasks" in data:
+        return f"{len(data['tasks'])} 个后台任务", None
     if "positions" in data:
         return f"{len(data['positions'])} 只持仓{demo}", None
     if "results" in data:

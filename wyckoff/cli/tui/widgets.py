@@ -94,7 +94,7 @@ class ToolRow(Static):
             )
             return
         mark, style = ("✗", "red") if self.failed else ("✓", "green")
-        hint = "  [回车/点击看K线]" if self.chart_code else ""
+        hint = f"  [点击或 /chart {self.chart_code} 看 K 线]" if self.chart_code else ""
         self.update(
             Text.assemble(
                 (f"{mark} ", style),
@@ -244,7 +244,7 @@ class KLineChart(Widget):
 
 
 def render_kline(data: dict[str, Any], width: int, height: int) -> Text:
-    bars = data["bars"][-(width - 10) :]
+    bars = data["bars"][-(width - 11) :]
     ma50 = data["ma50"][-len(bars) :]
     ma200 = data["ma200"][-len(bars) :]
     markers = set(data.get("markers", []))
