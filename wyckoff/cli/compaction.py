@@ -332,5 +332,10 @@ def needs_compaction(
     window: int,
     system_prompt: str = "",
     tools: list[dict[str, Any]] | None = None,
+    cache=None,
 ) -> bool:
-    return count_messages(messages, system_prompt, tools) > threshold(window)
+    """Whether the history plus prompt and tools exceed the threshold (`cache`: a
+    MessageTokenCache that makes repeated checks cheap)."""
+    fixed = count_messages([], system_prompt, tools)
+    used = cache.count(messages) if cache is not None else count_messages(messages)
+    return fixed + used > threshold(window)

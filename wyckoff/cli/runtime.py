@@ -32,6 +32,7 @@ from wyckoff.cli.providers.base import (
     iter_with_timeout,
 )
 from wyckoff.cli.scratchpad import Scratchpad
+from wyckoff.cli.tokens import MessageTokenCache
 from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolRegistry, ToolSpec, canonical_args
 
 MAX_TOOL_ROUNDS = 15
@@ -115,6 +116,7 @@ class AgentRuntime:
         self.memory_flush = memory_flush
         self.record_traces = record_traces
         self.session_usage = UsageTotals()
+        self.token_cache = MessageTokenCache()
         self.context = ToolContext(
             home=home, registry=registry, provider=provider, store=store, ask_user=ask_user
         )
@@ -342,7 +344,11 @@ class AgentRuntime:
         from wyckoff.cli.compaction import needs_compaction
 
         if needs_compaction(
-            messages, self.provider.context_window, self.system_prompt(), self.registry.schemas()
+            messages,
+            self.provider.context_window,
+            self.system_prompt(),
+            self.registry.schemas(),
+            self.token_cache,
         ):
             event = self.compact(messages, turn.session_id)
             self._trace(turn, "compaction", **(event or {"status": "skipped"}))

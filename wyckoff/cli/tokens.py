@@ -95,3 +95,24 @@ def count_messages(
     if tools:
         total += count_text(json.dumps(tools, ensure_ascii=False))
     return total
+
+
+class MessageTokenCache:
+    """Per-message counts for a live history, so the check before every model call costs
+    O(new messages), not O(history). Messages are not edited once appended."""
+
+    def __init__(self) -> None:
+        self._counts: dict[int, tuple[dict[str, Any], int]] = {}
+
+    def count(self, messages: list[dict[str, Any]]) -> int:
+        total = 0
+        for message in messages:
+            cached = self._counts.get(id(message))
+            if cached is None or cached[0] is not message:
+                cached = (message, count_message(message))
+                self._counts[id(message)] = cached
+            total += cached[1]
+        if len(self._counts) > 4 * max(len(messages), 64):  # forget messages compacted away
+            live = {id(m) for m in messages}
+            self._counts = {k: v for k, v in self._counts.items() if k in live}
+        return total
