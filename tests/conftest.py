@@ -111,3 +111,12 @@ def cli(
         env=full_env,
         timeout=120,
     )
+
+
+def add_scripted_model(server, model_id: str = "m") -> None:
+    """`wyckoff model add` for a scripted OpenAI-compatible server, as a user would."""
+    result = cli(
+        "model", "add", model_id, "--provider", "openai", "--model", "gpt-4.1",
+        "--base-url", server.base_url + "/v1", "--api-key", "sk-test-0123456789",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr

@@ -11,26 +11,13 @@ import time
 
 import pytest
 
-from tests.conftest import NETGUARD, base_url_of, cli
+from tests.conftest import NETGUARD, add_scripted_model, cli
 from tests.model_servers import Reply
 
 
 @pytest.fixture
 def configured(home, openai_server):
-    result = cli(
-        "model",
-        "add",
-        "local",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-        "--base-url",
-        base_url_of(openai_server),
-        "--api-key",
-        "sk-test-0123456789",
-    )
-    assert result.returncode == 0, result.stderr
+    add_scripted_model(openai_server, "local")
     return openai_server
 
 

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import add_scripted_model, cli
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
 from wyckoff.engine.config import MAIN_INDICES
@@ -293,19 +293,7 @@ def test_data_status_reports_the_demo_store(demo_home):
 def test_agent_screens_in_the_background_and_diagnoses_on_demo(demo_home, openai_server):
     from tests.model_servers import Reply
 
-    cli(
-        "model",
-        "add",
-        "m",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-        "--base-url",
-        openai_server.base_url + "/v1",
-        "--api-key",
-        "sk-test-0123456789",
-    )
+    add_scripted_model(openai_server)
     openai_server.script(
         Reply(
             tool_calls=[("screen_stocks", {"board": "all"}), ("analyze_stock", {"code": "000001"})]

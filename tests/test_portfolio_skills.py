@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import cli, model_config
+from tests.conftest import add_scripted_model, cli, model_config
 from tests.engine_fixtures import DAYS, make_panel, series
 from tests.model_servers import Reply
 from wyckoff.agents.portfolio import Portfolio
@@ -98,19 +98,7 @@ def agent_on_demo(home, openai_server):
     home.mkdir(parents=True, exist_ok=True)
     ensure_demo(home, limit=300)
     cli("data", "use", "demo")
-    cli(
-        "model",
-        "add",
-        "m",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-        "--base-url",
-        openai_server.base_url + "/v1",
-        "--api-key",
-        "sk-test-0123456789",
-    )
+    add_scripted_model(openai_server)
     return openai_server
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
 from wyckoff.cli.tui.app import create_app
 from wyckoff.cli.tui.widgets import (
@@ -22,20 +22,7 @@ from wyckoff.cli.tui.widgets import (
 
 @pytest.fixture
 def configured(home, openai_server):
-    result = cli(
-        "model",
-        "add",
-        "m",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-        "--base-url",
-        openai_server.base_url + "/v1",
-        "--api-key",
-        "sk-test-0123456789",
-    )
-    assert result.returncode == 0
+    add_scripted_model(openai_server)
     return openai_server
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 
-from tests.conftest import cli
+from tests.conftest import add_scripted_model
 from tests.model_servers import Reply
 from wyckoff.cli.tui.screens import ApprovalScreen, ChartScreen
 from wyckoff.cli.tui.widgets import StatusBar
@@ -98,19 +98,7 @@ def test_kline_chart(snap_compare):
 
 @pytest.fixture
 def scripted_chat(home, openai_server):
-    cli(
-        "model",
-        "add",
-        "m",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-        "--base-url",
-        openai_server.base_url + "/v1",
-        "--api-key",
-        "sk-test-0123456789",
-    )
+    add_scripted_model(openai_server)
     openai_server.script(
         Reply(tool_calls=[("check_background_tasks", {})], usage=(1000, 20, 0, 0)),
         Reply(

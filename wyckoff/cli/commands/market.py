@@ -26,19 +26,24 @@ def _context():
     return ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
 
 
-def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
-    """Run a tool function with a progress bar on stderr; tool failures become clear errors."""
+def _progress_bar():
+    """A transient Rich progress bar on stderr (Rich imported only when it is shown)."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    context = _context()
-    with Progress(
+    return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
-    ) as bar:
+    )
+
+
+def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
+    """Run a tool function with a progress bar on stderr; tool failures become clear errors."""
+    context = _context()
+    with _progress_bar() as bar:
         task = bar.add_task(label or "处理中", total=1.0)
 
         def update(progress: dict[str, Any]) -> None:
@@ -278,9 +283,6 @@ def sync(
     codes: Annotated[str | None, typer.Option("--codes", help="只同步这些代码，逗号分隔")] = None,
 ) -> None:
     """增量同步行情（可断点续传）/ incremental, resumable sync."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from wyckoff.cli.output import print_notice
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.engine.sources import sync as run_sync
@@ -288,13 +290,7 @@ def sync(
     home = wyckoff_home()
     config = load_config(home)
     code_list = [c.strip() for c in codes.split(",")] if codes else None
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
+    with _progress_bar() as bar:
         task = bar.add_task("同步", total=1.0)
         result = run_sync(
             home,
