@@ -279,3 +279,23 @@ async def test_help_lists_commands_skills_and_templates(configured):
 
         help_text = app.query(".help").first(Markdown).source
         assert "/resume" in help_text and "/checkup" in help_text and "deep-dive" in help_text
+
+
+@pytest.mark.asyncio
+async def test_ask_user_dialog_answers_the_model(configured):
+    from wyckoff.cli.tui.screens import AskUserScreen
+
+    configured.script(
+        Reply(
+            tool_calls=[("ask_user", {"question": "加仓多少？", "options": ["100 股", "200 股"]})]
+        ),
+        Reply(text="好的，按 200 股。"),
+    )
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "帮我规划加仓")
+        await wait_until(pilot, lambda: isinstance(app.screen, AskUserScreen))
+        await pilot.click("#option-1")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+    answer = json.loads(configured.bodies[1]["messages"][-1]["content"])
+    assert answer == {"status": "answered", "answer": "200 股"}
