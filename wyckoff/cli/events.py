@@ -2,8 +2,8 @@
 
 The TUI, `wyckoff ask --output stream-json`, sub-agents and tests read exactly these.
 Consumers ignore types they do not know. Beyond DESIGN.md's table the runtime emits
-`background_wait` (headless ask waits for its background tasks) and `notice` (a quiet
-one-line remark such as a loop-guard warning).
+`background_wait` (headless ask waits for the background tasks it started), and the
+BackgroundTaskManager sends `task_update` (stage, detail, progress) to its listeners.
 """
 
 from __future__ import annotations
