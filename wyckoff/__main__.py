@@ -1,3 +1,3 @@
-from wyckoff.cli.app import main
+from wyckoff.cli.launcher import main
 
 main()

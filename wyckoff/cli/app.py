@@ -65,7 +65,7 @@ def main() -> None:
     from wyckoff.errors import WyckoffError
 
     try:
-        app()
+        app(prog_name="wyckoff")  # the same name under `python -m wyckoff`
     except WyckoffError as exc:
         from wyckoff.cli.output import print_error
 
