@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.conftest import add_scripted_model  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 
 
@@ -41,27 +42,10 @@ def main() -> None:
     runs = parser.parse_args().runs
     server = OpenAIServer()
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "WYCKOFF_HOME": home}
+        os.environ["WYCKOFF_HOME"] = home
+        env = dict(os.environ)
         wyckoff = wyckoff_command()
-        subprocess.run(
-            [
-                *wyckoff,
-                "model",
-                "add",
-                "bench",
-                "--provider",
-                "openai",
-                "--model",
-                "gpt-4.1",
-                "--base-url",
-                server.base_url + "/v1",
-                "--api-key",
-                "sk-bench-0123456789",
-            ],
-            env=env,
-            check=True,
-            capture_output=True,
-        )
+        add_scripted_model(server, "bench")
         subprocess.run([*wyckoff, "--help"], env=env, capture_output=True)  # warm the .pyc cache
         figures = {
             "python -c pass (baseline)": median_ms([sys.executable, "-c", "pass"], env, runs),

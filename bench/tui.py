@@ -15,36 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.conftest import add_scripted_model  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 
 STREAM_CHARS = 6_000
 CHARS_PER_SECOND = 2_000
 PIECE = 20  # characters per delta: 100 deltas a second
-
-
-def configure(home: str, server: OpenAIServer) -> None:
-    env = {**os.environ, "WYCKOFF_HOME": home}
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wyckoff",
-            "model",
-            "add",
-            "b",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-4.1",
-            "--base-url",
-            server.base_url + "/v1",
-            "--api-key",
-            "sk-bench-0123456789",
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
 
 
 async def first_paint(started: float) -> tuple[float, float]:
@@ -125,7 +101,7 @@ def main() -> None:
     server = OpenAIServer()
     with tempfile.TemporaryDirectory() as home:
         os.environ["WYCKOFF_HOME"] = home
-        configure(home, server)
+        add_scripted_model(server, "b")
         paint, ready = asyncio.run(first_paint(time.perf_counter()))
         elapsed, complete, rate = asyncio.run(streaming(server))
         pane = tmux_run(home, server)

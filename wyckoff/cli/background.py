@@ -176,10 +176,6 @@ class BackgroundTaskManager:
                     messages.append(notification_text(task))
         return messages
 
-    def cancel_all(self, session_id: str | None) -> None:
-        for task in self.running(session_id):
-            task.cancel_event.set()
-
     def stored(self, session_id: str | None, task_id: str | None = None) -> list[dict[str, Any]]:
         """Tasks as stored in SQLite (also those of earlier processes)."""
         sql = "SELECT id, tool, args, status, stage, result, error, created_at, finished_at FROM background_tasks WHERE "

@@ -22,7 +22,3 @@ TEMPLATES: dict[str, tuple[str, str]] = {
         '请调用 portfolio(mode="diagnose") 和 get_market_overview，列出我持仓中最大的三个风险，并给出每个风险的应对条件。',
     ),
 }
-
-
-def template_names() -> list[str]:
-    return list(TEMPLATES)

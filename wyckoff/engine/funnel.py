@@ -50,7 +50,6 @@ class FunnelResult:
     strength: np.ndarray
     score: np.ndarray
     sectors: list[dict[str, Any]] = field(default_factory=list)
-    features: SimpleNamespace | None = None
 
     @property
     def layer4(self) -> np.ndarray:
@@ -262,7 +261,6 @@ def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFI
         strength,
         score,
         sectors,
-        f,
     )
 
 

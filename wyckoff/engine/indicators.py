@@ -181,19 +181,3 @@ def _max_drawdown(w: np.ndarray) -> np.ndarray:
         running_peak = np.fmax.accumulate(np.where(np.isnan(w), -np.inf, w), axis=0)
         drawdowns = 1 - w / running_peak
     return nan_reduce(np.nanmax, drawdowns)
-
-
-def ma_cross_recent(panel: Panel, t: int, within: int = 10) -> np.ndarray:
-    """Days since MA50 crossed above MA200 (within `within` days), else NaN."""
-    result = np.full(panel.close.shape[1], np.nan)
-    previous_above = None
-    for k in range(within, -1, -1):
-        s = t - k
-        if s < 200:
-            continue
-        above = wmean(panel.close, s, 50) > wmean(panel.close, s, 200)
-        if previous_above is not None:
-            crossed = above & ~previous_above
-            result = np.where(crossed, k, result)
-        previous_above = above
-    return result
