@@ -77,6 +77,53 @@ async def test_tool_row_appears_and_completes(configured):
         assert "✓" in str(row.render())
 
 
+@pytest.mark.asyncio
+async def test_a_tool_that_finishes_before_its_row_mounts_still_shows_its_outcome(configured):
+    """tool_start and tool_result arriving in one batch: the row is finished before Textual
+    has mounted it. It must show the outcome, stop spinning and raise no display error."""
+    from wyckoff.cli.tui.app import RuntimeEventPosted
+
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        start = {
+            "type": "tool_start",
+            "id": "c1",
+            "name": "check_background_tasks",
+            "title": "查看后台任务",
+            "args": {},
+        }
+        result = {**start, "type": "tool_result", "result": "[]", "elapsed_s": 0.01}
+        await app.on_runtime_event_posted(RuntimeEventPosted(start))
+        await app.on_runtime_event_posted(RuntimeEventPosted(result))
+        await pilot.pause(0.3)
+        (row,) = app.query(ToolRow)
+        assert row.outcome is not None and "✓" in str(row.render())
+        assert not row.has_class("running")
+        frame = row.frame
+        await pilot.pause(0.3)
+        assert row.frame == frame  # the spinner is not ticking
+        assert not [n for n in notices(app) if "显示出错" in n]
+
+
+@pytest.mark.asyncio
+async def test_a_display_error_is_one_short_line_and_lands_in_the_trace(configured, home):
+    from wyckoff.cli.scratchpad import list_traces, read_trace
+    from wyckoff.cli.tui.app import RuntimeEventPosted
+
+    configured.script(Reply(text="好。"))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "你好")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await app.on_runtime_event_posted(RuntimeEventPosted({"type": "tool_start"}))
+        (line,) = [n for n in notices(app) if "显示出错" in n]
+        assert "KeyError" in line and "Traceback" not in line
+    (trace,) = list_traces(home)
+    errors = [e for e in read_trace(home, trace["id"]) if e["type"] == "front_end_error"]
+    assert errors and "KeyError" in errors[0]["traceback"]
+
+
 def _approval_script(server) -> None:
     call = (
         "update_portfolio",

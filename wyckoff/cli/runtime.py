@@ -123,6 +123,7 @@ class AgentRuntime:
         self.context.state.update(background=background, consents=set())
         self._cancel = threading.Event()
         self._call_cancels: set[threading.Event] = set()
+        self.last_trace: Scratchpad | None = None
 
     # --- public -------------------------------------------------------------------------
 
@@ -131,6 +132,12 @@ class AgentRuntime:
         self._cancel.set()
         for event in list(self._call_cancels):
             event.set()
+
+    def record_front_end_error(self, message: str, details: str) -> None:
+        """A front end's own failure (a display bug) goes into the latest turn's trace."""
+        trace = self.last_trace or self._scratchpad(self.session_id)
+        if trace is not None:
+            trace.record("front_end_error", message=message, traceback=details)
 
     @property
     def cancel_requested(self) -> bool:
@@ -152,6 +159,7 @@ class AgentRuntime:
         session_id = getattr(messages, "session_id", None) or self.session_id
         self.context.session_id = session_id
         turn = TurnState(session_id, self._scratchpad(session_id))
+        self.last_trace = turn.scratchpad
         self._trace(
             turn,
             "init",

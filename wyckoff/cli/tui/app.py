@@ -290,9 +290,19 @@ class WyckoffApp(App):
         try:
             await self._show_event(message.event)
         except Exception as exc:  # a display bug must never end the session with a traceback
-            self.show_notice(f"显示出错：{type(exc).__name__}: {exc}", error=True)
+            self._report_display_error(exc)
             if message.event["type"] == "done":
                 self.turn_running = False
+
+    def _report_display_error(self, exc: Exception) -> None:
+        """A short line for the user; the details go to the turn's trace for the bug report."""
+        import traceback
+
+        if self.agent is not None:
+            self.agent.runtime.record_front_end_error(repr(exc), traceback.format_exc())
+        self.show_notice(
+            f"显示出错（{type(exc).__name__}），详情已写入追踪：wyckoff trace list", error=True
+        )
 
     async def _show_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]

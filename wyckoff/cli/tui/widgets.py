@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, ProgressBar, Static, TextArea
 
@@ -62,9 +63,12 @@ class ToolRow(Static):
         self.outcome: str | None = None
         self.failed = False
         self.chart_code: str | None = None
+        self._spinner: Timer | None = None
 
     def on_mount(self) -> None:
-        self._timer = self.set_interval(0.1, self._spin)
+        # A fast tool can finish before the row is mounted: then there is nothing to spin.
+        if self.outcome is None:
+            self._spinner = self.set_interval(0.1, self._spin)
         self._render_row()
 
     def _spin(self) -> None:
@@ -74,12 +78,14 @@ class ToolRow(Static):
     def finish(
         self, outcome: str, elapsed_s: float, failed: bool = False, chart_code: str | None = None
     ) -> None:
-        self._timer.stop()
+        if self._spinner is not None:
+            self._spinner.stop()
         self.outcome, self.failed, self.chart_code = outcome, failed, chart_code
         self.set_class(False, "running")
         self.set_class(failed, "failed")
         self.elapsed = elapsed_s
-        self._render_row()
+        if self.is_mounted:
+            self._render_row()
 
     def _render_row(self) -> None:
         args = json.dumps(self.args, ensure_ascii=False)
