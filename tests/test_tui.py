@@ -107,6 +107,27 @@ async def test_a_tool_that_finishes_before_its_row_mounts_still_shows_its_outcom
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("pieces", [2, 3, 5])
+async def test_an_answer_that_ends_mid_render_shows_each_block_once(configured, pieces):
+    """The turn can end while the last fragment is still being rendered: no block may be
+    rendered twice (a heading shown twice made the main-screen snapshot flaky)."""
+    from textual.widgets._markdown import MarkdownHeader
+
+    answer = "## 结论\n\n- 没有正在运行的后台任务\n- 可以用 **/screen** 开始全市场筛选\n"
+    size = len(answer) // pieces + 1
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        for start in range(0, len(answer), size):
+            await app._write_text(answer[start : start + size])
+        await app._end_text()
+        await pilot.pause(0.3)
+        message = app.query_one(AssistantMessage)
+        assert len(message.query(MarkdownHeader)) == 1
+        assert message.source == answer
+
+
+@pytest.mark.asyncio
 async def test_a_display_error_is_one_short_line_and_lands_in_the_trace(configured, home):
     from wyckoff.cli.scratchpad import list_traces, read_trace
     from wyckoff.cli.tui.app import RuntimeEventPosted

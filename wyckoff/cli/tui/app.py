@@ -17,6 +17,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.widget import AwaitMount
 from textual.widgets import Static
 
 from wyckoff.cli.events import UsageTotals
@@ -89,7 +90,6 @@ class WyckoffApp(App):
         self.turn_running = False
         self.pending_notifications = False
         self._assistant: AssistantMessage | None = None
-        self._stream = None
         self._thinking: ThinkingBlock | None = None
         self._rows: dict[str, ToolRow] = {}
         self.data_source = "?"
@@ -254,7 +254,7 @@ class WyckoffApp(App):
 
     def run_turn(self) -> None:
         self.turn_running = True
-        self._assistant = self._thinking = self._stream = None
+        self._assistant = self._thinking = None
         self._worker_turn()
 
     @work(thread=True, exclusive=True, group="turn")
@@ -338,22 +338,20 @@ class WyckoffApp(App):
             self._on_done(event)
 
     async def _write_text(self, text: str) -> None:
+        # Each fragment is appended and awaited before the next: Markdown.append computes what
+        # to re-parse when called, so two appends in flight (as MarkdownStream.stop() can leave)
+        # render a block twice. Deltas are already coalesced by the worker, so this is cheap.
         if self._assistant is None:
-            from textual.widgets import Markdown
-
             self._assistant = AssistantMessage()
-            self.mount_chat(self._assistant)
-            self._stream = Markdown.get_stream(self._assistant)
+            await self.mount_chat(self._assistant)
         self._assistant.text += text
-        await self._stream.write(text)
+        await self._assistant.append(text)
         self.query_one("#chat").scroll_end(animate=False)
 
     async def _end_text(self, discard: bool = False) -> None:
-        if self._stream is not None:
-            await self._stream.stop()
         if discard and self._assistant is not None:
             await self._assistant.remove()
-        self._assistant = self._stream = None
+        self._assistant = None
 
     def _finish_row(self, event: dict[str, Any]) -> None:
         row = self._rows.get(event["id"])
@@ -550,10 +548,11 @@ class WyckoffApp(App):
                 self.mount_chat(row)
                 self.call_after_refresh(row.finish, "（历史）", 0.0)
 
-    def mount_chat(self, widget) -> None:
+    def mount_chat(self, widget) -> AwaitMount:
         chat = self.query_one("#chat", VerticalScroll)
-        chat.mount(widget)
+        mounted = chat.mount(widget)
         chat.scroll_end(animate=False)
+        return mounted
 
     def show_notice(self, text: str, error: bool = False) -> None:
         self.mount_chat(Notice(text, error=error))
