@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig, limit_pct
-from wyckoff.engine.funnel import run_funnel
+from wyckoff.engine.funnel import FunnelResult, run_funnel
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.regime import market_regime
 from wyckoff.engine.strategy import affordable, buyable, cents, commission_cents, fee_cents
@@ -146,9 +146,15 @@ def _picks(
 ) -> list[int]:
     if regime_gate and not market_regime(p, t)["buy_allowed"]:
         return []
-    result = run_funnel(p, t, cfg)
-    fired = result.layer4 & allowed
-    return sorted(np.flatnonzero(fired), key=lambda j: -result.score[j])[:top_n]
+    return pick_order(run_funnel(p, t, cfg), allowed, top_n)
+
+
+def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[int]:
+    """Triggered stocks by the funnel's composite score (as `wyckoff screen` ranks them), ties
+    by code. Not by trigger score: each trigger scores in its own unit (Spring's recovery %,
+    LPS's volume ratio where lower is better), so those numbers do not compare."""
+    fired = np.flatnonzero(result.layer4 & allowed)
+    return sorted(fired, key=lambda j: (-result.score[j], j))[:top_n]
 
 
 def _exits(
