@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import cli
 from tests.engine_fixtures import DAYS, bars_panel, make_panel
 from wyckoff.engine.backtest import (
     Trade,
@@ -23,6 +24,7 @@ from wyckoff.engine.backtest import (
 from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig, limit_pct
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
+from wyckoff.engine.sources import ensure_demo
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +179,7 @@ def test_a_holding_suspended_at_the_end_is_marked_at_its_last_close_and_flagged(
     (trade,) = result["trade_list"]
     entry, last = panel.open[DAYS, 0], panel.close[DAYS, 0]
     assert trade["name"] == "目标股份" and trade["open_at_end"] is True
-    assert trade["exit"] == round(last, 2) and "停牌" in trade["reason"]
+    assert trade["exit"] == round(last, 2) and trade["reason"] == "期末停牌"
     assert trade["exit_date"] == str(panel.dates[DAYS + 3])
     net = last * 0.995 / (entry * 1.005) - 1
     assert result["avg_ret_pct"] == pytest.approx(net * 100, abs=0.001)
@@ -205,7 +207,7 @@ def test_a_delisted_holding_leaves_at_its_last_price():
     gone = bars_panel(closes, list_status="D")
     trade = Trade("600000", 1, 10.0)
     assert _exits(gone, 4, [trade], 10, 8, 20) == []
-    assert (trade.exit, trade.exit_t, trade.reason) == (11.0, 4, "退市（按最后价格）")
+    assert (trade.exit, trade.exit_t, trade.reason) == (11.0, 4, "退市")
     suspended = bars_panel(closes)
     still = Trade("600000", 1, 10.0)
     assert _exits(suspended, 4, [still], 10, 8, 20) == [still]  # suspended: waits
@@ -288,3 +290,23 @@ def test_picks_are_ranked_by_the_composite_score_not_the_trigger_score():
     )
     assert pick_order(result, everyone, 2) == [1, 0]
     assert pick_order(result, np.array([True, False, True]), 2) == [0]
+
+
+def _reject_nan(constant: str) -> None:
+    raise AssertionError(f"bare {constant} is not valid JSON")
+
+
+def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_is_cut(home):
+    home.mkdir(parents=True, exist_ok=True)
+    start = str(ensure_demo(home, limit=400).load_panel(60).dates[-40])
+    assert cli("data", "use", "demo").returncode == 0
+    result = cli("backtest", "--start", start, "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout, parse_constant=_reject_nan)
+    trades = payload["trades"]
+    assert trades > 0 and all(t["name"] for t in payload["trade_list"])
+    text = cli("backtest", "--start", start).stdout
+    cut = "，只列出最近 10 笔" if trades > 10 else ""
+    assert f"交易明细：共 {trades} 笔{cut}" in text
+    assert payload["trade_list"][-1]["name"] in text
+    assert "买卖各计 0.5% 摩擦成本" in text and "卖出印花税" in text

@@ -170,7 +170,7 @@ def _exits(
     for trade in open_trades:
         j = p.column(trade.code)
         if t > trade.entry_t and np.isnan(p.close[t, j]) and delisted(p, t, j):
-            trade.exit_t, trade.exit, trade.reason = t, last_close(p, t, j), "退市（按最后价格）"
+            trade.exit_t, trade.exit, trade.reason = t, last_close(p, t, j), "退市"
         elif t <= trade.entry_t or np.isnan(p.close[t, j]) or locked(p, t, j, -1, cfg):
             still_open.append(trade)  # suspended or locked limit-down: sold later
         elif not _exit_on_bar(p, t, j, trade, hold_days, stop_pct, take_pct, cfg):
@@ -221,7 +221,7 @@ def _mark_at_end(p: Panel, end_t: int, trade: Trade) -> None:
     j = p.column(trade.code)
     suspended = np.isnan(p.close[end_t, j])
     trade.exit_t, trade.exit, trade.open_at_end = end_t, last_close(p, end_t, j), True
-    trade.reason = "期末停牌（按停牌前收盘估值）" if suspended else "期末持有（按收盘估值）"
+    trade.reason = "期末停牌" if suspended else "期末持有"
 
 
 def trade_statistics(trades: list[Trade], hold_days: int, cfg: EngineConfig) -> dict[str, Any]:

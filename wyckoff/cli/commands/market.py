@@ -217,6 +217,10 @@ def backtest(
             for t in shown
         ],
     )
+    if any(t["open_at_end"] for t in result["trade_list"]):
+        typer.echo(
+            "期末持有/期末停牌：回测结束时尚未卖出，按最后收盘价（停牌的按停牌前收盘价）估值计入统计。"
+        )
 
 
 def _params(model, **values):
