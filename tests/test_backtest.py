@@ -310,3 +310,9 @@ def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_i
     assert f"交易明细：共 {trades} 笔{cut}" in text
     assert payload["trade_list"][-1]["name"] in text
     assert "买卖各计 0.5% 摩擦成本" in text and "卖出印花税" in text
+    busy = cli("backtest", "--start", start, "--top-n", "5", "--hold-days", "2", "--json")
+    payload = json.loads(busy.stdout, parse_constant=_reject_nan)
+    trades = payload["trades"]
+    assert len(payload["trade_list"]) == min(trades, 30)
+    note = f"共 {trades} 笔交易，这里只列出最近 30 笔"
+    assert (payload.get("trade_list_note") == note) == (trades > 30)
