@@ -86,3 +86,44 @@ def chatty(seconds: float) -> str:
     print("login success!")
     time.sleep(seconds)
     return "done"
+
+
+def bars_panel(
+    close: list[list[float]],
+    *,
+    open_: list[list[float]] | None = None,
+    high: list[list[float]] | None = None,
+    low: list[list[float]] | None = None,
+    codes: tuple[str, ...] = ("600000",),
+    board: str = "main",
+    is_st: bool = False,
+    list_status: str = "L",
+    start: str = "2025-03-03",
+) -> Panel:
+    """A few days of bars for a few stocks, rows = days (NaN = no bar: suspended or gone).
+    Open, high and low default to the close: one-price bars."""
+    closes = np.array(close, dtype=float)
+    days = len(closes)
+    stocks = pd.DataFrame(
+        {
+            "name": [f"股票{i}" for i in range(len(codes))],
+            "industry": "银行",
+            "board": board,
+            "is_st": is_st,
+            "market_cap": 1e10,
+            "list_status": list_status,
+        },
+        index=list(codes),
+    )
+    dates = np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    return Panel(
+        dates,
+        list(codes),
+        *(closes if a is None else np.array(a, dtype=float) for a in (open_, high, low)),
+        closes,
+        np.full(closes.shape, 1e6),
+        closes * 1e6,
+        stocks,
+        {},
+        "test",
+    )

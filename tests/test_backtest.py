@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.engine_fixtures import DAYS, make_panel
-from wyckoff.engine.backtest import Trade, cash_portfolio, run_backtest, simple_view
-from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig
+from tests.conftest import cli
+from tests.engine_fixtures import DAYS, bars_panel, make_panel
+from wyckoff.engine.backtest import (
+    Trade,
+    _exits,
+    _trade_row,
+    cash_portfolio,
+    pick_order,
+    run_backtest,
+    simple_view,
+)
+from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig, limit_pct
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
+from wyckoff.engine.sources import ensure_demo
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +69,26 @@ def test_entries_happen_at_the_next_days_open(demo_panel):
         )
 
 
-def _sos_then(next_bar: str) -> Panel:
-    """The target fires SOS on its last-but-one day; the last day is either tradable or locked."""
+def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
+    """The target fires SOS on day DAYS - 1; day DAYS is tradable ("open"), locked limit-up
+    ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
+    may be suspended for `suspended_days` more days (no bars) while the market goes on."""
     close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
     close[-2] = close[-3] * 1.07
     volume = np.full(DAYS + 1, 1e7)
     volume[-2] = 4e7
-    close[-1] = close[-2] * (1.0999 if next_bar == "locked" else 1.02)
+    close[-1] = close[-2] * {"locked": 1.0999, "limit_open": 1.06}.get(next_bar, 1.02)
     open_ = np.concatenate([[close[0]], close[:-1]])
-    open_[-1] = close[-1] if next_bar == "locked" else close[-2] * 1.01
+    open_[-1] = close[-2] * {"locked": 1.0999, "limit_open": 1.10}.get(next_bar, 1.01)
     high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
     if next_bar == "locked":
         high[-1] = low[-1] = close[-1]
+    if next_bar == "limit_open":
+        high[-1] = open_[-1]
+    gap = np.full(suspended_days, np.nan)
+    close, volume, high, low, open_ = (
+        np.concatenate([a, gap]) for a in (close, volume, high, low, open_)
+    )
     return make_panel(close, volume, high=high, low=low, open_=open_)
 
 
@@ -80,8 +100,6 @@ def test_a_bar_locked_limit_up_cannot_be_bought():
 
 
 def test_a_bar_locked_limit_down_cannot_be_sold():
-    from wyckoff.engine.backtest import _exits
-
     close = np.array([10.0, 10.0, 9.0, 8.5])
     panel = make_panel(
         close,
@@ -147,3 +165,154 @@ def test_lots_of_100_and_the_commission_minimum():
     cash = cash_portfolio(panel, [Trade("600001", 1, 10.0, 3, 11.0)], 0, 5, 3, cfg)
     # budget 3,333.33 -> 300 shares (not 333); fee 0.60 -> minimum 5; sell 3,300: fee 5 + duty 1.65
     assert cash["final_equity"] == pytest.approx(10_000 - 3000 - 5 + 3300 - 5 - 1.65, abs=0.001)
+
+
+def test_an_open_at_the_up_limit_is_not_bought():
+    result = run_backtest(_sos_then("limit_open"), DAYS - 1, DAYS, regime_gate=False)
+    assert "600000" in result["signals"][0]["codes"] and result["trade_list"] == []
+
+
+def test_a_holding_suspended_at_the_end_is_marked_at_its_last_close_and_flagged():
+    panel = _sos_then("open", suspended_days=3)
+    result = run_backtest(panel, DAYS - 1, DAYS + 3, top_n=1, regime_gate=False)
+    json.dumps(result, allow_nan=False)  # valid JSON: no NaN anywhere
+    (trade,) = result["trade_list"]
+    entry, last = panel.open[DAYS, 0], panel.close[DAYS, 0]
+    assert trade["name"] == "目标股份" and trade["open_at_end"] is True
+    assert trade["exit"] == round(last, 2) and trade["reason"] == "期末停牌"
+    assert trade["exit_date"] == str(panel.dates[DAYS + 3])
+    net = last * 0.995 / (entry * 1.005) - 1
+    assert result["avg_ret_pct"] == pytest.approx(net * 100, abs=0.001)
+    # simple view: the entry day, two flat suspended days, then the sell friction
+    simple = (last / (entry * 1.005) - 1) + (0.995 - 1)
+    assert result["simple_view"]["total_return_pct"] == pytest.approx(simple * 100, abs=0.01)
+    assert "0.5%" in result["simple_view"]["label"] and "摩擦" in result["simple_view"]["label"]
+    cash = result["cash_portfolio"]
+    assert "印花税" in cash["label"] and "不另计摩擦" in cash["label"]
+    assert cash["total_return_pct"] == pytest.approx((last / entry - 1) * 100, abs=0.1)
+
+
+def test_the_cash_view_marks_a_suspended_holding_at_its_last_close():
+    nan = np.nan
+    panel = bars_panel([[10], [10], [12], [nan], [nan], [12.5]])
+    cash = cash_portfolio(panel, [Trade("600000", 1, 10.0, 5, 12.5)], 0, 5, 1, DEFAULT_CONFIG)
+    # 9,900 shares (9,998 fit with the fee, in lots of 100); the only dip is the buy's fee
+    assert cash["max_drawdown_pct"] == 0.02
+    assert cash["final_equity"] == pytest.approx(100_000 + 9_900 * 2.5 - 19.80 - 24.75 - 61.88)
+
+
+def test_a_delisted_holding_leaves_at_its_last_price():
+    nan = np.nan
+    closes = [[10], [10], [10.5], [11], [nan], [nan]]
+    gone = bars_panel(closes, list_status="D")
+    trade = Trade("600000", 1, 10.0)
+    assert _exits(gone, 4, [trade], 10, 8, 20) == []
+    assert (trade.exit, trade.exit_t, trade.reason) == (11.0, 4, "退市")
+    suspended = bars_panel(closes)
+    still = Trade("600000", 1, 10.0)
+    assert _exits(suspended, 4, [still], 10, 8, 20) == [still]  # suspended: waits
+
+
+def test_a_one_price_limit_down_bar_after_a_suspension_cannot_be_sold():
+    nan = np.nan
+    close = [[10], [10], [nan], [nan], [9.0], [8.5]]
+    panel = bars_panel(close, open_=[[10], [10], [nan], [nan], [9.0], [8.6]])
+    trade = Trade("600000", 1, 10.0)
+    assert _exits(panel, 4, [trade], 10, 5, 20) == [trade]  # -10% from the close before
+    assert _exits(panel, 5, [trade], 10, 5, 20) == [] and trade.exit == 8.6
+
+
+def test_the_trailing_stop_takes_over_once_a_trade_is_15pct_up():
+    panel = bars_panel(
+        [[10], [10], [11.6], [11.0]],
+        open_=[[10], [10], [11.5], [11.1]],
+        high=[[10], [10], [12.0], [11.2]],
+        low=[[10], [10], [11.4], [10.7]],
+    )
+    trade = Trade("600000", 1, 10.0)
+    assert _exits(panel, 2, [trade], 10, 8, 30) == [trade]  # not armed before the close at 11.6
+    assert _exits(panel, 3, [trade], 10, 8, 30) == []
+    # trail = max(highest high 12.0 x 0.90, MA50 10.53 x 0.98) = 10.80; the low 10.70 breaks it
+    assert trade.exit == pytest.approx(10.8) and trade.reason == "跟踪止损"
+    assert _trade_row(panel, trade, DEFAULT_CONFIG)["reason"] == "跟踪止损"
+
+
+def test_price_limits_follow_the_board_the_st_status_and_the_date():
+    assert limit_pct("chinext", True, "2025-06-02") == limit_pct("star", True, "2025-06-02") == 0.20
+    assert limit_pct("main", True, "2026-07-03") == 0.05
+    assert limit_pct("main", True, "2026-07-06") == 0.10  # SSE/SZSE 2026 trading rules
+    assert limit_pct("chinext", False, "2020-08-21") == 0.10  # before the registration reform
+    assert limit_pct("chinext", True, "2020-08-21") == 0.05
+    assert limit_pct("bse", False, "2025-06-02") == 0.30
+
+
+@pytest.mark.parametrize(
+    ("code", "board", "start", "sellable"),
+    [
+        ("300001", "chinext", "2025-06-02", True),  # ChiNext ST moves 20%: -5% is not the limit
+        ("600001", "main", "2026-06-01", False),  # main-board ST before the change: 5% limit
+        ("600001", "main", "2026-07-06", True),  # and after it: 10%
+    ],
+)
+def test_a_minus_5pct_one_price_bar_of_an_st_stock_locks_only_where_5pct_is_the_limit(
+    code, board, start, sellable
+):
+    panel = bars_panel([[10], [10], [9.5]], codes=(code,), board=board, is_st=True, start=start)
+    trade = Trade(code, 1, 10.0)
+    assert (_exits(panel, 2, [trade], 10, 4, 20) == []) is sellable
+
+
+def test_star_buys_need_200_shares_then_go_by_single_shares():
+    panel = bars_panel([[50], [50], [50], [55]], codes=("688001",), board="star")
+    trades = [Trade("688001", 1, 50.0, 3, 55.0)]
+    cash = cash_portfolio(panel, trades, 0, 3, 1, EngineConfig(start_cash=15_000))
+    # 299 shares (not 200): fee 5 each way, stamp duty 8.22 on 16,445
+    assert cash["final_equity"] == pytest.approx(15_000 + 299 * 5 - 10 - 8.22)
+    poor = cash_portfolio(panel, trades, 0, 3, 1, EngineConfig(start_cash=9_000))
+    assert poor["skipped_for_cash"] == 1 and poor["final_equity"] == 9_000  # 179 < 200
+
+
+def test_picks_are_ranked_by_the_composite_score_not_the_trigger_score():
+    from wyckoff.engine.funnel import FunnelResult
+
+    everyone = np.ones(3, dtype=bool)
+    result = FunnelResult(
+        "2025-06-02",
+        3,
+        everyone,
+        everyone,
+        everyone,
+        channels={},
+        triggers={"spring": np.array([True, True, False])},
+        trigger_scores={"spring": np.array([9.0, 2.0, np.nan])},  # recovery %: A looks better
+        strength=np.full(3, 0.5),
+        score=np.array([50.0, 80.0, 90.0]),  # but B ranks higher overall; C did not trigger
+    )
+    assert pick_order(result, everyone, 2) == [1, 0]
+    assert pick_order(result, np.array([True, False, True]), 2) == [0]
+
+
+def _reject_nan(constant: str) -> None:
+    raise AssertionError(f"bare {constant} is not valid JSON")
+
+
+def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_is_cut(home):
+    home.mkdir(parents=True, exist_ok=True)
+    start = str(ensure_demo(home, limit=400).load_panel(60).dates[-40])
+    assert cli("data", "use", "demo").returncode == 0
+    result = cli("backtest", "--start", start, "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout, parse_constant=_reject_nan)
+    trades = payload["trades"]
+    assert trades > 0 and all(t["name"] for t in payload["trade_list"])
+    text = cli("backtest", "--start", start).stdout
+    cut = "，只列出最近 10 笔" if trades > 10 else ""
+    assert f"交易明细：共 {trades} 笔{cut}" in text
+    assert payload["trade_list"][-1]["name"] in text
+    assert "买卖各计 0.5% 摩擦成本" in text and "卖出印花税" in text
+    busy = cli("backtest", "--start", start, "--top-n", "5", "--hold-days", "2", "--json")
+    payload = json.loads(busy.stdout, parse_constant=_reject_nan)
+    trades = payload["trades"]
+    assert len(payload["trade_list"]) == min(trades, 30)
+    note = f"共 {trades} 笔交易，这里只列出最近 30 笔"
+    assert (payload.get("trade_list_note") == note) == (trades > 30)

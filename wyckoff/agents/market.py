@@ -507,7 +507,9 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
         cancelled=context.cancelled,
     )
     result.pop("signals")
-    result["trade_list"] = result["trade_list"][-30:]
+    total, result["trade_list"] = len(result["trade_list"]), result["trade_list"][-30:]
+    if total > len(result["trade_list"]):
+        result["trade_list_note"] = f"共 {total} 笔交易，这里只列出最近 30 笔"
     return market.envelope(dates[end_t], **result)
 
 

@@ -168,7 +168,7 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
             continue
         diagnosis = diagnose(panel, position["code"], cost=position["cost_price"])
         equity += position["shares"] * diagnosis["close"]
-        action = holding_action(diagnosis, position["shares"], position["stop_loss"])
+        action = holding_action(panel, diagnosis, position["shares"], position["stop_loss"])
         orders.append(
             {
                 "code": position["code"],
@@ -210,7 +210,9 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
         )
         atr14 = float(stock_features(panel, code, len(panel.dates) - 1, DEFAULT_CONFIG).atr14[0])
         stop = entry_stop(entry, atr14)
-        sizing = size_position(kind, equity, cash, entry, stop)
+        sizing = size_position(
+            kind, equity, cash, entry, stop, board=panel.stocks.loc[code, "board"]
+        )
         if sizing["shares"] == 0:
             orders.append(
                 {
@@ -224,7 +226,7 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
                 }
             )
             continue
-        cash -= sizing["amount"]
+        cash -= sizing["amount"] + sizing["commission"]
         orders.append(
             {
                 "code": code,

@@ -1,9 +1,13 @@
 """Point-in-time backtest (ENGINE.md) with A-share trading rules and two accounting views.
 
-At each date t the funnel sees only data up to t; the top-N triggered stocks are bought at
-t+1's open (not when the bar is locked limit-up); positions leave by stop, take-profit or
-time, never on a bar locked limit-down. Views: simple (daily equal-weight returns summed)
-and a compounding cash portfolio (lots of 100, commission with a minimum, stamp duty).
+At each date t the funnel sees only data up to t; the top-N triggered stocks (by the
+funnel's composite score) are bought at t+1's open, unless that open is at the up limit;
+positions leave by stop, trailing stop, take-profit or time, never on a bar locked
+limit-down. A suspended holding keeps its last close and leaves on its first tradable day;
+a delisted one leaves at its last price; one still open at the end is marked at its last
+close and flagged. Views: simple (daily equal-weight returns summed, 0.5% friction per
+side) and a compounding cash portfolio (board order sizes, commission with a minimum,
+stamp duty on sells).
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig, limit_pct
-from wyckoff.engine.funnel import run_funnel
+from wyckoff.engine.funnel import FunnelResult, run_funnel
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.regime import market_regime
+from wyckoff.engine.strategy import affordable, buyable, cents, commission_cents, fee_cents
 
 
 @dataclass
@@ -28,21 +33,49 @@ class Trade:
     exit_t: int | None = None
     exit: float | None = None
     reason: str = ""
+    open_at_end: bool = False  # not sold: marked at its last close when the backtest ends
 
     def net_return(self, friction: float) -> float:
         return self.exit * (1 - friction) / (self.entry * (1 + friction)) - 1
 
 
-def locked(p: Panel, t: int, j: int, direction: int) -> bool:
+def last_close(p: Panel, t: int, j: int) -> float:
+    """The last close at or before day t: a suspended stock keeps its last price."""
+    if not np.isnan(p.close[t, j]):
+        return float(p.close[t, j])
+    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
+    return float(p.close[traded[-1], j]) if len(traded) else np.nan
+
+
+def at_limit(
+    p: Panel, t: int, j: int, price: float, direction: int, cfg: EngineConfig = DEFAULT_CONFIG
+) -> bool:
+    """Whether `price` on day t is at the up (+1) or down (-1) daily limit: measured from
+    the last close before t (the close before a suspension), with that day's rules."""
+    previous = last_close(p, t - 1, j) if t > 0 else np.nan
+    if np.isnan(price) or np.isnan(previous):
+        return False
+    stock = p.stocks.iloc[j]
+    board = stock["board"] if isinstance(stock["board"], str) else "main"
+    limit = limit_pct(board, bool(stock["is_st"]), p.dates[t], cfg)
+    return (price / previous - 1) * direction >= limit * cfg.limit_hit_ratio
+
+
+def locked(p: Panel, t: int, j: int, direction: int, cfg: EngineConfig = DEFAULT_CONFIG) -> bool:
     """A one-price bar at the daily limit: nobody could trade into (up) or out of (down) it."""
     o, h, lo, c = p.open[t, j], p.high[t, j], p.low[t, j], p.close[t, j]
-    prev = p.close[t - 1, j] if t > 0 else np.nan
-    if np.isnan(c) or np.isnan(prev) or not (o == h == lo == c):
-        return False
-    board = p.stocks["board"].iloc[j]
-    is_st = bool(p.stocks["is_st"].iloc[j])
-    move = c / prev - 1
-    return move * direction >= limit_pct(board, is_st) * 0.98
+    return bool(o == h == lo == c) and at_limit(p, t, j, c, direction, cfg)
+
+
+def cannot_buy(p: Panel, t: int, j: int, cfg: EngineConfig = DEFAULT_CONFIG) -> bool:
+    """No open (suspended), or an open at the up limit: the queue there rarely fills."""
+    return bool(np.isnan(p.open[t, j])) or at_limit(p, t, j, p.open[t, j], +1, cfg)
+
+
+def delisted(p: Panel, t: int, j: int) -> bool:
+    """Listed as delisted (list_status D) and no bar from day t on."""
+    status = p.stocks["list_status"].iloc[j] if "list_status" in p.stocks else None
+    return status == "D" and bool(np.isnan(p.close[t:, j]).all())
 
 
 def board_mask(p: Panel, board: str) -> np.ndarray:
@@ -72,32 +105,22 @@ def run_backtest(
     for t in range(start_t, end_t + 1):
         if cancelled and cancelled():
             break
-        open_trades = _exits(p, t, open_trades, hold_days, stop_loss_pct, take_profit_pct)
+        open_trades = _exits(p, t, open_trades, hold_days, stop_loss_pct, take_profit_pct, cfg)
         if t >= end_t:
             break
         picks = _picks(p, t, allowed, top_n, regime_gate, cfg)
         signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in picks]})
         held = {trade.code for trade in open_trades}
         for j in picks:
-            if (
-                p.codes[j] in held
-                or len(open_trades) >= top_n
-                or locked(p, t + 1, j, +1)
-                or np.isnan(p.open[t + 1, j])
-            ):
+            if p.codes[j] in held or len(open_trades) >= top_n or cannot_buy(p, t + 1, j, cfg):
                 continue
             trade = Trade(p.codes[j], t + 1, float(p.open[t + 1, j]))
             trades.append(trade)
             open_trades.append(trade)
         if progress:
             progress((t - start_t + 1) / max(end_t - start_t, 1))
-    for trade in open_trades:  # still open at the end: valued at the last close
-        last = min(end_t, len(p.dates) - 1)
-        trade.exit_t, trade.exit, trade.reason = (
-            last,
-            float(p.close[last, p.column(trade.code)]),
-            "期末持有",
-        )
+    for trade in open_trades:
+        _mark_at_end(p, end_t, trade)
     closed = [tr for tr in trades if tr.exit is not None and tr.exit_t is not None]
     return {
         "period": {"start": str(p.dates[start_t]), "end": str(p.dates[end_t])},
@@ -108,6 +131,7 @@ def run_backtest(
             "stop_loss_pct": stop_loss_pct,
             "take_profit_pct": take_profit_pct,
             "regime_gate": regime_gate,
+            "rank_by": "综合评分（强度、通道、触发、RPS120），同分按代码",
         },
         **trade_statistics(closed, hold_days, cfg),
         "simple_view": simple_view(p, closed, start_t, end_t, cfg),
@@ -122,33 +146,82 @@ def _picks(
 ) -> list[int]:
     if regime_gate and not market_regime(p, t)["buy_allowed"]:
         return []
-    result = run_funnel(p, t, cfg)
-    fired = result.layer4 & allowed
-    return sorted(np.flatnonzero(fired), key=lambda j: -result.score[j])[:top_n]
+    return pick_order(run_funnel(p, t, cfg), allowed, top_n)
+
+
+def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[int]:
+    """Triggered stocks by the funnel's composite score (as `wyckoff screen` ranks them), ties
+    by code. Not by trigger score: each trigger scores in its own unit (Spring's recovery %,
+    LPS's volume ratio where lower is better), so those numbers do not compare."""
+    fired = np.flatnonzero(result.layer4 & allowed)
+    return sorted(fired, key=lambda j: (-result.score[j], j))[:top_n]
 
 
 def _exits(
-    p: Panel, t: int, open_trades: list[Trade], hold_days: int, stop_pct: float, take_pct: float
+    p: Panel,
+    t: int,
+    open_trades: list[Trade],
+    hold_days: int,
+    stop_pct: float,
+    take_pct: float,
+    cfg: EngineConfig = DEFAULT_CONFIG,
 ) -> list[Trade]:
     still_open = []
     for trade in open_trades:
         j = p.column(trade.code)
-        if t <= trade.entry_t or np.isnan(p.close[t, j]) or locked(p, t, j, -1):
+        if t > trade.entry_t and np.isnan(p.close[t, j]) and delisted(p, t, j):
+            trade.exit_t, trade.exit, trade.reason = t, last_close(p, t, j), "退市"
+        elif t <= trade.entry_t or np.isnan(p.close[t, j]) or locked(p, t, j, -1, cfg):
+            still_open.append(trade)  # suspended or locked limit-down: sold later
+        elif not _exit_on_bar(p, t, j, trade, hold_days, stop_pct, take_pct, cfg):
             still_open.append(trade)
-            continue
-        stop = trade.entry * (1 - stop_pct / 100)
-        target = trade.entry * (1 + take_pct / 100)
-        if p.low[t, j] <= stop:
-            trade.exit, trade.reason = float(min(p.open[t, j], stop)), "止损"
-        elif p.high[t, j] >= target:
-            trade.exit, trade.reason = float(max(p.open[t, j], target)), "止盈"
-        elif t - trade.entry_t >= hold_days:
-            trade.exit, trade.reason = float(p.close[t, j]), "到期"
-        else:
-            still_open.append(trade)
-            continue
-        trade.exit_t = t
     return still_open
+
+
+def _exit_on_bar(
+    p: Panel,
+    t: int,
+    j: int,
+    trade: Trade,
+    hold_days: int,
+    stop_pct: float,
+    take_pct: float,
+    cfg: EngineConfig,
+) -> bool:
+    """Close the trade on bar t if a rule fires: stop, trailing stop, take-profit, time."""
+    stop = trade.entry * (1 - stop_pct / 100)
+    trail = trailing_stop(p, t, j, trade, cfg)
+    target = trade.entry * (1 + take_pct / 100)
+    if p.low[t, j] <= stop:
+        trade.exit, trade.reason = float(min(p.open[t, j], stop)), "止损"
+    elif trail is not None and p.low[t, j] <= trail:
+        trade.exit, trade.reason = float(min(p.open[t, j], trail)), "跟踪止损"
+    elif p.high[t, j] >= target:
+        trade.exit, trade.reason = float(max(p.open[t, j], target)), "止盈"
+    elif t - trade.entry_t >= hold_days:
+        trade.exit, trade.reason = float(p.close[t, j]), "到期"
+    else:
+        return False
+    trade.exit_t = t
+    return True
+
+
+def trailing_stop(p: Panel, t: int, j: int, trade: Trade, cfg: EngineConfig) -> float | None:
+    """ENGINE.md's trailing stop, from bars before t: armed once a close since entry is 15%
+    above the entry, then max(highest high since entry x 0.90, MA50 x 0.98)."""
+    held = slice(trade.entry_t, t)
+    if t <= trade.entry_t or np.nanmax(p.close[held, j]) < trade.entry * (1 + cfg.trail_start):
+        return None
+    ma50 = np.nanmean(p.close[max(t - 50, 0) : t, j])
+    return float(max(np.nanmax(p.high[held, j]) * cfg.trail_high, ma50 * cfg.trail_ma50))
+
+
+def _mark_at_end(p: Panel, end_t: int, trade: Trade) -> None:
+    """Still held when the backtest ends: valued at the last close, flagged as not sold."""
+    j = p.column(trade.code)
+    suspended = np.isnan(p.close[end_t, j])
+    trade.exit_t, trade.exit, trade.open_at_end = end_t, last_close(p, end_t, j), True
+    trade.reason = "期末停牌" if suspended else "期末持有"
 
 
 def trade_statistics(trades: list[Trade], hold_days: int, cfg: EngineConfig) -> dict[str, Any]:
@@ -204,14 +277,20 @@ def simple_view(
                 begin = (
                     tr.entry * (1 + cfg.friction_per_side)
                     if day == tr.entry_t
-                    else p.close[day - 1, j]
+                    else last_close(p, day - 1, j)
                 )
-                end = tr.exit * (1 - cfg.friction_per_side) if day == tr.exit_t else p.close[day, j]
+                end = (
+                    tr.exit * (1 - cfg.friction_per_side)
+                    if day == tr.exit_t
+                    else last_close(p, day, j)
+                )
                 rets.append(end / begin - 1)
         daily[day - start_t] = np.mean(rets) if rets else 0.0
     curve = 1 + np.cumsum(daily)
     return {
-        "label": "简单口径：每日持仓等权收益直接相加（不复利）",
+        "label": (
+            f"简单口径：每日持仓等权收益直接相加（不复利），买卖各计 {cfg.friction_per_side:.1%} 摩擦成本"
+        ),
         "total_return_pct": round(float(curve[-1] - 1) * 100, 2),
         "max_drawdown_pct": round(_max_drawdown(curve) * 100, 2),
     }
@@ -220,8 +299,9 @@ def simple_view(
 def cash_portfolio(
     p: Panel, trades: list[Trade], start_t: int, end_t: int, slots: int, cfg: EngineConfig
 ) -> dict[str, Any]:
-    """A 100k cash account with `slots` equal slots, 100-share lots, fees and stamp duty."""
-    cash = cfg.start_cash
+    """A 100k cash account (in cents) with `slots` equal slots, the board's order sizes,
+    commission and stamp duty; holdings marked at their last close (suspended ones too)."""
+    cash = cents(cfg.start_cash)
     holdings: dict[int, tuple[Trade, int]] = {}
     equity = []
     skipped = 0
@@ -231,37 +311,29 @@ def cash_portfolio(
     for day in range(start_t, end_t + 1):
         for key, (tr, shares) in list(holdings.items()):
             if tr.exit_t == day:
-                value = shares * tr.exit
-                cash += (
-                    value - max(value * cfg.commission, cfg.commission_min) - value * cfg.stamp_duty
-                )
+                value = shares * cents(tr.exit)
+                cash += value - commission_cents(value, cfg) - fee_cents(value, cfg.stamp_duty)
                 del holdings[key]
         for tr in by_entry.get(day, []):
             free = slots - len(holdings)
-            if free <= 0:
-                skipped += 1
-                continue
-            budget = cash / free
-            shares = int(budget // (tr.entry * cfg.lot)) * cfg.lot
-            cost = shares * tr.entry
-            fee = max(cost * cfg.commission, cfg.commission_min)
-            while shares and cost + fee > cash:
-                shares -= cfg.lot
-                cost = shares * tr.entry
-                fee = max(cost * cfg.commission, cfg.commission_min)
+            shares = _shares_to_buy(p, tr, cash, free, cfg) if free > 0 else 0
             if shares == 0:
                 skipped += 1
                 continue
-            cash -= cost + fee
+            cost = shares * cents(tr.entry)
+            cash -= cost + commission_cents(cost, cfg)
             holdings[id(tr)] = (tr, shares)
         marked = sum(
-            shares * np.nan_to_num(p.close[day, p.column(tr.code)], nan=tr.entry)
-            for tr, shares in holdings.values()
+            shares * last_close(p, day, p.column(tr.code)) for tr, shares in holdings.values()
         )
-        equity.append(cash + marked)
+        equity.append(cash / 100 + marked)
     curve = np.array(equity)
     return {
-        "label": f"复利口径：{cfg.start_cash:,.0f} 元现金、{slots} 个等额仓位、100 股一手、佣金 {cfg.commission:.2%}（最低 {cfg.commission_min:g} 元）、卖出印花税 {cfg.stamp_duty:.2%}",
+        "label": (
+            f"复利口径：{cfg.start_cash:,.0f} 元现金、{slots} 个等额仓位、100 股一手（科创板至少 "
+            f"{cfg.star_min_shares} 股）、佣金 {cfg.commission:.2%}（最低 {cfg.commission_min:g} 元）、"
+            f"卖出印花税 {cfg.stamp_duty:.2%}，不另计摩擦成本"
+        ),
         "final_equity": round(float(curve[-1]), 2),
         "total_return_pct": round(float(curve[-1] / cfg.start_cash - 1) * 100, 2),
         "max_drawdown_pct": round(_max_drawdown(curve) * 100, 2),
@@ -269,13 +341,22 @@ def cash_portfolio(
     }
 
 
+def _shares_to_buy(p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> int:
+    """An equal share of the cash over the free slots, fees included, in the board's order sizes."""
+    price = cents(tr.entry)  # the lot-sizing price
+    board = p.stocks["board"].iloc[p.column(tr.code)]
+    return buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
+
+
 def _trade_row(p: Panel, tr: Trade, cfg: EngineConfig) -> dict[str, Any]:
     return {
         "code": tr.code,
+        "name": p.stocks["name"].iloc[p.column(tr.code)],
         "entry_date": str(p.dates[tr.entry_t]),
         "exit_date": str(p.dates[tr.exit_t]),
         "entry": round(tr.entry, 2),
         "exit": round(tr.exit, 2),
         "ret_pct": round(tr.net_return(cfg.friction_per_side) * 100, 2),
         "reason": tr.reason,
+        "open_at_end": tr.open_at_end,
     }

@@ -137,6 +137,15 @@ class EngineConfig:
     budget_probe: float = 0.10
     budget_attack: float = 0.20
     lot: int = 100
+    star_min_shares: int = 200  # STAR: a buy is >= 200 shares, then any whole share
+    # Daily price limits (fractions of the previous close); dates are when a rule took effect
+    limit_main: float = 0.10
+    limit_growth: float = 0.20  # ChiNext and STAR, ST included
+    limit_bse: float = 0.30
+    limit_st_main_before: float = 0.05  # main-board ST/*ST until the 2026 rule change
+    main_st_limit_change: str = "2026-07-06"  # SSE/SZSE 2026 trading rules: main-board ST 10%
+    chinext_20pct_from: str = "2020-08-24"  # ChiNext registration reform (10% / ST 5% before)
+    limit_hit_ratio: float = 0.98  # a move >= 98% of the limit counts as at the limit
     # Backtest
     friction_per_side: float = 0.005
     commission: float = 0.0002
@@ -160,15 +169,19 @@ def board_of(code: str) -> str:
     return "main"
 
 
-def limit_pct(board: str, is_st: bool) -> float:
-    """A-share daily price limit."""
-    if is_st:
-        return 0.05
-    if board in ("chinext", "star"):
-        return 0.20
+def limit_pct(
+    board: str, is_st: bool, on: object = None, cfg: EngineConfig = DEFAULT_CONFIG
+) -> float:
+    """A-share daily price limit of a board and risk-warning (ST) status on a date
+    (YYYY-MM-DD or datetime64; None = the rules in force today)."""
+    day = "9999-12-31" if on is None else str(on)[:10]
     if board == "bse":
-        return 0.30
-    return 0.10
+        return cfg.limit_bse
+    if board == "star" or (board == "chinext" and day >= cfg.chinext_20pct_from):
+        return cfg.limit_growth
+    if is_st and day < cfg.main_st_limit_change:
+        return cfg.limit_st_main_before
+    return cfg.limit_main
 
 
 def ts_code(code: str) -> str:

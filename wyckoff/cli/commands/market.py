@@ -198,12 +198,15 @@ def backtest(
         typer.echo(
             f"{view['label']}：收益 {view['total_return_pct']}%，最大回撤 {view['max_drawdown_pct']}%"
         )
+    shown = result["trade_list"][-10:]
+    truncated = f"，只列出最近 {len(shown)} 笔" if result["trades"] > len(shown) else ""
     print_table(
-        "最近的交易",
-        ["代码", "买入", "卖出", "买价", "卖价", "收益%", "原因"],
+        f"交易明细：共 {result['trades']} 笔{truncated}",
+        ["代码", "名称", "买入", "卖出", "买价", "卖价", "收益%", "原因"],
         [
             [
                 t["code"],
+                t["name"],
                 t["entry_date"],
                 t["exit_date"],
                 t["entry"],
@@ -211,9 +214,13 @@ def backtest(
                 t["ret_pct"],
                 t["reason"],
             ]
-            for t in result["trade_list"][-10:]
+            for t in shown
         ],
     )
+    if any(t["open_at_end"] for t in result["trade_list"]):
+        typer.echo(
+            "期末持有/期末停牌：回测结束时尚未卖出，按最后收盘价（停牌的按停牌前收盘价）估值计入统计。"
+        )
 
 
 def _params(model, **values):
