@@ -338,7 +338,7 @@ def test_accumulation_stop_is_breached_by_a_fall_under_the_yearly_low():
     close[-1] = low[-251:-1].min() * 0.86  # 14% under the year's low, closing at the low
     low[-1] = close[-1]
     result = diagnose(make_panel(close, volume, low=low), "600000")
-    assert result["stop"]["kind"] == "accumulation"
+    assert result["stop"]["label"].startswith("吸筹止损")
     assert result["exit"]["status"] == "exit"
 
 
@@ -353,7 +353,7 @@ def test_outside_accumulation_the_stop_trails():
     # a steady decline sits near its yearly low but is no accumulation: the trailing stop
     # (60-day high x 0.90, MA50 x 0.98) applies, not 0.93 x the yearly low
     result = diagnose(make_panel(series((DAYS, -0.002))), "600000")
-    assert result["phase"] == "空头趋势" and result["stop"]["kind"] == "trailing"
+    assert result["phase"] == "空头趋势" and result["stop"]["label"].startswith("移动止损")
     assert result["exit"]["status"] == "exit"
 
 

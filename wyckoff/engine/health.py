@@ -47,25 +47,34 @@ def scalar(value) -> float | None:
     return None if np.isnan(v) else v
 
 
-def stops(p: Panel, code: str, t: int, cfg: EngineConfig) -> dict[str, Any]:
-    """The stop in force on day t, from bars before it (ENGINE.md): in accumulation, the
-    250-day low x 0.93 until the close is 15% above that low; otherwise (and after that) the
-    trailing stop max(60-day high x 0.90, MA50 x 0.98)."""
-    traded = np.flatnonzero(~np.isnan(p.close[:t, p.column(code)]))
+def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
+    """The stop in force on day t for a one-stock panel, from bars before it (ENGINE.md): in
+    accumulation, the 250-day low x 0.93 until the close is 15% above that low; otherwise (and
+    after that) the trailing stop max(60-day high x 0.90, MA50 x 0.98)."""
+    unknown = {"stop": None, "kind": None, "label": "数据不足"}
+    traded = np.flatnonzero(~np.isnan(one.close[:t, 0]))
     if not len(traded):
-        return {"stop": None, "kind": None}
+        return unknown
     last = int(traded[-1])  # the last bar before today (before a suspension, if any)
-    before = stock_features(p, code, last, cfg)
+    before = features_at(one, last, cfg)
     low250, close = scalar(before.low250), scalar(before.close)
     if low250 is None or close is None:
-        return {"stop": None, "kind": None}
-    accumulating = phase(p, code, last, before, cfg).startswith("accumulation")
+        return unknown
+    accumulating = phase(one, one.codes[0], last, before, cfg).startswith("accumulation")
     if accumulating and close < low250 * (1 + cfg.trail_start):
-        return {"stop": round(low250 * cfg.accumulation_stop, 2), "kind": "accumulation"}
+        return {
+            "stop": round(low250 * cfg.accumulation_stop, 2),
+            "kind": "accumulation",
+            "label": f"吸筹止损：250 日最低价 × {cfg.accumulation_stop}",
+        }
     trail = max(
         (scalar(before.high60) or 0) * cfg.trail_high, (scalar(before.ma50) or 0) * cfg.trail_ma50
     )
-    return {"stop": round(trail, 2), "kind": "trailing"}
+    return {
+        "stop": round(trail, 2),
+        "kind": "trailing",
+        "label": f"移动止损：60 日最高价 × {cfg.trail_high} 与 MA50 × {cfg.trail_ma50} 取高",
+    }
 
 
 def exit_status(
@@ -178,7 +187,7 @@ def diagnose(
     channels = [CHANNEL_LABELS[name] for name, mask in channel_masks.items() if mask[0]]
     trigger_masks, _ = layer4(one, t, f, cfg, channel_masks)
     triggers = [TRIGGER_LABELS[name] for name, mask in trigger_masks.items() if mask[0]]
-    stop = stops(p, code, t, cfg)
+    stop = stops(one, t, cfg)
     exit_info = exit_status(p, code, t, stop["stop"], cfg)
     ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
     health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)

@@ -74,7 +74,7 @@ def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
         return np.zeros(n_stocks, dtype=bool), np.full(n_stocks, np.nan)
     low3 = nan_reduce(np.nanmin, window(p.low, t, 3))
     range_top = wmax(p.high, recent_start - 1, 60)
-    range_volume = nan_reduce(np.nanmedian, window(p.volume, recent_start - 1, 60))
+    range_volume = nan_quantile(window(p.volume, recent_start - 1, 60), 0.5)
     recent = slice(recent_start, t - 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         sign_of_strength = np.any(
@@ -83,8 +83,8 @@ def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
         )
         holds = low3 >= range_top * (1 - cfg.lps_hold_band)
         near = np.abs(low3 / f.ma20 - 1) <= cfg.lps_ma20_band
-        ratio = nan_reduce(np.nanmedian, window(p.volume, t, 3)) / nan_reduce(
-            np.nanmedian, window(p.volume, t - 3, 60)
+        ratio = nan_quantile(window(p.volume, t, 3), 0.5) / nan_quantile(
+            window(p.volume, t - 3, 60), 0.5
         )
         fired = (
             sign_of_strength
