@@ -6,11 +6,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import skipped_weekdays
 from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig
 from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2, layer4
-from wyckoff.engine.indicators import features_at, percentile_rank, ret
+from wyckoff.engine.indicators import features_at, nan_reduce, percentile_rank, ret
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 
@@ -119,8 +120,10 @@ def phase(p: Panel, code: str, t: int, f: SimpleNamespace, cfg: EngineConfig) ->
     j = p.column(code)
     close = p.close[: t + 1, j]
     if t >= 215:
-        ma50 = np.array([np.nanmean(close[s - 49 : s + 1]) for s in range(t - 15, t + 1)])
-        ma200 = np.array([np.nanmean(close[s - 199 : s + 1]) for s in range(t - 15, t + 1)])
+        ma50, ma200 = (  # the last 16 days' MAs
+            nan_reduce(np.nanmean, sliding_window_view(close[t - 14 - n : t + 1], n), axis=1)
+            for n in (50, 200)
+        )
         above = ma50 > ma200
         crossed = [k for k in range(len(above) - 10, len(above)) if above[k] and not above[k - 1]]
         if crossed and above[-5:].all() and ma50[-1] / ma50[-6] - 1 >= 0.02:

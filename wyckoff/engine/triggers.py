@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import trading_day_after
 from wyckoff.engine.config import EngineConfig
@@ -142,9 +143,7 @@ def compression(
         return np.zeros(n_stocks, dtype=bool), np.full(n_stocks, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         tr_pct = true_range(p, t, 29) / p.close[t - 28 : t + 1]
-        atr5 = np.stack(
-            [nan_reduce(np.nanmean, tr_pct[i - 4 : i + 1]) for i in range(4, tr_pct.shape[0])]
-        )
+        atr5 = nan_reduce(np.nanmean, sliding_window_view(tr_pct, 5, axis=0), axis=-1)
         current = atr5[-1]
         threshold = nan_quantile(atr5[-21:-1], cfg.compression_quantile)
         rises = np.sum(np.diff(atr5[-6:], axis=0) > 0, axis=0)
