@@ -29,8 +29,10 @@ def make_panel(
     market_cap: float = 2e10,
     name: str = "目标股份",
     seed: int = 7,
+    dates: np.ndarray | None = None,
 ) -> Panel:
-    """Column 0 is the target ('600000'); the rest are random walks around `filler_drift`."""
+    """Column 0 is the target ('600000'); the rest are random walks around `filler_drift`.
+    Dates are consecutive calendar days unless given."""
     rng = np.random.default_rng(seed)
     days = len(close)
     filler_close = 10 * np.cumprod(1 + rng.normal(filler_drift, 0.015, (days, fillers)), axis=0)
@@ -60,9 +62,10 @@ def make_panel(
         },
         index=codes,
     )
-    dates = np.arange(np.datetime64("2025-01-01"), np.datetime64("2025-01-01") + days).astype(
-        "datetime64[D]"
-    )
+    if dates is None:
+        dates = np.arange(np.datetime64("2025-01-01"), np.datetime64("2025-01-01") + days).astype(
+            "datetime64[D]"
+        )
     bench = np.full(days, 3000.0) if bench is None else bench
     return Panel(
         dates,

@@ -62,20 +62,30 @@ def test_spring_needs_volume():
     assert not fires("spring", make_panel(close, volume, high=high, low=low))
 
 
-def _uptrend_with_quiet_retest(last_volume: float):
-    close = series((DAYS - 3, 0.002), (3, -0.004))
+def _breakout_then_retest(retest_volume: float, breakout_volume: float = 3e7):
+    """A year in a range under 10.1, a breakout bar 15 days ago, a drift up, then a 3-day
+    pull back to the rising MA20 that holds above the old range."""
+    days = np.arange(DAYS)
+    close = 10 + 0.1 * np.sin(days / 3)
+    close[-16:] = 10.7 * np.cumprod(np.full(16, 1.004))
+    close[-3:] = close[-4] * np.array([0.985, 0.975, 0.98])
     volume = np.full(DAYS, 1e7)
-    volume[-40] = 4e7  # a climax inside the prior 60 days
-    volume[-3:] = last_volume
-    return make_panel(close, volume, low=close * 0.995)
+    volume[-16] = breakout_volume
+    volume[-3:] = retest_volume
+    return make_panel(close, volume)
 
 
-def test_lps_fires_on_a_quiet_retest_of_a_rising_ma20():
-    assert fires("lps", _uptrend_with_quiet_retest(1.5e7))
+def test_lps_fires_on_a_quiet_retest_after_a_sign_of_strength():
+    assert fires("lps", _breakout_then_retest(5e6))
 
 
-def test_lps_does_not_fire_on_a_heavy_retest():
-    assert not fires("lps", _uptrend_with_quiet_retest(3e7))
+def test_lps_is_not_fooled_by_one_volume_spike_in_the_prior_60_days():
+    # the breakout spike is 2.5x the retest's volume, but the retest trades above the usual
+    assert not fires("lps", _breakout_then_retest(1.2e7))
+
+
+def test_lps_needs_a_sign_of_strength_before_the_retest():
+    assert not fires("lps", _breakout_then_retest(5e6, breakout_volume=1e7))
 
 
 def _sos_panel(jump: float, volume_multiple: float):
@@ -93,6 +103,17 @@ def test_sos_fires_on_a_wide_up_bar_with_heavy_volume():
 @pytest.mark.parametrize(("jump", "multiple"), [(0.07, 2), (0.04, 4)])
 def test_sos_needs_both_the_bar_and_the_volume(jump, multiple):
     assert not fires("sos", _sos_panel(jump, multiple))
+
+
+def test_sos_measures_the_60_day_high_on_highs_not_closes():
+    close = 10 * np.cumprod(np.full(DAYS, 1.0005))
+    close[-1] = close[-2] * 1.07
+    volume = np.full(DAYS, 1e7)
+    volume[-1] = 4e7
+    assert fires("sos", make_panel(close, volume))
+    high = close * 1.01
+    high[-30] = close[-30] * 1.25  # a long upper shadow a month ago still caps the range
+    assert not fires("sos", make_panel(close, volume, high=high))
 
 
 def _evr_panel(event_move: float):
@@ -114,6 +135,20 @@ def test_evr_does_not_fire_when_the_heavy_bar_falls_hard():
     assert not fires("evr", _evr_panel(-0.05))
 
 
+def _heavy_bar_without_progress(bars_ago: int):
+    close = np.full(DAYS, 10.0)
+    volume = np.full(DAYS, 1e7)
+    close[DAYS - 1 - bars_ago :] = 10.1
+    volume[DAYS - 1 - bars_ago] = 3e7
+    return make_panel(close, volume, low=close * 0.99, market_cap=1e10)
+
+
+def test_evr_looks_at_the_last_two_bars_only():
+    assert fires("evr", _heavy_bar_without_progress(0))  # today's bar
+    assert fires("evr", _heavy_bar_without_progress(1))
+    assert not fires("evr", _heavy_bar_without_progress(2))  # three bars ago is stale
+
+
 def _compression_panel(final_range: float, final_volume: float):
     close = series((DAYS, 0.001))
     width = np.full(DAYS, 0.04)
@@ -129,6 +164,16 @@ def test_compression_fires_when_ranges_and_volume_dry_up():
 
 def test_compression_does_not_fire_on_wide_ranges():
     assert not fires("compression", _compression_panel(0.06, 4e6))
+
+
+def test_compression_counts_gaps_in_the_true_range():
+    # narrow bars, but each opens 0.6% under the previous close: the true range is 1.0%
+    close = series((DAYS - 6, 0.004), (6, -0.006))
+    high, low = close * 1.0045, close * 0.9955
+    high[-6:], low[-6:] = close[-6:], close[-6:] * 0.996
+    volume = np.full(DAYS, 1e7)
+    volume[-10:] = 4e6
+    assert not fires("compression", make_panel(close, volume, high=high, low=low))
 
 
 def _pullback_panel(down_volume: float):
@@ -152,6 +197,13 @@ def test_trend_pullback_does_not_fire_on_a_heavy_dip():
 def test_momentum_and_trend_channels_fire_on_a_strong_uptrend():
     panel = make_panel(series((DAYS - 10, 0.0012), (10, 0.006)))
     assert {"momentum", "trend"} <= channels(panel)
+
+
+def test_bypass_measures_the_drawdown_from_the_60_day_high():
+    # a leader that fell 24% in the last 60 days and has fully recovered, flat for 15 days
+    # (so the RS gate fails): the structural bypass lets it into the momentum channel
+    close = series((DAYS - 60, 0.002), (15, -0.019), (30, 0.0096), (15, 0.0))
+    assert "momentum" in channels(make_panel(close))
 
 
 def test_no_strength_channel_fires_on_a_steady_decline():
@@ -247,6 +299,89 @@ def test_health_is_caution_on_two_warnings():
     )
 
 
+def test_sos_ignition_counts_as_a_trend_channel_for_the_bias_cap():
+    # 30% above its MA200 after an SOS bar: over the 25% cap, within the trend channels' 35%
+    close = series((DAYS - 20, 0.0), (19, 0.011), (1, 0.07))
+    volume = np.full(DAYS, 1e7)
+    volume[-1] = 4e7
+    panel = make_panel(close, volume, filler_drift=0.002)
+    assert channels(panel) & {"momentum", "trend", "breakout"} == set()
+    assert run_funnel(panel).triggers["sos"][0]
+
+
+def test_analyze_lists_only_triggers_within_their_rules():
+    # a pullback after a sharp rally from a long decline: no trend channel, so no pullback
+    # trigger, and the one warning (a 74% range) is not offset by it
+    close = series((DAYS - 35, -0.004), (30, 0.018), (4, -0.018), (1, 0.01))
+    volume = np.full(DAYS, 1e7)
+    volume[-5:-1] = 4e6
+    panel = make_panel(close, volume)
+    assert fires("pullback", panel) and not channels(panel) & {"momentum", "trend", "breakout"}
+    result = diagnose(panel, "600000")
+    assert "趋势回踩" not in result["triggers"]
+    assert result["health"] == "caution"
+
+
+# --- phases and stops ------------------------------------------------------------------------------
+
+
+def _quiet_base():
+    """A year-long decline into a quiet base with dried-up volume (accumulation)."""
+    close = series((120, -0.003), (DAYS - 120, 0.0)) * (1 + 0.01 * np.sin(np.arange(DAYS) / 4))
+    volume = np.full(DAYS, 1e7)
+    volume[-21:] = 4e6
+    return close, volume, close * 0.99
+
+
+def test_accumulation_stop_is_breached_by_a_fall_under_the_yearly_low():
+    close, volume, low = _quiet_base()
+    close[-1] = low[-251:-1].min() * 0.86  # 14% under the year's low, closing at the low
+    low[-1] = close[-1]
+    result = diagnose(make_panel(close, volume, low=low), "600000")
+    assert result["stop"]["label"].startswith("吸筹止损")
+    assert result["exit"]["status"] == "exit"
+
+
+def test_accumulation_phase_b_when_the_last_20_bars_undercut_the_base():
+    close, volume, low = _quiet_base()
+    assert diagnose(make_panel(close, volume, low=low), "600000")["phase"] == "吸筹 C 段"
+    low[-10] = low[-80:-20].min() * 0.95
+    assert diagnose(make_panel(close, volume, low=low), "600000")["phase"] == "吸筹 B 段"
+
+
+def test_outside_accumulation_the_stop_trails():
+    # a steady decline sits near its yearly low but is no accumulation: the trailing stop
+    # (60-day high x 0.90, MA50 x 0.98) applies, not 0.93 x the yearly low
+    result = diagnose(make_panel(series((DAYS, -0.002))), "600000")
+    assert result["phase"] == "空头趋势" and result["stop"]["label"].startswith("移动止损")
+    assert result["exit"]["status"] == "exit"
+
+
+WEEKDAYS = np.busday_offset(np.datetime64("2026-03-30"), -np.arange(DAYS)[::-1], roll="forward")
+
+
+def _falls_on_the_last_bar(dates, suspended_before: bool = False) -> dict:
+    panel = make_panel(series((DAYS - 1, 0.002), (1, -0.12)), dates=dates)
+    if suspended_before:
+        panel.close[-2, 0] = np.nan
+    return diagnose(panel, "600000")["exit"]
+
+
+def test_stop_checks_run_on_a_monday_after_an_ordinary_weekend():
+    assert str(WEEKDAYS[-1]) == "2026-03-30" and str(WEEKDAYS[-2]) == "2026-03-27"
+    assert _falls_on_the_last_bar(WEEKDAYS)["status"] == "exit"
+
+
+def test_stop_checks_are_skipped_on_the_first_bar_after_a_holiday():
+    holiday = WEEKDAYS.copy()
+    holiday[:-1] = np.busday_offset(WEEKDAYS[:-1], -5)  # a week closed before the last bar
+    assert _falls_on_the_last_bar(holiday)["status"] == "skipped"
+
+
+def test_stop_checks_are_skipped_on_the_first_bar_after_a_one_day_suspension():
+    assert _falls_on_the_last_bar(WEEKDAYS, suspended_before=True)["status"] == "skipped"
+
+
 def test_regime_follows_breadth_and_index_structure():
     from wyckoff.engine.regime import market_regime
 
@@ -267,6 +402,22 @@ def test_regime_follows_breadth_and_index_structure():
         bench=3000 * np.cumprod(np.full(DAYS, 0.999)),
     )
     assert market_regime(rebound)["regime"] == "BEAR_REBOUND"
+
+
+def test_a_bear_index_blocks_buys_even_with_middling_breadth():
+    from wyckoff.engine.regime import market_regime
+
+    def regime_with(bench: np.ndarray) -> dict:
+        return market_regime(make_panel(series((DAYS, 0.0)), bench=bench, seed=4))
+
+    bear = 3000 * np.cumprod(np.full(DAYS, 0.999))  # under both MAs
+    sharp = bear.copy()
+    sharp[-3:] = sharp[-4] * np.cumprod([0.988] * 3)  # and -3.6% in 3 days
+    for bench in (bear, sharp):
+        regime = regime_with(bench)
+        assert 40 < regime["breadth_pct"] < 60
+        assert regime["regime"] == "RISK_OFF" and not regime["buy_allowed"]
+    assert regime_with(np.full(DAYS, 3000.0))["regime"] == "NEUTRAL"  # same breadth, flat index
 
 
 def test_crash_and_panic_repair():

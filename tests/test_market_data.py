@@ -311,3 +311,41 @@ def test_agent_screens_in_the_background_and_diagnoses_on_demo(demo_home, openai
     notification = openai_server.bodies[2]["messages"][-1]["content"]
     assert "SYSTEM NOTIFICATION" in notification and '"source": "demo"' in notification
     assert np.isfinite(analysis["close"])
+
+
+def test_signal_ttl_counts_trading_days_on_the_stored_calendar(demo_home):
+    import pandas as pd
+
+    from wyckoff.agents.market import HistoryQueryParams, MarketData, query_history, save_screen
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.config import load_config
+    from wyckoff.store import Store
+
+    market = MarketStore.for_source(demo_home, "demo")
+    as_of = market.status()["last_date"]
+    # the stored calendar knows the exchange reopens only after a week-long holiday
+    first = np.busday_offset(np.datetime64(as_of), 1)
+    reopen = np.busday_offset(first, 6)
+    market.upsert(
+        "trade_calendar", pd.DataFrame({"date": pd.to_datetime([first, reopen]), "is_open": True})
+    )
+    store = Store.in_home(demo_home)
+    candidate = {
+        "code": "000001",
+        "name": "平安银行",
+        "channels": [],
+        "triggers": ["SOS"],
+        "trigger_keys": ["sos"],
+        "score": 50.0,
+        "close": 10.0,
+    }
+    open_days = MarketData(demo_home, load_config(demo_home)).open_days()
+    save_screen(store, "demo", as_of, [candidate], open_days)
+    # SOS lives 5 trading days: the day after, the reopening day, then 3 more weekdays
+    expected = str(np.busday_offset(reopen, 3))
+    saved = store.conn.execute("SELECT expires_on FROM signals").fetchone()[0]
+    assert saved == expected
+    context = ToolContext(home=demo_home, registry=default_registry(), store=store)
+    (row,) = query_history(HistoryQueryParams(source="signal"), context)["rows"]
+    assert row["expires_on"] == expected and row["status"] == "pending"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import threading
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,13 +17,12 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-from wyckoff.engine.config import MAIN_INDICES, board_of
+from wyckoff.engine.config import DEFAULT_CONFIG, MAIN_INDICES, board_of
 from wyckoff.engine.funnel import trigger_groups
-from wyckoff.engine.triggers import TRIGGER_LABELS
+from wyckoff.engine.triggers import TRIGGER_KEYS, TRIGGER_LABELS, signal_expiry
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
-SIGNAL_TTL_DAYS = {"spring": 3, "lps": 5, "evr": 3, "sos": 5, "compression": 10, "pullback": 3}
 _PANELS: dict[tuple, Any] = {}
 _PANEL_LOCK = threading.Lock()
 
@@ -75,6 +74,15 @@ class MarketData:
             payload["data_note"] = DEMO_NOTE
         payload.update(result)
         return payload
+
+    def open_days(self) -> np.ndarray:
+        """Trading days the store knows: its calendar's open days and every date with bars."""
+        if not self.store.path.exists():
+            return np.array([], dtype="datetime64[D]")
+        frame = self.store.query_df(
+            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
+        )
+        return np.sort(frame["date"].to_numpy().astype("datetime64[D]"))
 
     def stock_table(self):
         self.ready()
@@ -380,7 +388,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     symbols = [c["code"] for c in (triggered or top)[:10]]
     context.progress("保存结果", f"{len(top)} 只候选", 0.9)
     if context.store is not None:
-        save_screen(context.store, market.source, panel.as_of, top)
+        save_screen(context.store, market.source, panel.as_of, top, market.open_days())
     summary = {
         "total_scanned": result.total_scanned,
         "layer1_passed": int((result.layer1 & in_board).sum()),
@@ -421,7 +429,9 @@ def _candidate(panel, result, j: int) -> dict[str, Any]:
     }
 
 
-def save_screen(store, source: str, as_of: str, candidates: list[dict[str, Any]]) -> None:
+def save_screen(
+    store, source: str, as_of: str, candidates: list[dict[str, Any]], open_days: np.ndarray
+) -> None:
     """Candidates as recommendations; each trigger as a pending signal with its TTL."""
     with store.transaction() as conn:
         for c in candidates:
@@ -439,7 +449,6 @@ def save_screen(store, source: str, as_of: str, candidates: list[dict[str, Any]]
                 ),
             )
             for key in c["trigger_keys"]:
-                expires = _add_weekdays(date.fromisoformat(as_of), SIGNAL_TTL_DAYS.get(key, 5))
                 conn.execute(
                     "INSERT INTO signals (as_of, source, code, name, trigger, score, expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
@@ -449,18 +458,9 @@ def save_screen(store, source: str, as_of: str, candidates: list[dict[str, Any]]
                         c["name"],
                         TRIGGER_LABELS[key],
                         c["score"],
-                        expires.isoformat(),
+                        signal_expiry(key, as_of, open_days, DEFAULT_CONFIG),
                     ),
                 )
-
-
-def _add_weekdays(start: date, days: int) -> date:
-    current = start
-    while days > 0:
-        current += timedelta(days=1)
-        if current.weekday() < 5:
-            days -= 1
-    return current
 
 
 # --- run_backtest (background) ---------------------------------------------------------------------
@@ -554,14 +554,26 @@ def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str,
         args.append(params.code)
     sql += " ORDER BY id DESC LIMIT ?"
     rows = [dict(r) for r in context.store.conn.execute(sql, [*args, params.limit]).fetchall()]
-    today = date.today().isoformat()
     for row in rows:
         for key in ("channels", "triggers"):
             if isinstance(row.get(key), str):
                 row[key] = json.loads(row[key])
-        if table == "signals" and row["status"] == "pending" and row["expires_on"] < today:
-            row["status"] = "expired"
+    if table == "signals":
+        _refresh_expiry(rows, MarketData.from_context(context).open_days())
     return {"source": params.source, "rows": rows}
+
+
+def _refresh_expiry(rows: list[dict[str, Any]], open_days: np.ndarray) -> None:
+    """Recount each pending signal's TTL on the calendar known now (a holiday synced since
+    the screen moves its expiry), and mark it expired once that day has passed."""
+    today = date.today().isoformat()
+    for row in rows:
+        key = TRIGGER_KEYS.get(row["trigger"])
+        if row["status"] != "pending" or key is None:
+            continue
+        row["expires_on"] = signal_expiry(key, row["as_of"], open_days, DEFAULT_CONFIG)
+        if row["expires_on"] < today:
+            row["status"] = "expired"
 
 
 class NoParams(BaseModel):

@@ -73,6 +73,9 @@ class EngineConfig:
     accumulation_range60: float = 0.30
     accumulation_volume_ratio: float = 0.65
     accumulation_ma_gap: float = 0.06
+    accumulation_test_band: float = 0.05  # phase B: lows within 5% of the base low ...
+    accumulation_tests: int = 3  # ... at least this many times
+    accumulation_hold: float = 0.97  # phase C: no low under base low x 0.97 in the last 20 bars
     dry_volume_quantile: float = 0.05
     divergence_low_position: float = 1.5
     # Layer 2 — trend continuation / breakout
@@ -100,7 +103,10 @@ class EngineConfig:
     spring_volume_prior4: float = 1.3
     spring_volume_prev: float = 1.15
     lps_ma20_band: float = 0.02
-    lps_volume_ratio: float = 0.50
+    lps_volume_ratio: float = 0.70  # median volume of the last 3 days / of the prior 60
+    lps_sos_window: int = 20  # the sign of strength came in these bars before the last 3
+    lps_sos_volume: float = 1.5  # its volume vs the range's median volume
+    lps_hold_band: float = 0.02  # the last 3 lows stay above the broken range top x 0.98
     evr_volume: float = 1.8
     evr_pct: float = 0.02
     evr_turnover_rate: float = 0.015
@@ -111,6 +117,13 @@ class EngineConfig:
     pullback_min: float = 0.05
     pullback_max: float = 0.20
     pullback_volume: float = 0.6
+    # Signal lifetimes, in trading days after the screen date
+    ttl_spring: int = 3
+    ttl_lps: int = 5
+    ttl_evr: int = 3
+    ttl_sos: int = 5
+    ttl_compression: int = 10
+    ttl_pullback: int = 3
     # Stops and exits
     accumulation_stop: float = 0.93
     trail_start: float = 0.15
@@ -119,7 +132,7 @@ class EngineConfig:
     hard_breach: float = 0.05
     breach_closes: int = 2
     breach_volume: float = 0.8
-    gap_skip_days: int = 3
+    gap_skip_weekdays: int = 1  # skip stop checks on the first bar after this many skipped weekdays
     distribution_bias200: float = 0.30
     distribution_volume_ratio: float = 0.5
     # Holding health
@@ -129,6 +142,16 @@ class EngineConfig:
     warn_stop_distance: float = 0.02
     warn_loss: float = 0.05
     warn_volume_ratio: float = 0.5
+    # Market regime
+    breadth_risk_off: float = 20
+    breadth_risk_on: float = 60
+    breadth_drop_risk_off: float = -10
+    crash_index_drop: float = -0.013
+    crash_small_cap_drop: float = -0.025
+    crash_breadth: float = 15
+    repair_index_rebound: float = 0.008
+    repair_small_cap_rebound: float = 0.015
+    regime_index_drop3: float = -0.03
     # Sizing
     hard_stop: float = 0.08
     atr_stop_multiple: float = 2.0
@@ -153,6 +176,10 @@ class EngineConfig:
     stamp_duty: float = 0.0005
     start_cash: float = 100_000.0
     risk_free: float = 0.02
+
+    def signal_ttl(self, trigger: str) -> int:
+        """How many trading days a pending signal of this trigger stays valid."""
+        return getattr(self, f"ttl_{trigger}")
 
 
 DEFAULT_CONFIG = EngineConfig()

@@ -34,7 +34,7 @@ CHANNEL_LABELS = {
     "breakout": "突破加速",
     "sos_ignition": "点火",
 }
-TREND_CHANNELS = ("momentum", "trend", "breakout")
+TREND_CHANNELS = ("momentum", "trend", "breakout", "sos_ignition")
 
 
 @dataclass
@@ -111,7 +111,7 @@ def layer2(
             & (f.ma50 > f.ma200)
             & (f.ret20 >= cfg.bypass_ret20)
             & (np.abs(f.close / f.ma50 - 1) <= cfg.bypass_ma50_distance)
-            & (f.max_drawdown60 <= cfg.bypass_drawdown60)
+            & (f.drawdown60 <= cfg.bypass_drawdown60)
         )
         rs_ok = rs_gate | bypass
         a50, a120, a_slope = cfg.rps_gate_a
@@ -239,7 +239,8 @@ def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFI
     channels = {name: mask & l2 for name, mask in channels.items()}
     strength = stock_strength(f, l1)
     l3, sectors = layer3(p, l1, l2, strength, cfg)
-    triggers, scores = _layer4(p, t, f, cfg, l3, channels)
+    triggers, scores = layer4(p, t, f, cfg, channels)
+    triggers = {name: mask & l3 for name, mask in triggers.items()}
     fired = np.zeros_like(l3)
     for mask in triggers.values():
         fired |= mask
@@ -264,14 +265,12 @@ def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFI
     )
 
 
-def _layer4(
-    p: Panel,
-    t: int,
-    f: SimpleNamespace,
-    cfg: EngineConfig,
-    l3: np.ndarray,
-    channels: dict[str, np.ndarray],
-):
+def layer4(
+    p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig, channels: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every trigger under its Layer-4 rules, for every stock (not yet limited to Layer 3):
+    rejected above the bias200 cap (STAR board, trend channel or default), and a trend
+    pullback only counts for a stock in a trend channel."""
     trend = np.any(np.stack([channels[c] for c in TREND_CHANNELS]), axis=0)
     limit = np.where(
         f.board == "star",
@@ -279,7 +278,7 @@ def _layer4(
         np.where(trend, cfg.max_bias200_trend, cfg.max_bias200),
     )
     with np.errstate(invalid="ignore"):
-        allowed = l3 & ~(f.bias200 > limit)
+        allowed = ~(f.bias200 > limit)
     triggers, scores = {}, {}
     for name, detect in TRIGGERS.items():
         fired, score = detect(p, t, f, cfg)

@@ -6,10 +6,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
+from wyckoff.engine.calendar import skipped_weekdays
 from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig
-from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2
-from wyckoff.engine.indicators import features_at, percentile_rank, ret
+from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2, layer4
+from wyckoff.engine.indicators import features_at, nan_reduce, percentile_rank, ret
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 
@@ -46,19 +48,34 @@ def scalar(value) -> float | None:
     return None if np.isnan(v) else v
 
 
-def stops(f: SimpleNamespace, cfg: EngineConfig) -> dict[str, Any]:
-    low250, close = scalar(f.low250), scalar(f.close)
+def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
+    """The stop in force on day t for a one-stock panel, from bars before it (ENGINE.md): in
+    accumulation, the 250-day low x 0.93 until the close is 15% above that low; otherwise (and
+    after that) the trailing stop max(60-day high x 0.90, MA50 x 0.98)."""
+    unknown = {"stop": None, "kind": None, "label": "数据不足"}
+    traded = np.flatnonzero(~np.isnan(one.close[:t, 0]))
+    if not len(traded):
+        return unknown
+    last = int(traded[-1])  # the last bar before today (before a suspension, if any)
+    before = features_at(one, last, cfg)
+    low250, close = scalar(before.low250), scalar(before.close)
     if low250 is None or close is None:
-        return {"stop": None, "kind": None}
-    stop = low250 * cfg.accumulation_stop
-    kind = "accumulation"
-    if close >= low250 * (1 + cfg.trail_start):
-        trail = max(
-            (scalar(f.high60) or 0) * cfg.trail_high, (scalar(f.ma50) or 0) * cfg.trail_ma50
-        )
-        if trail > stop:
-            stop, kind = trail, "trailing"
-    return {"stop": round(stop, 2), "kind": kind}
+        return unknown
+    accumulating = phase(one, one.codes[0], last, before, cfg).startswith("accumulation")
+    if accumulating and close < low250 * (1 + cfg.trail_start):
+        return {
+            "stop": round(low250 * cfg.accumulation_stop, 2),
+            "kind": "accumulation",
+            "label": f"吸筹止损：250 日最低价 × {cfg.accumulation_stop}",
+        }
+    trail = max(
+        (scalar(before.high60) or 0) * cfg.trail_high, (scalar(before.ma50) or 0) * cfg.trail_ma50
+    )
+    return {
+        "stop": round(trail, 2),
+        "kind": "trailing",
+        "label": f"移动止损：60 日最高价 × {cfg.trail_high} 与 MA50 × {cfg.trail_ma50} 取高",
+    }
 
 
 def exit_status(
@@ -67,9 +84,9 @@ def exit_status(
     if stop is None:
         return {"status": "unknown", "detail": "数据不足"}
     j = p.column(code)
+    if _first_bar_after_gap(p, j, t, cfg):
+        return {"status": "skipped", "detail": "停牌或长假后的第一个交易日不做止损判断"}
     closes, volumes = p.close[: t + 1, j], p.volume[: t + 1, j]
-    if np.isnan(closes[-4:-1]).sum() >= cfg.gap_skip_days - 1:  # just back from a suspension
-        return {"status": "skipped", "detail": "复牌后首日不做止损判断"}
     close = closes[-1]
     if close <= stop * (1 - cfg.hard_breach):
         return {
@@ -91,12 +108,22 @@ def exit_status(
     return {"status": "hold", "detail": f"收盘高于止损 {stop:.2f}"}
 
 
+def _first_bar_after_gap(p: Panel, j: int, t: int, cfg: EngineConfig) -> bool:
+    """True on the stock's first bar after >= gap_skip_weekdays skipped weekdays."""
+    traded = np.flatnonzero(~np.isnan(p.close[:t, j]))
+    if not len(traded):
+        return False
+    return skipped_weekdays(p.dates[traded[-1]], p.dates[t]) >= cfg.gap_skip_weekdays
+
+
 def phase(p: Panel, code: str, t: int, f: SimpleNamespace, cfg: EngineConfig) -> str:
     j = p.column(code)
     close = p.close[: t + 1, j]
     if t >= 215:
-        ma50 = np.array([np.nanmean(close[s - 49 : s + 1]) for s in range(t - 15, t + 1)])
-        ma200 = np.array([np.nanmean(close[s - 199 : s + 1]) for s in range(t - 15, t + 1)])
+        ma50, ma200 = (  # the last 16 days' MAs
+            nan_reduce(np.nanmean, sliding_window_view(close[t - 14 - n : t + 1], n), axis=1)
+            for n in (50, 200)
+        )
         above = ma50 > ma200
         crossed = [k for k in range(len(above) - 10, len(above)) if above[k] and not above[k - 1]]
         if crossed and above[-5:].all() and ma50[-1] / ma50[-6] - 1 >= 0.02:
@@ -112,19 +139,28 @@ def phase(p: Panel, code: str, t: int, f: SimpleNamespace, cfg: EngineConfig) ->
         and ma_gap < cfg.accumulation_ma_gap
         and dry
     ):
-        lows = p.low[max(t - 59, 0) : t + 1, j]
-        base = np.nanmin(lows)
-        if np.nanmin(lows[-20:]) >= base * 0.97 and np.sum(lows <= base * 1.05) >= 3:
-            return "accumulation_c"
-        if np.sum(lows <= base * 1.05) >= 3:
-            return "accumulation_b"
-        return "accumulation_a"
+        return _accumulation_stage(p.low[: t + 1, j], cfg)
     ma50, ma200, c = scalar(f.ma50), scalar(f.ma200), close[-1]
     if ma50 and ma200 and c > ma50 > ma200:
         return "uptrend"
     if ma50 and ma200 and c < ma50 < ma200:
         return "downtrend"
     return "range"
+
+
+def _accumulation_stage(lows: np.ndarray, cfg: EngineConfig) -> str:
+    """A/B/C against the base: the 60 bars before the last 20. B = the base low tested >= 3
+    times; C = B and the last 20 bars made no new low (the range is tested from above)."""
+    recent, base_bars = lows[-20:], lows[-80:-20]
+    if np.isnan(base_bars).all():
+        return "accumulation_a"
+    base = np.nanmin(base_bars)
+    tested = np.sum(base_bars <= base * (1 + cfg.accumulation_test_band)) >= cfg.accumulation_tests
+    if not tested:
+        return "accumulation_a"
+    if np.nanmin(recent) >= base * cfg.accumulation_hold:
+        return "accumulation_c"
+    return "accumulation_b"
 
 
 PHASE_LABELS = {
@@ -150,13 +186,11 @@ def diagnose(
     if close is None:
         return {"code": code, "error": "该股在最新交易日没有行情（停牌或未上市）"}
     sos_fired, _ = TRIGGERS["sos"](one, t, f, cfg)
-    channels = [
-        CHANNEL_LABELS[name] for name, mask in layer2(one, f, cfg, t, sos_fired).items() if mask[0]
-    ]
-    triggers = [
-        TRIGGER_LABELS[name] for name, detect in TRIGGERS.items() if detect(one, t, f, cfg)[0][0]
-    ]
-    stop = stops(f, cfg)
+    channel_masks = layer2(one, f, cfg, t, sos_fired)
+    channels = [CHANNEL_LABELS[name] for name, mask in channel_masks.items() if mask[0]]
+    trigger_masks, _ = layer4(one, t, f, cfg, channel_masks)
+    triggers = [TRIGGER_LABELS[name] for name, mask in trigger_masks.items() if mask[0]]
+    stop = stops(one, t, cfg)
     exit_info = exit_status(p, code, t, stop["stop"], cfg)
     ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
     health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)

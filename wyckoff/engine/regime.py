@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from wyckoff.engine.config import BENCHMARK, SMALL_CAP_BENCHMARK
+from wyckoff.engine.config import BENCHMARK, DEFAULT_CONFIG, SMALL_CAP_BENCHMARK, EngineConfig
 from wyckoff.engine.indicators import nan_reduce, window
 from wyckoff.engine.panel import Panel
 
@@ -18,6 +18,10 @@ REGIME_LABELS = {
     "BEAR_REBOUND": "熊市反弹",
     "PANIC_REPAIR": "恐慌修复",
     "CRASH": "恐慌下跌",
+}
+TREND_REASONS = {
+    "bear": "指数处于空头趋势（收盘低于 MA50 与 MA200）",
+    "falling": "指数 3 日急跌",
 }
 
 
@@ -37,51 +41,71 @@ def _day_return(series: np.ndarray | None, t: int) -> float:
     return float(series[t] / series[t - 1] - 1)
 
 
-def _is_crash(p: Panel, t: int, breadth_now: float) -> bool:
+def _is_crash(p: Panel, t: int, breadth_now: float, cfg: EngineConfig) -> bool:
     main = _day_return(p.index_close.get(BENCHMARK), t)
     small = _day_return(p.index_close.get(SMALL_CAP_BENCHMARK), t)
-    return (main <= -0.013 or small <= -0.025) and breadth_now <= 15
+    return (
+        main <= cfg.crash_index_drop or small <= cfg.crash_small_cap_drop
+    ) and breadth_now <= cfg.crash_breadth
 
 
-def market_regime(p: Panel, t: int | None = None) -> dict[str, Any]:
+def index_trend(index: np.ndarray | None, t: int, cfg: EngineConfig) -> dict[str, Any]:
+    """The main index's trend: falling (3-day return at or under the drop threshold), bull
+    (above MA200 with MA50 over MA200), bear (below both MAs), else mixed; unknown without
+    200 days of index data."""
+    if index is None or t < 199 or np.isnan(index[t - 199 : t + 1]).any():
+        return {"trend": "unknown"}
+    close = index[t]
+    ma50, ma200 = np.mean(index[t - 49 : t + 1]), np.mean(index[t - 199 : t + 1])
+    ret3 = index[t] / index[t - 3] - 1
+    if ret3 <= cfg.regime_index_drop3:
+        trend = "falling"
+    elif close > ma200 and ma50 > ma200:
+        trend = "bull"
+    elif close < ma50 and close < ma200:
+        trend = "bear"
+    else:
+        trend = "mixed"
+    return {
+        "trend": trend,
+        "index_close": round(float(close), 2),
+        "above_ma50": bool(close > ma50),
+        "above_ma200": bool(close > ma200),
+        "ma50_rising": bool(ma50 > np.mean(index[t - 54 : t - 4])),
+        "ret3_pct": round(float(ret3) * 100, 2),
+    }
+
+
+def market_regime(
+    p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG
+) -> dict[str, Any]:
     t = len(p.dates) - 1 if t is None else t
     index = p.index_close.get(BENCHMARK)
     today, yesterday = breadth(p, t), breadth(p, t - 1)
+    trend = index_trend(index, t, cfg)
     facts: dict[str, Any] = {
         "breadth_pct": round(today, 1),
         "breadth_change": round(today - yesterday, 1),
+        **trend,
     }
-    bull_structure = False
-    if index is not None and t >= 200:
-        close, ma50, ma200 = (
-            index[t],
-            np.mean(index[t - 49 : t + 1]),
-            np.mean(index[t - 199 : t + 1]),
-        )
-        ma50_prev = np.mean(index[t - 54 : t - 4])
-        bull_structure = bool(close > ma200 and ma50 > ma200)
-        facts.update(
-            index_close=round(float(close), 2),
-            above_ma50=bool(close > ma50),
-            above_ma200=bool(close > ma200),
-            ma50_rising=bool(ma50 > ma50_prev),
-            ret3_pct=round(float(index[t] / index[t - 3] - 1) * 100, 2),
-        )
-    if _is_crash(p, t, today):
+    small_caps = p.index_close.get(SMALL_CAP_BENCHMARK)
+    if _is_crash(p, t, today, cfg):
         regime, reason = "CRASH", "指数大跌且市场宽度极低"
-    elif _is_crash(p, t - 1, yesterday) and (
-        _day_return(index, t) >= 0.008
-        or _day_return(p.index_close.get(SMALL_CAP_BENCHMARK), t) >= 0.015
+    elif _is_crash(p, t - 1, yesterday, cfg) and (
+        _day_return(index, t) >= cfg.repair_index_rebound
+        or _day_return(small_caps, t) >= cfg.repair_small_cap_rebound
     ):
         regime, reason = "PANIC_REPAIR", "恐慌日后的次日反弹"
-    elif today <= 20 or today - yesterday <= -10:
+    elif today <= cfg.breadth_risk_off or today - yesterday <= cfg.breadth_drop_risk_off:
         regime, reason = "RISK_OFF", "市场宽度过低或骤降"
-    elif today >= 60:
+    elif today >= cfg.breadth_risk_on:
         regime, reason = (
             ("RISK_ON", "市场宽度高且指数为多头结构")
-            if bull_structure
+            if trend["trend"] == "bull"
             else ("BEAR_REBOUND", "宽度高但指数不在多头结构")
         )
+    elif trend["trend"] in ("bear", "falling"):
+        regime, reason = "RISK_OFF", TREND_REASONS[trend["trend"]]
     else:
         regime, reason = "NEUTRAL", "宽度与趋势均不极端"
     return {

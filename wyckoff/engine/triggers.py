@@ -8,9 +8,19 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
+from wyckoff.engine.calendar import trading_day_after
 from wyckoff.engine.config import EngineConfig
-from wyckoff.engine.indicators import at, nan_quantile, nan_reduce, window, wmax, wmean
+from wyckoff.engine.indicators import (
+    at,
+    nan_quantile,
+    nan_reduce,
+    true_range,
+    window,
+    wmax,
+    wmean,
+)
 from wyckoff.engine.panel import Panel
 
 TRIGGER_LABELS = {
@@ -21,6 +31,7 @@ TRIGGER_LABELS = {
     "compression": "波动收敛",
     "pullback": "趋势回踩",
 }
+TRIGGER_KEYS = {label: key for key, label in TRIGGER_LABELS.items()}
 
 
 def _nan_false(mask: np.ndarray) -> np.ndarray:
@@ -54,12 +65,32 @@ def spring(
 
 
 def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
+    """A quiet retest of a rising MA20 after a sign of strength, holding above the range it
+    broke: the range is the 60 bars before the last `lps_sos_window` + 3; the sign of strength
+    a close above its top on volume in that window; volume is compared by medians, so one
+    spike in the prior 60 days does not make an ordinary retest look quiet."""
+    n_stocks = p.close.shape[1]
+    recent_start = t - 2 - cfg.lps_sos_window
+    if recent_start - 60 < 0:
+        return np.zeros(n_stocks, dtype=bool), np.full(n_stocks, np.nan)
     low3 = nan_reduce(np.nanmin, window(p.low, t, 3))
+    range_top = wmax(p.high, recent_start - 1, 60)
+    range_volume = nan_quantile(window(p.volume, recent_start - 1, 60), 0.5)
+    recent = slice(recent_start, t - 2)
     with np.errstate(invalid="ignore", divide="ignore"):
+        sign_of_strength = np.any(
+            (p.close[recent] > range_top) & (p.volume[recent] >= cfg.lps_sos_volume * range_volume),
+            axis=0,
+        )
+        holds = low3 >= range_top * (1 - cfg.lps_hold_band)
         near = np.abs(low3 / f.ma20 - 1) <= cfg.lps_ma20_band
-        ratio = wmax(p.volume, t, 3) / wmax(p.volume, t - 3, 60)
+        ratio = nan_quantile(window(p.volume, t, 3), 0.5) / nan_quantile(
+            window(p.volume, t - 3, 60), 0.5
+        )
         fired = (
-            (p.close[t] >= f.ma20)
+            sign_of_strength
+            & holds
+            & (p.close[t] >= f.ma20)
             & (f.ma20 > f.ma20_prev5)
             & near
             & (ratio <= cfg.lps_volume_ratio)
@@ -70,14 +101,14 @@ def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
 def evr(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
     fired = np.zeros(p.close.shape[1], dtype=bool)
     score = np.full(p.close.shape[1], np.nan)
-    for e in (t - 2, t - 1):
+    for e in (t - 1, t):  # bar -2, or -1 (whose next close is not known yet)
         if e < 21:
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = p.volume[e] / wmean(p.volume, e - 1, 20)
             pct = p.close[e] / p.close[e - 1] - 1
             turnover_rate = p.amount[e] / f.market_cap
-            holds = p.close[e + 1] >= p.low[e]
+            holds = p.close[min(e + 1, t)] >= p.low[e]
             hit = (
                 (ratio >= cfg.evr_volume)
                 & (np.abs(pct) <= cfg.evr_pct)
@@ -93,7 +124,7 @@ def evr(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
 def sos(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = p.volume[t] / wmean(p.volume, t - 1, 60)
-        prior_high = wmax(p.close, t - 1, 60)
+        prior_high = wmax(p.high, t - 1, 60)
         ma50_prev = wmean(p.close, t - 1, 50)
         crossed = (p.close[t] > f.ma50) & (at(p.close, t - 1) <= ma50_prev)
         fired = (
@@ -111,15 +142,8 @@ def compression(
     if t < 30:
         return np.zeros(n_stocks, dtype=bool), np.full(n_stocks, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        prev_close = p.close[t - 29 : t]
-        tr = np.fmax(
-            p.high[t - 28 : t + 1] - p.low[t - 28 : t + 1],
-            np.abs(p.high[t - 28 : t + 1] - prev_close),
-        )
-        tr_pct = tr / p.close[t - 28 : t + 1]
-        atr5 = np.stack(
-            [nan_reduce(np.nanmean, tr_pct[i - 4 : i + 1]) for i in range(4, tr_pct.shape[0])]
-        )
+        tr_pct = true_range(p, t, 29) / p.close[t - 28 : t + 1]
+        atr5 = nan_reduce(np.nanmean, sliding_window_view(tr_pct, 5, axis=0), axis=-1)
         current = atr5[-1]
         threshold = nan_quantile(atr5[-21:-1], cfg.compression_quantile)
         rises = np.sum(np.diff(atr5[-6:], axis=0) > 0, axis=0)
@@ -160,6 +184,11 @@ def pullback(
         ratio[j] = down / up if up else np.nan
         fired[j] = ratio[j] <= cfg.pullback_volume
     return fired, ratio
+
+
+def signal_expiry(trigger: str, as_of: str, open_days: np.ndarray, cfg: EngineConfig) -> str:
+    """The last trading day a signal found on `as_of` is valid (its TTL in trading days)."""
+    return str(trading_day_after(np.datetime64(as_of, "D"), cfg.signal_ttl(trigger), open_days))
 
 
 TRIGGERS = {

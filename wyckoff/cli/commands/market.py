@@ -122,7 +122,7 @@ def analyze(
         *[f"  · {reason}" for reason in result["reasons"]],
         f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {ma['ma20']} / MA50 {ma['ma50']} / MA200 {ma['ma200']}）",
         f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
-        f"止损：{result['stop']['stop']}（{result['stop']['kind']}）  {result['exit']['detail']}",
+        f"止损：{result['stop']['stop']}（{result['stop']['label']}）  {result['exit']['detail']}",
         f"RPS50 {result['rps50']}  RPS120 {result['rps120']}  距年内高点 {result['from_year_high_pct']}%  距年内低点 +{result['from_year_low_pct']}%",
         "收益：" + "  ".join(f"{k} {v}%" for k, v in result["returns_pct"].items()),
     ]
