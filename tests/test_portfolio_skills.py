@@ -218,7 +218,7 @@ def _store_from_panel(home, panel, source: str = "tushare") -> None:
         }
     )
     store = MarketStore.for_source(home, source)
-    store.upsert("bars", bars.assign(adj_factor=1.0))
+    store.upsert("bars", bars.dropna(subset=["close"]).assign(adj_factor=1.0))
     store.upsert("stocks", panel.stocks.reset_index(names="code"))
     index = panel.index_close["000001.SH"]
     store.upsert(
@@ -301,6 +301,32 @@ def test_decision_blocks_buys_in_risk_off_and_exits_broken_holdings(home, openai
     assert decision["regime"] == "RISK_OFF" and not decision["buy_allowed"]
     (order,) = decision["orders"]
     assert order["action"] == "WAIT" and order["shares"] == 0 and "禁止开新仓" in order["rationale"]
+
+
+def test_a_suspended_holding_is_held_and_valued_at_its_last_close(home, openai_server):
+    home.mkdir(parents=True, exist_ok=True)
+    cli("data", "use", "tushare", "--token", "tok-0123456789")
+    panel = make_panel(series((DAYS, 0.002)), fillers=40)
+    for name in ("open", "high", "low", "close", "volume", "amount"):
+        getattr(panel, name)[-3:, 0] = np.nan  # 600000 suspended for the last three days
+    last_close = float(panel.close[-4, 0])
+    _store_from_panel(home, panel)
+    book = Portfolio(Store.in_home(home))
+    book.set_cash(50_000)
+    book.add("600000", None, 1_000, 10.0, "20250105")
+    openai_server.script(Reply(text="{}"))
+    context = _context(home, openai_server)
+    decision = generate_strategy_decision(DecisionParams(candidate_codes=["600000"]), context)
+    (order,) = [o for o in decision["orders"] if o["code"] == "600000"]
+    assert order["action"] == "HOLD" and order["shares"] == 0 and "停牌" in order["rationale"]
+    assert order["close"] == round(last_close, 2)
+    assert decision["equity"] == round(50_000 + 1_000 * last_close, 2)
+
+    book.remove("600000")  # as a candidate, a suspended stock cannot be bought today
+    openai_server.script(Reply(text="{}"))
+    decision = generate_strategy_decision(DecisionParams(candidate_codes=["600000"]), context)
+    (order,) = decision["orders"]
+    assert order["action"] == "WAIT" and order["shares"] == 0 and "停牌" in order["rationale"]
 
 
 def test_broken_skill_files_are_contained(home):

@@ -151,9 +151,9 @@ class DecisionParams(BaseModel):
 def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> dict[str, Any]:
     from wyckoff.agents.market import MarketData
     from wyckoff.agents.portfolio import Portfolio
-    from wyckoff.engine.health import diagnose, stock_features
+    from wyckoff.engine.health import stock_features
     from wyckoff.engine.regime import market_regime
-    from wyckoff.engine.strategy import PRIORITY, entry_stop, holding_action, size_position
+    from wyckoff.engine.strategy import PRIORITY, entry_stop, size_position
 
     market = MarketData.from_context(context)
     panel = market.panel()
@@ -164,21 +164,9 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
     equity = cash
     context.progress("持仓诊断", f"{len(positions)} 只", 0.2)
     for position in positions:
-        if not panel.has(position["code"]):
-            continue
-        diagnosis = diagnose(panel, position["code"], cost=position["cost_price"])
-        equity += position["shares"] * diagnosis["close"]
-        action = holding_action(panel, diagnosis, position["shares"], position["stop_loss"])
-        orders.append(
-            {
-                "code": position["code"],
-                "name": position["name"],
-                "close": diagnosis["close"],
-                **action,
-                "health": diagnosis["health_label"],
-                "basis": diagnosis["reasons"][:3],
-            }
-        )
+        order, value = _holding_order(panel, position)
+        orders.append(order)
+        equity += value
     held = {p["code"] for p in positions}
     report_categories = _latest_categories(context)
     candidates = [market.resolve_code(c) for c in params.candidate_codes] or report_categories.get(
@@ -190,6 +178,19 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
             continue
         name = panel.stocks.loc[code, "name"]
         entry = float(panel.close[-1, panel.column(code)])
+        if entry != entry:  # NaN: no bar today
+            orders.append(
+                {
+                    "code": code,
+                    "name": name,
+                    "close": None,
+                    "action": "WAIT",
+                    "shares": 0,
+                    "stop": None,
+                    "basis": ["今日停牌，无法买入"],
+                }
+            )
+            continue
         if not regime["buy_allowed"]:
             orders.append(
                 {
@@ -251,6 +252,41 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
     )
     _save(context, "strategy_decision", result)
     return result
+
+
+def _holding_order(panel, position: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """The decision for one holding and its market value. A holding with no bar today
+    (suspended) is valued at its last close and held; one missing from the local market is
+    valued at cost and held, each with the reason stated."""
+    from wyckoff.engine.health import diagnose
+    from wyckoff.engine.strategy import holding_action
+
+    code, shares = position["code"], position["shares"]
+    base = {"code": code, "name": position["name"], "shares": 0}  # shares to trade
+    if not panel.has(code):
+        basis = "本地行情中没有该股，无法诊断，按成本价计入权益；请先 wyckoff data sync"
+        order = {**base, "close": None, "action": "HOLD", "stop": position["stop_loss"]}
+        return {**order, "basis": [basis]}, shares * position["cost_price"]
+    diagnosis = diagnose(panel, code, cost=position["cost_price"])
+    if "error" in diagnosis:
+        bars = panel.stock_frame(code)
+        if bars.empty:
+            order = {**base, "close": None, "action": "HOLD", "stop": position["stop_loss"]}
+            basis = "该股在本地行情中没有任何成交，按成本价计入权益"
+            return {**order, "basis": [basis]}, shares * position["cost_price"]
+        last_close, last_day = float(bars["close"].iloc[-1]), bars.index[-1].date().isoformat()
+        basis = f"停牌中（最后交易日 {last_day}，收盘 {last_close:.2f}），复牌前无法交易"
+        order = {**base, "close": round(last_close, 2), "action": "HOLD"}
+        return {**order, "stop": position["stop_loss"], "basis": [basis]}, shares * last_close
+    action = holding_action(panel, diagnosis, shares, position["stop_loss"])
+    order = {
+        **base,
+        "close": diagnosis["close"],
+        **action,
+        "health": diagnosis["health_label"],
+        "basis": diagnosis["reasons"][:3],
+    }
+    return order, shares * diagnosis["close"]
 
 
 def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]]) -> None:
