@@ -129,12 +129,14 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
             "请修正或删除该文件后重试；Wyckoff 不会改写它。"
         ) from None
     try:
-        return WyckoffConfig.model_validate(data)
+        config = WyckoffConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(
             f"配置文件 {path} 有误：{describe_validation_error(exc)}。"
             "请修正该文件后重试；Wyckoff 不会改写它。"
         ) from None
+    remember_config_secrets(config)
+    return config
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -232,34 +234,90 @@ SECRET_VALUE_PATTERNS = re.compile(
 REDACTED = "***"
 
 
+MIN_SECRET_CHARS = 6  # shorter values would cut ordinary words out of every text
+_remembered_secrets: set[str] = set()
+
+
+def remember_secrets(*values: str | None) -> None:
+    """Add key values this process has seen (configured or resolved) to every redaction."""
+    _remembered_secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def remember_config_secrets(config: WyckoffConfig) -> None:
+    remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
+
+
 def known_secrets(config: WyckoffConfig | None = None) -> list[str]:
-    """Every key value this process might hold, so it can be cut out of any text."""
+    """Every key value this process might hold, so it can be cut out of any text: the
+    well-known environment variables, every key of every config loaded, and `config`'s."""
     values = [os.environ.get(spec["env"], "") for spec in ENV_MODELS]
     values.append(os.environ.get("TUSHARE_TOKEN", ""))
+    values += _remembered_secrets
     if config is not None:
         values += [m.resolved_api_key() or "" for m in config.models]
         values.append(config.data.tushare_token or "")
-    return [v for v in values if len(v) >= 6]
+    return sorted({v for v in values if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
 
 def redact_text(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """`text` with known secret values and key-shaped strings replaced by ***."""
-    for secret in sorted(secrets, key=len, reverse=True):
+    """`text` with every known secret value (plus `secrets`) and key-shaped strings
+    replaced by ***. Empty and very short values are never "secrets"."""
+    return _redact_text(text, _all_secrets(secrets))
+
+
+def redact_value(value: Any, secrets: list[str] | tuple[str, ...] = ()) -> Any:
+    """A copy of a JSON-like value with secret-named keys and secret values redacted."""
+    return _redact_value(value, _all_secrets(secrets))
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces: a tail that could be the start of a key is
+    held back until the next piece shows whether it is one."""
+
+    def __init__(self) -> None:
+        self.secrets = _all_secrets(())
+        self.pending = ""
+
+    def feed(self, piece: str) -> str:
+        text = _redact_text(self.pending + piece, self.secrets)
+        held = max((_partial_at_end(text, s) for s in self.secrets), default=0)
+        self.pending = text[len(text) - held :] if held else ""
+        return text[: len(text) - held]
+
+    def flush(self) -> str:
+        text, self.pending = self.pending, ""
+        return text
+
+
+def _partial_at_end(text: str, secret: str) -> int:
+    """Length of the longest end of `text` that is a proper beginning of `secret`."""
+    for size in range(min(len(text), len(secret) - 1), 0, -1):
+        if text.endswith(secret[:size]):
+            return size
+    return 0
+
+
+def _all_secrets(extra: list[str] | tuple[str, ...]) -> list[str]:
+    values = {*known_secrets(), *(s for s in extra if s and len(s) >= MIN_SECRET_CHARS)}
+    return sorted(values, key=len, reverse=True)  # a key containing another goes first
+
+
+def _redact_text(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
         text = text.replace(secret, REDACTED)
     return SECRET_VALUE_PATTERNS.sub(REDACTED, text)
 
 
-def redact_value(value: Any, secrets: list[str] | tuple[str, ...] = ()) -> Any:
-    """A copy of a JSON-like value with secret-named keys and secret-shaped strings redacted."""
+def _redact_value(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, dict):
         return {
             k: REDACTED
             if isinstance(k, str) and SECRET_KEY_NAMES.search(k) and v
-            else redact_value(v, secrets)
+            else _redact_value(v, secrets)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [redact_value(v, secrets) for v in value]
+        return [_redact_value(v, secrets) for v in value]
     if isinstance(value, str):
-        return redact_text(value, secrets)
+        return _redact_text(value, secrets)
     return value

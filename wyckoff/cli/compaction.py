@@ -18,7 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from wyckoff.cli.chat_log import without_secrets
 from wyckoff.cli.tokens import count_message, count_messages
+from wyckoff.cli.untrusted import mark_untrusted
+from wyckoff.config import redact_text
 
 ARCHIVE_DIR = "context_archive"
 TAIL_TOKENS = 20_000
@@ -221,14 +224,14 @@ def archive_messages(
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / f"{archive_id}.jsonl").open("w", encoding="utf-8") as handle:
         for message in removed:
-            handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+            handle.write(json.dumps(without_secrets(message), ensure_ascii=False) + "\n")
     text = "\n".join(str(m.get("content") or "") for m in removed)
     ref = f"archive://{session_id}/{archive_id}"
     metadata = {
         "ref": ref,
         "created_at": datetime.now().isoformat(timespec="seconds"),
         "messages": len(removed),
-        "summary": summary,
+        "summary": redact_text(summary),
         "codes": sorted(set(CODE.findall(text))),
         "paths": sorted(set(PATH.findall(text)))[:20],
         "keywords": [k for k in KEYWORDS if k in text],
@@ -311,12 +314,12 @@ def compact(
         return None
     summary = summary[:SUMMARY_MAX_CHARS]
     ref = archive_messages(home, session_id, head, summary, anchors)
+    # A model's rewrite of old tool data and anchors quoted from it: data, not the user.
+    recap = "\n".join([summary, "[动态保留片段]", *(anchors or ["- （无）"])])
     opening = "\n".join(
         [
             "[对话摘要]",
-            summary,
-            "[动态保留片段]",
-            *(anchors or ["- （无）"]),
+            mark_untrusted(recap, "compaction"),
             "[可恢复归档]",
             f"- {ref}（需要原文时调用 restore_context_archive）",
         ]

@@ -53,8 +53,11 @@ def show(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
     """显示会话内容 / print a session."""
     from wyckoff.cli.chat_log import export_markdown
 
+    from wyckoff.cli.chat_log import without_secrets
+
     chat_log = _chat_log()
-    typer.echo(export_markdown(chat_log.require(session_id), chat_log.load(session_id)))
+    messages = [without_secrets(m) for m in chat_log.load(session_id)]
+    typer.echo(export_markdown(chat_log.require(session_id), messages))
 
 
 @app.command("export")
@@ -66,9 +69,11 @@ def export(
     from wyckoff.cli.chat_log import export_markdown
     from wyckoff.cli.output import print_json
 
+    from wyckoff.cli.chat_log import without_secrets
+
     chat_log = _chat_log()
     session = chat_log.require(session_id)
-    messages = chat_log.load(session_id)
+    messages = [without_secrets(m) for m in chat_log.load(session_id)]  # older logs too
     if format is ExportFormat.json:
         print_json({"session": session, "messages": messages})
     else:
