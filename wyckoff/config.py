@@ -23,11 +23,28 @@ PROVIDERS = ("claude", "openai", "gemini")
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
+PRIVATE_UMASK = 0o077  # folders 0700, files 0600
+
+
 def wyckoff_home() -> Path:
-    """The folder that holds everything Wyckoff writes (created on demand, mode 0700)."""
+    """The folder that holds everything Wyckoff writes: created on demand and kept private
+    (folders 0700, files 0600), also when it already existed with looser modes."""
+    os.umask(PRIVATE_UMASK)  # everything this process creates from now on is owner-only
     home = Path(os.environ.get("WYCKOFF_HOME") or Path.home() / ".wyckoff").expanduser()
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if home.stat().st_mode & 0o077:
+        make_private(home)
     return home
+
+
+def make_private(root: Path) -> None:
+    """Owner-only modes for `root` and everything in it (symlinks are left alone)."""
+    for folder, _, files in os.walk(root):
+        os.chmod(folder, 0o700)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o600)
 
 
 class ModelConfig(BaseModel):
