@@ -240,7 +240,6 @@ async def test_approval_dialog_single_keys(configured, home, key, runs):
         await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.press(key)
         await _wait(pilot, lambda: not app.turn_running)
-        assert ("set_cash" in app.agent.runtime.always_allowed) is False
         assert ("update_portfolio" in app.agent.runtime.always_allowed) == (key == "a")
     assert (Portfolio(Store.in_home(home)).cash() == 1_000_000) == runs
 
