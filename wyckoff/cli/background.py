@@ -192,7 +192,7 @@ class BackgroundTaskManager:
 def notification_text(task: TaskState) -> str:
     outcome = task.outcome
     body = (
-        outcome.result
+        outcome.observation()  # the result inside the untrusted-data marker
         if outcome and outcome.ok
         else f"错误：{outcome.error if outcome else '未知'}"
     )

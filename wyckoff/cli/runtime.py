@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wyckoff.cli.background import BackgroundTaskManager
-from wyckoff.cli.events import RuntimeEvent, UsageTotals, usage_event
+from wyckoff.cli.events import ApprovedBy, RuntimeEvent, UsageTotals, usage_event
 from wyckoff.cli.loop_guard import (
     MAX_INCOMPLETE_TOOL_RETRIES,
     DoomLoopDetector,
@@ -55,8 +55,6 @@ SYSTEM_PROMPT = """你是 Wyckoff，一名严谨的 A 股研究助手，用威�
 今天是 {today}。"""
 
 ConfirmDecision = Literal["allow", "always", "edit", "deny"]
-# How a risky call came to run (the `by` of an `approved` event).
-ApprovedBy = Literal["approve_all", "flag", "always", "consent", "user", "edit"]
 STREAMED_EVENTS = ("text_delta", "thinking_delta")  # redacted piece by piece as they stream
 
 
