@@ -5,7 +5,6 @@ private (folders 0700, files 0600) even when it already existed with looser mode
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 
