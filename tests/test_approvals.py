@@ -292,8 +292,10 @@ async def test_ask_user_dialog_shows_the_action_and_its_raw_arguments(configured
         assert not raw.display
         await pilot.press("f2")
         assert raw.display and '"set_cash"' in str(raw.render())
+        assert isinstance(dialog.focused, Input)  # not the "是" button: a stray Enter picks nothing
+        await pilot.press("enter")
+        assert app.screen is dialog
         dialog.query_one("#free-text", Input).value = "是"
-        dialog.query_one("#free-text", Input).focus()
         await pilot.press("enter")
         await _wait(pilot, lambda: not app.turn_running)
     assert Portfolio(Store.in_home(home)).cash() == 1_000_000  # consent to what was shown

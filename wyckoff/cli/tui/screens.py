@@ -103,6 +103,7 @@ class AskUserScreen(ModalScreen[dict]):
     """A question from the model. When the question asks consent for an action, the action
     itself is shown as a sentence (F2 shows its raw arguments): "是" consents to that only."""
 
+    AUTO_FOCUS = "#free-text"  # typing answers at once; a stray Enter never picks an option
     BINDINGS = [
         Binding("escape", "skip", "跳过"),
         Binding("f2", "toggle_args", "原始参数"),
