@@ -9,14 +9,18 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from textual.widgets import Button, Input, TextArea
 
 from tests.conftest import add_scripted_model, cli, model_config
 from tests.model_servers import Reply
+from tests.test_tui import submit, wait_until
 from wyckoff.agents.portfolio import Portfolio
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.model_registry import make_provider
 from wyckoff.cli.runtime import AgentRuntime, Approval
 from wyckoff.cli.tools import ToolSpec
+from wyckoff.cli.tui.app import create_app
+from wyckoff.cli.tui.screens import ApprovalScreen, AskUserScreen, ResumeScreen
 from wyckoff.store import Store
 
 SET_CASH = {"action": "set_cash", "cash": 1_000_000}
@@ -188,75 +192,58 @@ def configured(home, openai_server):
     return openai_server
 
 
-async def _wait(pilot, condition, timeout: float = 15.0) -> None:
-    from tests.test_tui import wait_until
-
-    await wait_until(pilot, condition, timeout)
+async def dialog_for(pilot, text: str, screen=ApprovalScreen):
+    """Send `text` and wait for the dialog the turn opens."""
+    await submit(pilot, text)
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, screen))
+    return pilot.app.screen
 
 
 @pytest.mark.asyncio
 async def test_approval_dialog_keys_focus_and_sentence(configured, home):
-    from textual.widgets import Button, TextArea
-
-    from tests.test_tui import submit
-    from wyckoff.cli.tui.app import create_app
-    from wyckoff.cli.tui.screens import ApprovalScreen
 
     configured.script(
         update(REMOVE_MOUTAI), Reply(text="好"), update(REMOVE_MOUTAI), Reply(text="好")
     )
     app = create_app()
     async with app.run_test(size=(100, 32)) as pilot:
-        await submit(pilot, "删掉茅台")
-        await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        dialog = app.screen
+        dialog = await dialog_for(pilot, "删掉茅台")
         assert "删除持仓 600519 贵州茅台（1000 股）" in str(dialog.query_one("#action").render())
         assert isinstance(dialog.focused, Button)  # not the JSON editor
         editor = dialog.query_one("#args", TextArea)
         before = editor.text
         await pilot.press("enter")  # on "拒绝": Enter denies, it never edits the arguments
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
         assert editor.text == before
         assert Portfolio(Store.in_home(home)).positions()
 
-        await submit(pilot, "删掉茅台")
-        await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await dialog_for(pilot, "删掉茅台")
         await pilot.press("y")
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
     assert Portfolio(Store.in_home(home)).positions() == []
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("key", "runs"), [("n", False), ("escape", False), ("a", True)])
 async def test_approval_dialog_single_keys(configured, home, key, runs):
-    from tests.test_tui import submit
-    from wyckoff.cli.tui.app import create_app
-    from wyckoff.cli.tui.screens import ApprovalScreen
 
     configured.script(update(SET_CASH), Reply(text="好"))
     app = create_app()
     async with app.run_test(size=(100, 32)) as pilot:
-        await submit(pilot, "现金一百万")
-        await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await dialog_for(pilot, "现金一百万")
         await pilot.press(key)
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
         assert ("update_portfolio" in app.agent.runtime.always_allowed) == (key == "a")
     assert (Portfolio(Store.in_home(home)).cash() == 1_000_000) == runs
 
 
 @pytest.mark.asyncio
 async def test_e_edits_the_arguments_and_escape_returns_to_the_buttons(configured, home):
-    from textual.widgets import Button, TextArea
-
-    from tests.test_tui import submit
-    from wyckoff.cli.tui.app import create_app
-    from wyckoff.cli.tui.screens import ApprovalScreen
 
     configured.script(update(SET_CASH), Reply(text="好"))
     app = create_app()
     async with app.run_test(size=(100, 32)) as pilot:
-        await submit(pilot, "现金一百万")
-        await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await dialog_for(pilot, "现金一百万")
         await pilot.press("e")
         editor = app.screen.query_one("#args", TextArea)
         assert app.screen.focused is editor
@@ -265,17 +252,12 @@ async def test_e_edits_the_arguments_and_escape_returns_to_the_buttons(configure
         assert isinstance(app.screen, ApprovalScreen)
         assert isinstance(app.screen.focused, Button) and app.screen.focused.id == "edit"
         await pilot.press("enter")
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
     assert Portfolio(Store.in_home(home)).cash() == 2000
 
 
 @pytest.mark.asyncio
 async def test_ask_user_dialog_shows_the_action_and_its_raw_arguments(configured, home):
-    from textual.widgets import Input
-
-    from tests.test_tui import submit
-    from wyckoff.cli.tui.app import create_app
-    from wyckoff.cli.tui.screens import AskUserScreen
 
     configured.script(
         ask_consent("要不要我继续帮你分析一下市场？", SET_CASH),
@@ -284,9 +266,7 @@ async def test_ask_user_dialog_shows_the_action_and_its_raw_arguments(configured
     )
     app = create_app()
     async with app.run_test(size=(100, 32)) as pilot:
-        await submit(pilot, "帮我看看")
-        await _wait(pilot, lambda: isinstance(app.screen, AskUserScreen))
-        dialog = app.screen
+        dialog = await dialog_for(pilot, "帮我看看", AskUserScreen)
         assert "把现金从 0.00 元改为 1,000,000.00 元" in str(dialog.query_one("#action").render())
         raw = dialog.query_one("#raw-args")
         assert not raw.display
@@ -297,16 +277,13 @@ async def test_ask_user_dialog_shows_the_action_and_its_raw_arguments(configured
         assert app.screen is dialog
         dialog.query_one("#free-text", Input).value = "是"
         await pilot.press("enter")
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
     assert Portfolio(Store.in_home(home)).cash() == 1_000_000  # consent to what was shown
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("command", ["/new", "/fork", "/resume"])
 async def test_session_commands_forget_always_allow(configured, home, command):
-    from tests.test_tui import submit
-    from wyckoff.cli.tui.app import create_app
-    from wyckoff.cli.tui.screens import ApprovalScreen, ResumeScreen
 
     cash = lambda amount: update({"action": "set_cash", "cash": amount})  # noqa: E731
     configured.script(
@@ -314,21 +291,19 @@ async def test_session_commands_forget_always_allow(configured, home, command):
     )
     app = create_app()
     async with app.run_test(size=(100, 32)) as pilot:
-        await submit(pilot, "现金 1")
-        await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await dialog_for(pilot, "现金 1")
         await pilot.press("a")
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
         await submit(pilot, "现金 2")  # always allowed: no dialog
-        await _wait(
+        await wait_until(
             pilot, lambda: not app.turn_running and Portfolio(Store.in_home(home)).cash() == 2
         )
         await submit(pilot, command)
         if command == "/resume":
-            await _wait(pilot, lambda: isinstance(app.screen, ResumeScreen))
+            await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
             app.screen.dismiss(app.agent.conversation.session_id)
         await pilot.pause(0.2)
-        await submit(pilot, "现金 3")
-        await _wait(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await dialog_for(pilot, "现金 3")
         await pilot.press("n")
-        await _wait(pilot, lambda: not app.turn_running)
+        await wait_until(pilot, lambda: not app.turn_running)
     assert Portfolio(Store.in_home(home)).cash() == 2
