@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from tests.conftest import cli, model_config
 from tests.model_servers import Reply
+from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.cli.model_registry import make_provider
@@ -86,27 +87,47 @@ class EchoParams(BaseModel):
     text: str
 
 
-def test_spilled_results_archives_and_traces_never_hold_the_key(openai_server, home, monkeypatch):
-    """A result large enough to be spilled to disk, then compacted into the archive."""
+def test_spilled_results_archives_tasks_and_traces_never_hold_the_key(
+    openai_server, home, monkeypatch
+):
+    """A result large enough to be spilled to disk, a background task that echoes the key,
+    then the whole history compacted into the archive."""
     monkeypatch.setenv("ODD_PROVIDER_SECRET", ODD_KEY)
     home.mkdir(parents=True, exist_ok=True)
     store = Store.in_home(home)
     page = ToolSpec(
         "fetch_page", "取网页", EchoParams, lambda p, c: (p.text + " ") * 2000, "取网页"
     )
+    echo = ToolSpec(
+        "echo_later", "后台回显", EchoParams, lambda p, c: {"echo": p.text}, "回显", background=True
+    )
     registry = default_registry()
     registry.register(page)
+    registry.register(echo)
     config = model_config(openai_server, api_key=None, api_key_env="ODD_PROVIDER_SECRET")
     runtime = AgentRuntime(
-        make_provider(config, stream_timeout_s=5), registry, home=home, store=store
+        make_provider(config, stream_timeout_s=5),
+        registry,
+        home=home,
+        store=store,
+        background=BackgroundTaskManager(store),
     )
     conversation = Conversation.start(ChatLog(store))
     openai_server.script(
-        Reply(tool_calls=[("fetch_page", {"text": f"token={ODD_KEY}"})]), Reply(text="读完了")
+        Reply(
+            tool_calls=[
+                ("fetch_page", {"text": f"token={ODD_KEY}"}),
+                ("echo_later", {"text": ODD_KEY}),
+            ]
+        ),
+        Reply(text="读完了"),
+        Reply(text="后台也完成了"),
     )
     conversation.append({"role": "user", "content": f"读一下 {ODD_KEY} " + "行情" * 3000})
-    events = list(runtime.run_stream(conversation))
+    events = list(runtime.run_stream(conversation, wait_for_background=True))
     assert any(e["type"] == "tool_result" and e["ref"] for e in events)  # it was spilled
+    task = store.conn.execute("SELECT status, args, result FROM background_tasks").fetchone()
+    assert task["status"] == "completed" and "***" in task["result"] + task["args"]
     for i in range(10):
         conversation.append({"role": "user", "content": f"问题 {i} " + "行情" * 2000})
         conversation.append({"role": "assistant", "content": f"回答 {i} {ODD_KEY}" + "分" * 2000})

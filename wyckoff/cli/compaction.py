@@ -21,7 +21,7 @@ from typing import Any
 from wyckoff.cli.chat_log import without_secrets
 from wyckoff.cli.tokens import count_message, count_messages
 from wyckoff.cli.untrusted import mark_untrusted
-from wyckoff.config import redact_text
+from wyckoff.config import redact_value
 
 ARCHIVE_DIR = "context_archive"
 TAIL_TOKENS = 20_000
@@ -231,14 +231,14 @@ def archive_messages(
         "ref": ref,
         "created_at": datetime.now().isoformat(timespec="seconds"),
         "messages": len(removed),
-        "summary": redact_text(summary),
+        "summary": summary,
         "codes": sorted(set(CODE.findall(text))),
         "paths": sorted(set(PATH.findall(text)))[:20],
         "keywords": [k for k in KEYWORDS if k in text],
         "anchors": anchors,
     }
     (folder / f"{archive_id}.json").write_text(
-        json.dumps(metadata, ensure_ascii=False, indent=2), encoding="utf-8"
+        json.dumps(redact_value(metadata), ensure_ascii=False, indent=2), encoding="utf-8"
     )
     return ref
 
