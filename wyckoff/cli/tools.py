@@ -77,7 +77,7 @@ class ToolSpec:
     requires_approval: bool = False
     background: bool = False
     timeout_s: float = 60.0
-    describe: ActionDescriber | None = None  # required for every tool that needs approval
+    describe: ActionDescriber | None = None  # every risky tool has one (else: title + JSON)
     output_is_data: bool = True  # False only when the result is the user's own words
 
     def schema(self) -> dict[str, Any]:
