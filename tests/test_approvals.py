@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from textual.app import App
 from textual.widgets import Button, Input, TextArea
 
 from tests.conftest import add_scripted_model, cli, model_config
@@ -196,7 +197,35 @@ async def dialog_for(pilot, text: str, screen=ApprovalScreen):
     """Send `text` and wait for the dialog the turn opens."""
     await submit(pilot, text)
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, screen))
+    await wait_until(pilot, lambda: getattr(pilot.app.screen, "armed", True))
     return pilot.app.screen
+
+
+class DialogHost(App):
+    def __init__(self, dialog) -> None:
+        super().__init__()
+        self.dialog = dialog
+        self.answers: list = []
+
+    def on_mount(self) -> None:
+        self.push_screen(self.dialog, self.answers.append)
+
+
+@pytest.mark.asyncio
+async def test_letters_typed_as_the_dialog_appears_answer_nothing():
+    """Someone typing "analyze" into the prompt when the dialog pops up has not said "a"."""
+    request = {"id": "c", "name": "update_portfolio", "title": "修改持仓", "args": SET_CASH}
+    dialog = ApprovalScreen({**request, "description": "把现金改为 1,000,000.00 元"})
+    app = DialogHost(dialog)
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: app.screen is dialog and dialog.focused is not None)
+        await pilot.press("a", "y", "e")
+        assert (
+            app.screen is dialog and app.answers == [] and not isinstance(dialog.focused, TextArea)
+        )
+        await wait_until(pilot, lambda: dialog.armed)
+        await pilot.press("y")
+        assert [a.decision for a in app.answers] == ["allow"]
 
 
 @pytest.mark.asyncio

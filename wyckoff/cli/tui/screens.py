@@ -21,10 +21,13 @@ class ApprovalScreen(ModalScreen[Approval]):
     """Allow once / always this session / run with edited arguments / deny.
 
     The action is shown as a sentence above its arguments; focus starts on the buttons
-    (on "拒绝", so a stray Enter never approves) and single keys answer.
+    (on "拒绝", so a stray Enter never approves) and single keys answer — once the dialog
+    has been up for ARM_DELAY_S, so letters still being typed for the prompt when it
+    appears ("a" of "analyze") answer nothing.
     """
 
     AUTO_FOCUS = "#deny"
+    ARM_DELAY_S = 0.5
     BINDINGS = [
         Binding("y", "answer('allow')", "允许一次"),
         Binding("a", "answer('always')", "总是允许"),
@@ -36,6 +39,13 @@ class ApprovalScreen(ModalScreen[Approval]):
     def __init__(self, request: dict[str, Any]) -> None:
         super().__init__()
         self.request = request
+        self.armed = False
+
+    def on_mount(self) -> None:
+        self.set_timer(self.ARM_DELAY_S, self._arm)
+
+    def _arm(self) -> None:
+        self.armed = True
 
     @staticmethod
     def default_result() -> Approval:
@@ -81,10 +91,12 @@ class ApprovalScreen(ModalScreen[Approval]):
         self.dismiss(Approval("edit", args))
 
     def action_answer(self, decision: str) -> None:
-        self.dismiss(Approval(decision))  # type: ignore[arg-type]
+        if self.armed or decision == "deny":
+            self.dismiss(Approval(decision))  # type: ignore[arg-type]
 
     def action_edit(self) -> None:
-        self.query_one("#args", TextArea).focus()
+        if self.armed:
+            self.query_one("#args", TextArea).focus()
 
     def action_escape(self) -> None:
         """Esc leaves the editor first; on the buttons it denies."""
