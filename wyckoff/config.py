@@ -21,8 +21,6 @@ from wyckoff.errors import ConfigError
 CONFIG_FILE = "wyckoff.json"
 PROVIDERS = ("claude", "openai", "gemini")
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-
-
 PRIVATE_UMASK = 0o077  # folders 0700, files 0600
 
 
@@ -152,7 +150,7 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
             f"配置文件 {path} 有误：{describe_validation_error(exc)}。"
             "请修正该文件后重试；Wyckoff 不会改写它。"
         ) from None
-    remember_config_secrets(config)
+    remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
     return config
 
 
@@ -260,31 +258,24 @@ def remember_secrets(*values: str | None) -> None:
     _remembered_secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
 
 
-def remember_config_secrets(config: WyckoffConfig) -> None:
-    remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
-
-
-def known_secrets(config: WyckoffConfig | None = None) -> list[str]:
-    """Every key value this process might hold, so it can be cut out of any text: the
-    well-known environment variables, every key of every config loaded, and `config`'s."""
+def known_secrets() -> list[str]:
+    """Every key value this process might hold, longest first (a key containing another
+    goes first): the well-known environment variables and every key of every config loaded
+    or provider built. Empty and very short values are never "secrets"."""
     values = [os.environ.get(spec["env"], "") for spec in ENV_MODELS]
     values.append(os.environ.get("TUSHARE_TOKEN", ""))
     values += _remembered_secrets
-    if config is not None:
-        values += [m.resolved_api_key() or "" for m in config.models]
-        values.append(config.data.tushare_token or "")
     return sorted({v for v in values if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
 
-def redact_text(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """`text` with every known secret value (plus `secrets`) and key-shaped strings
-    replaced by ***. Empty and very short values are never "secrets"."""
-    return _redact_text(text, _all_secrets(secrets))
+def redact_text(text: str) -> str:
+    """`text` with every known secret value and key-shaped strings replaced by ***."""
+    return _redact_text(text, known_secrets())
 
 
-def redact_value(value: Any, secrets: list[str] | tuple[str, ...] = ()) -> Any:
+def redact_value(value: Any) -> Any:
     """A copy of a JSON-like value with secret-named keys and secret values redacted."""
-    return _redact_value(value, _all_secrets(secrets))
+    return _redact_value(value, known_secrets())
 
 
 class StreamRedactor:
@@ -292,7 +283,7 @@ class StreamRedactor:
     held back until the next piece shows whether it is one."""
 
     def __init__(self) -> None:
-        self.secrets = _all_secrets(())
+        self.secrets = known_secrets()
         self.pending = ""
 
     def feed(self, piece: str) -> str:
@@ -312,11 +303,6 @@ def _partial_at_end(text: str, secret: str) -> int:
         if text.endswith(secret[:size]):
             return size
     return 0
-
-
-def _all_secrets(extra: list[str] | tuple[str, ...]) -> list[str]:
-    values = {*known_secrets(), *(s for s in extra if s and len(s) >= MIN_SECRET_CHARS)}
-    return sorted(values, key=len, reverse=True)  # a key containing another goes first
 
 
 def _redact_text(text: str, secrets: list[str]) -> str:
