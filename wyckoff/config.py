@@ -37,12 +37,18 @@ def wyckoff_home() -> Path:
 
 def make_private(root: Path) -> None:
     """Owner-only modes for `root` and everything in it (symlinks are left alone)."""
-    for folder, _, files in os.walk(root):
-        os.chmod(folder, 0o700)
-        for name in files:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o600)
+    try:
+        for folder, _, files in os.walk(root):
+            os.chmod(folder, 0o700)
+            for name in files:
+                path = os.path.join(folder, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o600)
+    except OSError as exc:
+        raise ConfigError(
+            f"无法把 {exc.filename} 设为仅本人可读写（{exc.strerror}）：WYCKOFF_HOME 里存有密钥和会话，"
+            "请把它设为一个属于你的目录。"
+        ) from None
 
 
 class ModelConfig(BaseModel):
