@@ -120,3 +120,10 @@ def add_scripted_model(server, model_id: str = "m") -> None:
         "--base-url", server.base_url + "/v1", "--api-key", "sk-test-0123456789",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+def marked_data(content: str, source: str) -> str:
+    """The inside of a tool observation, which must arrive in the untrusted-data marker."""
+    opening = f'<untrusted-data source="{source}">\n'
+    assert content.startswith(opening) and content.endswith("\n</untrusted-data>"), content[:80]
+    return content[len(opening) : -len("\n</untrusted-data>")]

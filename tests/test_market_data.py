@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from tests.conftest import add_scripted_model, cli
+from tests.conftest import add_scripted_model, cli, marked_data
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
 from wyckoff.engine.config import MAIN_INDICES
@@ -306,7 +306,9 @@ def test_agent_screens_in_the_background_and_diagnoses_on_demo(demo_home, openai
     payload = json.loads(result.stdout)
     assert payload["text"] == "筛选完成（演示数据）。"
     second = openai_server.bodies[1]["messages"]
-    analysis = json.loads([m for m in second if m["role"] == "tool"][1]["content"])
+    analysis = json.loads(
+        marked_data([m for m in second if m["role"] == "tool"][1]["content"], "analyze_stock")
+    )
     assert analysis["source"] == "demo" and analysis["code"] == "000001"
     notification = openai_server.bodies[2]["messages"][-1]["content"]
     assert "SYSTEM NOTIFICATION" in notification and '"source": "demo"' in notification

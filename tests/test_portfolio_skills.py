@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import add_scripted_model, cli, model_config
+from tests.conftest import add_scripted_model, cli, marked_data, model_config
 from tests.engine_fixtures import DAYS, make_panel, series
 from tests.model_servers import Reply
 from wyckoff.agents.portfolio import Portfolio
@@ -116,12 +116,16 @@ def test_checkup_skill_runs_execute_skill_then_portfolio_diagnose(agent_on_demo,
     assert (
         "execute_skill" in first[-1]["content"] and "/checkup" in first[0]["content"]
     )  # skills listed in the system prompt
-    skill_result = json.loads(agent_on_demo.bodies[1]["messages"][-1]["content"])
+    skill_result = json.loads(
+        marked_data(agent_on_demo.bodies[1]["messages"][-1]["content"], "execute_skill")
+    )
     assert (
         'portfolio(mode="diagnose")' in skill_result["instructions"]
         and "重点看风险" in skill_result["instructions"]
     )
-    diagnosis = json.loads(agent_on_demo.bodies[2]["messages"][-1]["content"])
+    diagnosis = json.loads(
+        marked_data(agent_on_demo.bodies[2]["messages"][-1]["content"], "portfolio")
+    )
     (holding,) = diagnosis["positions"]
     assert (
         holding["code"] == "000001"

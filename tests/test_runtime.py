@@ -467,6 +467,7 @@ def test_background_task_notification_continues_the_loop(openai_server, home, st
     assert (
         notification.startswith("[SYSTEM NOTIFICATION - NOT USER INPUT]")
         and "600519" in notification
+        and '<untrusted-data source="screen_stocks">' in notification
     )
     assert any(u["stage"] == "扫描" and u["progress"] for u in updates)
     row = store.conn.execute("SELECT status, notified, result FROM background_tasks").fetchone()

@@ -81,6 +81,7 @@ def test_approval_dialog(snap_compare):
         "id": "c1",
         "name": "update_portfolio",
         "title": "修改持仓",
+        "description": "买入记录：600519 贵州茅台 100 股，成本 1500.0 元",
         "args": {
             "action": "add",
             "code": "600519",

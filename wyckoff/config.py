@@ -21,13 +21,34 @@ from wyckoff.errors import ConfigError
 CONFIG_FILE = "wyckoff.json"
 PROVIDERS = ("claude", "openai", "gemini")
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+PRIVATE_UMASK = 0o077  # folders 0700, files 0600
 
 
 def wyckoff_home() -> Path:
-    """The folder that holds everything Wyckoff writes (created on demand, mode 0700)."""
+    """The folder that holds everything Wyckoff writes: created on demand and kept private
+    (folders 0700, files 0600), also when it already existed with looser modes."""
+    os.umask(PRIVATE_UMASK)  # everything this process creates from now on is owner-only
     home = Path(os.environ.get("WYCKOFF_HOME") or Path.home() / ".wyckoff").expanduser()
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if home.stat().st_mode & 0o077:
+        make_private(home)
     return home
+
+
+def make_private(root: Path) -> None:
+    """Owner-only modes for `root` and everything in it (symlinks are left alone)."""
+    try:
+        for folder, _, files in os.walk(root):
+            os.chmod(folder, 0o700)
+            for name in files:
+                path = os.path.join(folder, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o600)
+    except OSError as exc:
+        raise ConfigError(
+            f"无法把 {exc.filename} 设为仅本人可读写（{exc.strerror}）：WYCKOFF_HOME 里存有密钥和会话，"
+            "请把它设为一个属于你的目录。"
+        ) from None
 
 
 class ModelConfig(BaseModel):
@@ -129,12 +150,14 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
             "请修正或删除该文件后重试；Wyckoff 不会改写它。"
         ) from None
     try:
-        return WyckoffConfig.model_validate(data)
+        config = WyckoffConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(
             f"配置文件 {path} 有误：{describe_validation_error(exc)}。"
             "请修正该文件后重试；Wyckoff 不会改写它。"
         ) from None
+    remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
+    return config
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -232,34 +255,78 @@ SECRET_VALUE_PATTERNS = re.compile(
 REDACTED = "***"
 
 
-def known_secrets(config: WyckoffConfig | None = None) -> list[str]:
-    """Every key value this process might hold, so it can be cut out of any text."""
+MIN_SECRET_CHARS = 6  # shorter values would cut ordinary words out of every text
+_remembered_secrets: set[str] = set()
+
+
+def remember_secrets(*values: str | None) -> None:
+    """Add key values this process has seen (configured or resolved) to every redaction."""
+    _remembered_secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def known_secrets() -> list[str]:
+    """Every key value this process might hold, longest first (a key containing another
+    goes first): the well-known environment variables and every key of every config loaded
+    or provider built. Empty and very short values are never "secrets"."""
     values = [os.environ.get(spec["env"], "") for spec in ENV_MODELS]
     values.append(os.environ.get("TUSHARE_TOKEN", ""))
-    if config is not None:
-        values += [m.resolved_api_key() or "" for m in config.models]
-        values.append(config.data.tushare_token or "")
-    return [v for v in values if len(v) >= 6]
+    values += _remembered_secrets
+    return sorted({v for v in values if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
 
-def redact_text(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """`text` with known secret values and key-shaped strings replaced by ***."""
-    for secret in sorted(secrets, key=len, reverse=True):
+def redact_text(text: str) -> str:
+    """`text` with every known secret value and key-shaped strings replaced by ***."""
+    return _redact_text(text, known_secrets())
+
+
+def redact_value(value: Any) -> Any:
+    """A copy of a JSON-like value with secret-named keys and secret values redacted."""
+    return _redact_value(value, known_secrets())
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces: a tail that could be the start of a key is
+    held back until the next piece shows whether it is one."""
+
+    def __init__(self) -> None:
+        self.secrets = known_secrets()
+        self.pending = ""
+
+    def feed(self, piece: str) -> str:
+        text = _redact_text(self.pending + piece, self.secrets)
+        held = max((_partial_at_end(text, s) for s in self.secrets), default=0)
+        self.pending = text[len(text) - held :] if held else ""
+        return text[: len(text) - held]
+
+    def flush(self) -> str:
+        text, self.pending = self.pending, ""
+        return text
+
+
+def _partial_at_end(text: str, secret: str) -> int:
+    """Length of the longest end of `text` that is a proper beginning of `secret`."""
+    for size in range(min(len(text), len(secret) - 1), 0, -1):
+        if text.endswith(secret[:size]):
+            return size
+    return 0
+
+
+def _redact_text(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
         text = text.replace(secret, REDACTED)
     return SECRET_VALUE_PATTERNS.sub(REDACTED, text)
 
 
-def redact_value(value: Any, secrets: list[str] | tuple[str, ...] = ()) -> Any:
-    """A copy of a JSON-like value with secret-named keys and secret-shaped strings redacted."""
+def _redact_value(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, dict):
         return {
             k: REDACTED
             if isinstance(k, str) and SECRET_KEY_NAMES.search(k) and v
-            else redact_value(v, secrets)
+            else _redact_value(v, secrets)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [redact_value(v, secrets) for v in value]
+        return [_redact_value(v, secrets) for v in value]
     if isinstance(value, str):
-        return redact_text(value, secrets)
+        return _redact_text(value, secrets)
     return value

@@ -346,6 +346,53 @@ def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dic
         raise ToolFailure(exc.message) from None
 
 
+def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
+    """The change as one Chinese sentence, from the arguments and the current book:
+    what an approval or ask_user dialog shows before the user consents."""
+    book = Portfolio(context.store) if context.store is not None else None
+    if params.action == "set_cash":
+        if params.cash is None:
+            return "修改现金（没有给出金额，不会执行）"
+        before = f"从 {book.cash():,.2f} 元" if book else ""
+        return f"把现金{before}改为 {params.cash:,.2f} 元"
+    code = (params.code or "").strip().split(".")[0]
+    if not code:
+        return f"修改持仓（{params.action}，没有给出股票代码，不会执行）"
+    label = f"{code} {stock_names().get(code, '（A 股代码表中没有这个代码）')}"
+    held = _held(book, code)
+    if params.action == "remove":
+        return (
+            f"删除持仓 {label}（{held['shares']} 股）"
+            if held
+            else f"删除持仓 {label}（当前未持有）"
+        )
+    if params.action == "add":
+        return f"买入记录：{label} {params.shares} 股，成本 {params.cost_price} 元" + "".join(
+            [
+                f"，买入日 {params.buy_dt}" if params.buy_dt else "",
+                f"，止损 {params.stop_loss} 元" if params.stop_loss else "",
+                f"（已持有 {held['shares']} 股，将合并）" if held else "",
+            ]
+        )
+    changes = [
+        f"{what} {(held or {}).get(field) or '无'} → {value}"
+        for what, field, value in (
+            ("股数", "shares", params.shares),
+            ("成本价", "cost_price", params.cost_price),
+            ("止损价", "stop_loss", params.stop_loss),
+            ("买入日", "buy_dt", params.buy_dt),
+        )
+        if value is not None
+    ]
+    return f"修改持仓 {label}：{'，'.join(changes) or '没有改动'}"
+
+
+def _held(book: Portfolio | None, code: str) -> dict[str, Any] | None:
+    if book is None:
+        return None
+    return next((p for p in book.positions() if p["code"] == code), None)
+
+
 PORTFOLIO_TOOLS = (
     ToolSpec(
         "portfolio",
@@ -364,5 +411,6 @@ PORTFOLIO_TOOLS = (
         "修改持仓",
         requires_approval=True,
         timeout_s=30,
+        describe=describe_update,
     ),
 )

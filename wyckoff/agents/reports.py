@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.config import redact_text
 from wyckoff.engine.config import DEFAULT_CONFIG
 
 CATEGORIES = ("起跳板", "储备营地", "逻辑破产")
@@ -326,7 +327,7 @@ def _save(context: ToolContext, kind: str, result: dict[str, Any]) -> None:
                 kind,
                 result.get("as_of"),
                 result.get("source"),
-                json.dumps(result, ensure_ascii=False),
+                redact_text(json.dumps(result, ensure_ascii=False)),  # the model's words
             ),
         )
 

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolSpec
+from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
 
 NOTIFICATION_PREFIX = "[SYSTEM NOTIFICATION - NOT USER INPUT]"
@@ -73,7 +74,12 @@ class BackgroundTaskManager:
         with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO background_tasks (id, session_id, tool, args, status) VALUES (?, ?, ?, ?, 'running')",
-                (task.id, task.session_id, task.tool, json.dumps(task.args, ensure_ascii=False)),
+                (
+                    task.id,
+                    task.session_id,
+                    task.tool,
+                    redact_text(json.dumps(task.args, ensure_ascii=False)),
+                ),
             )
         with self._lock:
             self._tasks[task.id] = task
@@ -121,8 +127,8 @@ class BackgroundTaskManager:
                 " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
                 (
                     status,
-                    outcome.result,
-                    outcome.error,
+                    outcome.result and redact_text(outcome.result),
+                    outcome.error and redact_text(outcome.error),
                     "完成" if outcome.ok else "失败",
                     1.0,
                     task.id,
@@ -192,7 +198,7 @@ class BackgroundTaskManager:
 def notification_text(task: TaskState) -> str:
     outcome = task.outcome
     body = (
-        outcome.result
+        outcome.observation()  # the result inside the untrusted-data marker
         if outcome and outcome.ok
         else f"错误：{outcome.error if outcome else '未知'}"
     )

@@ -94,7 +94,12 @@ def ask_user(params: AskUserParams, context: ToolContext) -> dict[str, Any]:
             "status": "unavailable",
             "note": "当前是无界面模式，无法询问用户。请基于已有信息继续，并在回答中说明需要用户确认的事项。",
         }
-    answer = context.ask_user(params.model_dump())
+    question = params.model_dump()
+    if params.action is not None:  # consent is only to what the dialog shows
+        question["action_description"] = context.registry.describe(
+            params.action.tool, params.action.args, context
+        )
+    answer = context.ask_user(question)
     text = str(answer.get("answer", "")).strip()
     approved = bool(params.action) and text.lower().strip("。.!！ ") in AFFIRMATIVE_ANSWERS
     if approved and params.action is not None:
@@ -114,6 +119,7 @@ ASK_USER = ToolSpec(
     func=ask_user,
     title="询问用户",
     timeout_s=3600,
+    output_is_data=False,  # the user's own answer
 )
 
 

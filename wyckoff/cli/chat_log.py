@@ -32,6 +32,7 @@ class ChatLog:
         return session_id
 
     def append(self, session_id: str, message: dict[str, Any]) -> None:
+        message = without_secrets(message)
         meta = message.get("meta") or {}
         with self.store.transaction() as conn:
             seq = conn.execute(
@@ -194,6 +195,17 @@ def _message_from_row(row) -> dict[str, Any]:
     if meta:
         message["meta"] = meta
     return message
+
+
+def without_secrets(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with every known key cut out of what people and models read (not out of
+    `provider_data`, whose signatures must come back byte for byte)."""
+    from wyckoff.config import redact_value
+
+    readable = {
+        k: message[k] for k in ("content", "tool_calls", "reasoning_content") if k in message
+    }
+    return {**message, **redact_value(readable)}
 
 
 def _json_or_none(value: Any) -> str | None:

@@ -18,7 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from wyckoff.cli.chat_log import without_secrets
 from wyckoff.cli.tokens import count_message, count_messages
+from wyckoff.cli.untrusted import mark_untrusted
+from wyckoff.config import redact_value
 
 ARCHIVE_DIR = "context_archive"
 TAIL_TOKENS = 20_000
@@ -221,7 +224,7 @@ def archive_messages(
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / f"{archive_id}.jsonl").open("w", encoding="utf-8") as handle:
         for message in removed:
-            handle.write(json.dumps(message, ensure_ascii=False) + "\n")
+            handle.write(json.dumps(without_secrets(message), ensure_ascii=False) + "\n")
     text = "\n".join(str(m.get("content") or "") for m in removed)
     ref = f"archive://{session_id}/{archive_id}"
     metadata = {
@@ -235,7 +238,7 @@ def archive_messages(
         "anchors": anchors,
     }
     (folder / f"{archive_id}.json").write_text(
-        json.dumps(metadata, ensure_ascii=False, indent=2), encoding="utf-8"
+        json.dumps(redact_value(metadata), ensure_ascii=False, indent=2), encoding="utf-8"
     )
     return ref
 
@@ -311,12 +314,12 @@ def compact(
         return None
     summary = summary[:SUMMARY_MAX_CHARS]
     ref = archive_messages(home, session_id, head, summary, anchors)
+    # A model's rewrite of old tool data and anchors quoted from it: data, not the user.
+    recap = "\n".join([summary, "[动态保留片段]", *(anchors or ["- （无）"])])
     opening = "\n".join(
         [
             "[对话摘要]",
-            summary,
-            "[动态保留片段]",
-            *(anchors or ["- （无）"]),
+            mark_untrusted(recap, "compaction"),
             "[可恢复归档]",
             f"- {ref}（需要原文时调用 restore_context_archive）",
         ]

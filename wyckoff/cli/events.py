@@ -2,8 +2,10 @@
 
 The TUI, `wyckoff ask --output stream-json`, sub-agents and tests read exactly these.
 Consumers ignore types they do not know. Beyond DESIGN.md's table the runtime emits
-`background_wait` (headless ask waits for the background tasks it started), and the
-BackgroundTaskManager sends `task_update` (stage, detail, progress) to its listeners.
+`background_wait` (headless ask waits for the background tasks it started), `approved`
+(a risky call is about to run: how it was approved and the action as a sentence; headless
+ask prints it to stderr), and the BackgroundTaskManager sends `task_update` (stage,
+detail, progress) to its listeners. Every event leaves the runtime with known keys cut out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from typing import Any, Literal, TypedDict
 
 RuntimeEvent = dict[str, Any]
 DoneStatus = Literal["completed", "max_rounds", "cancelled", "error"]
+# How a risky call came to run: --approve-all, --approve TOOL, "always allow" this session,
+# an ask_user consent to that exact action, the dialog's "allow once" or its edited arguments.
+ApprovedBy = Literal["approve_all", "flag", "always", "consent", "user", "edit"]
 
 
 class ModelStart(TypedDict):
@@ -45,6 +50,14 @@ class ToolError(TypedDict):
     name: str
     error: str
     elapsed_s: float
+
+
+class Approved(TypedDict):
+    type: Literal["approved"]
+    id: str
+    name: str
+    by: ApprovedBy
+    description: str
 
 
 class Usage(TypedDict):

@@ -38,6 +38,7 @@ def _cache_path() -> str:
 
 
 def main() -> None:
+    os.umask(0o077)  # what Wyckoff writes (even the help cache) is the user's only
     if sys.argv[1:] in HELP_FLAGS:
         path = _cache_path()
         try:

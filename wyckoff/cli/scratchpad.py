@@ -1,4 +1,5 @@
-"""One JSONL trace per turn under `scratchpad/`, secrets redacted by key name and value.
+"""One JSONL trace per turn under `scratchpad/`, secrets redacted by key name and
+by the value of every key the process knows.
 
 Each line is written and flushed as it happens, so a crash mid-turn still leaves the
 evidence of what the model and the tools did up to that point.
@@ -11,26 +12,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from wyckoff.config import known_secrets, redact_value
+from wyckoff.config import redact_value
 
 SCRATCHPAD_DIR = "scratchpad"
 RESULT_PREVIEW_CHARS = 2_000
 
 
 class Scratchpad:
-    def __init__(
-        self, home: Path, session_id: str | None, secrets: list[str] | None = None
-    ) -> None:
+    def __init__(self, home: Path, session_id: str | None) -> None:
         folder = home / SCRATCHPAD_DIR
         folder.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.id = f"{stamp}_{(session_id or 'nosession')[:12]}"
         self.path = folder / f"{self.id}.jsonl"
-        self.secrets = (secrets or []) + known_secrets()
 
     def record(self, kind: str, **fields: Any) -> None:
         entry = {"ts": datetime.now().isoformat(timespec="milliseconds"), "type": kind, **fields}
-        line = json.dumps(redact_value(entry, self.secrets), ensure_ascii=False, default=str)
+        line = json.dumps(redact_value(entry), ensure_ascii=False, default=str)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 

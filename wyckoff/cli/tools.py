@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from wyckoff.cli.untrusted import mark_untrusted
+from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
 
 MAX_RESULT_CHARS = 8_000
@@ -59,6 +61,9 @@ class ToolContext:
 
 
 ToolFunction = Callable[[Any, ToolContext], Any]
+# The action a call would take as one Chinese sentence, from its validated arguments and
+# the current state (e.g. "删除持仓 600519 贵州茅台（1000 股）"): what consent dialogs show.
+ActionDescriber = Callable[[Any, ToolContext], str]
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class ToolSpec:
     requires_approval: bool = False
     background: bool = False
     timeout_s: float = 60.0
+    describe: ActionDescriber | None = None  # every risky tool has one (else: title + JSON)
+    output_is_data: bool = True  # False only when the result is the user's own words
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
@@ -103,13 +110,17 @@ class ToolOutcome:
     ref: str | None = None
     task_id: str | None = None
     raw: Any = None
+    marked: bool = False  # the result reaches the model inside the untrusted-data marker
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def observation(self) -> str:
-        return self.result if self.ok else f"工具错误：{self.error}"
+        """What the model reads: a data result inside the marker, or the error."""
+        if not self.ok:
+            return f"工具错误：{self.error}"
+        return mark_untrusted(self.result or "", self.name) if self.marked else self.result or ""
 
     def event(self) -> dict[str, Any]:
         if self.ok:
@@ -162,6 +173,16 @@ class ToolRegistry:
     def title(self, name: str) -> str:
         spec = self._specs.get(name)
         return spec.title if spec else name
+
+    def describe(self, name: str, args: dict[str, Any], context: ToolContext) -> str:
+        """What a call would do, as one Chinese sentence for a consent dialog."""
+        checked = self.validate({"name": name, "args": args})
+        if isinstance(checked, str):
+            return f"无法执行的操作：{checked}"
+        spec, params = checked
+        if spec.describe is None:
+            return f"{spec.title}（{name}）：{canonical_args(args)}"
+        return spec.describe(params, context)
 
     def validate(self, call: dict[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
         """The spec and parsed arguments of a call, or the error to send back to the model."""
@@ -233,6 +254,7 @@ class ToolRegistry:
         text = (
             value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         )
+        spec = self._specs.get(name)
         ref = None
         if len(text) > MAX_RESULT_CHARS:
             ref = spill_result(context.home, context.session_id, call_id, name, text)
@@ -241,7 +263,14 @@ class ToolRegistry:
                 f'需要更多时调用 read_tool_result(ref="{ref}", offset={RESULT_HEAD_CHARS})。]'
             )
         return ToolOutcome(
-            call_id, name, result=text, elapsed_s=elapsed_s, ref=ref, task_id=task_id, raw=value
+            call_id,
+            name,
+            result=text,
+            elapsed_s=elapsed_s,
+            ref=ref,
+            task_id=task_id,
+            raw=value,
+            marked=spec is None or spec.output_is_data,
         )
 
 
@@ -254,7 +283,7 @@ def spill_result(home: Path, session_id: str | None, call_id: str, name: str, te
         "".join(ch for ch in call_id if ch.isalnum() or ch in "-_")[:40] or uuid.uuid4().hex[:8]
     )
     path = folder / f"{stamp}_{name}_{safe_id}.txt"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(redact_text(text), encoding="utf-8")
     entry = {
         "ref": str(path),
         "tool": name,

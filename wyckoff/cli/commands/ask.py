@@ -17,6 +17,14 @@ from typing import Annotated, Any
 import typer
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
+APPROVED_BY = {
+    "approve_all": "--approve-all",
+    "flag": "--approve",
+    "always": "本会话总是允许",
+    "consent": "用户已同意",
+    "user": "用户批准",
+    "edit": "用户修改后批准",
+}
 ARGS_PREVIEW_CHARS = 60
 
 
@@ -105,6 +113,8 @@ class TextRenderer:
             sys.stdout.write(event["text"])
             sys.stdout.flush()
             self.wrote_text = True
+        elif kind == "approved":
+            self._note(approval_line(event))
         elif kind == "tool_start":
             self._note(f"→ {event['title']} {_short_args(event['args'])}")
         elif kind == "tool_result":
@@ -141,6 +151,7 @@ class JsonRenderer:
         self.tool_calls: list[dict[str, Any]] = []
 
     def event(self, event: dict[str, Any]) -> None:
+        announce_approval(event)
         if event["type"] in ("tool_result", "tool_error"):
             entry = {
                 "id": event["id"],
@@ -163,11 +174,23 @@ class JsonRenderer:
 
 class StreamJsonRenderer:
     def event(self, event: dict[str, Any]) -> None:
+        announce_approval(event)
         sys.stdout.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
         sys.stdout.flush()
 
     def finish(self, done: dict[str, Any]) -> None:
         pass
+
+
+def approval_line(event: dict[str, Any]) -> str:
+    """A risky call about to run, as the user reads it on stderr."""
+    return f"✓ 已批准（{APPROVED_BY[event['by']]}）：{event['description']}"
+
+
+def announce_approval(event: dict[str, Any]) -> None:
+    if event["type"] == "approved":
+        sys.stderr.write(approval_line(event) + "\n")
+        sys.stderr.flush()
 
 
 def _short_args(args: dict[str, Any]) -> str:

@@ -51,10 +51,11 @@ def list_sessions(
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
     """显示会话内容 / print a session."""
-    from wyckoff.cli.chat_log import export_markdown
+    from wyckoff.cli.chat_log import export_markdown, without_secrets
 
     chat_log = _chat_log()
-    typer.echo(export_markdown(chat_log.require(session_id), chat_log.load(session_id)))
+    messages = [without_secrets(m) for m in chat_log.load(session_id)]
+    typer.echo(export_markdown(chat_log.require(session_id), messages))
 
 
 @app.command("export")
@@ -63,12 +64,12 @@ def export(
     format: Annotated[ExportFormat, typer.Option("--format", help="md | json")] = ExportFormat.md,
 ) -> None:
     """导出会话 / export a session as Markdown or JSON."""
-    from wyckoff.cli.chat_log import export_markdown
+    from wyckoff.cli.chat_log import export_markdown, without_secrets
     from wyckoff.cli.output import print_json
 
     chat_log = _chat_log()
     session = chat_log.require(session_id)
-    messages = chat_log.load(session_id)
+    messages = [without_secrets(m) for m in chat_log.load(session_id)]  # older logs too
     if format is ExportFormat.json:
         print_json({"session": session, "messages": messages})
     else:

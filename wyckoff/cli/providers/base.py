@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from wyckoff.config import ModelConfig, known_secrets, redact_text
+from wyckoff.config import ModelConfig, redact_text, remember_secrets
 from wyckoff.errors import WyckoffError
 
 Chunk = dict[str, Any]
@@ -60,6 +60,7 @@ class LLMProvider:
 
     def __init__(self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0):
         self.config = config
+        remember_secrets(config.resolved_api_key())  # from whichever variable it came
         self.context_window = context_window
         self.stream_timeout_s = stream_timeout_s
         self.max_output_tokens = config.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
@@ -185,7 +186,7 @@ class LLMProvider:
         )
 
     def _clean(self, detail: str) -> str:
-        detail = redact_text(str(detail or ""), known_secrets() + [self.config.api_key or ""])
+        detail = redact_text(str(detail or ""))
         return detail[:300]
 
 

@@ -445,6 +445,7 @@ class WyckoffApp(App):
 
         self.agent.conversation = Conversation.start(self.agent.chat_log)
         self.agent.runtime.session_usage = UsageTotals()
+        self.agent.runtime.reset_approvals()
         self.action_clear_screen()
         self.show_notice("新对话已开始。")
         self.refresh_status()
@@ -465,6 +466,7 @@ class WyckoffApp(App):
         from wyckoff.cli.chat_log import Conversation
 
         self.agent.conversation = Conversation.resume(self.agent.chat_log, session_id)
+        self.agent.runtime.reset_approvals()
         self.action_clear_screen()
         self.render_history()
         self.show_notice(f"已恢复会话 {session_id}。")
@@ -474,6 +476,7 @@ class WyckoffApp(App):
 
         new_id = self.agent.chat_log.fork(self.agent.conversation.session_id)
         self.agent.conversation = Conversation.resume(self.agent.chat_log, new_id)
+        self.agent.runtime.reset_approvals()
         self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
 
     def compact(self) -> None:

@@ -18,13 +18,34 @@ from wyckoff.cli.tui.widgets import KLineChart
 
 
 class ApprovalScreen(ModalScreen[Approval]):
-    """Allow once / always this session / run with edited arguments / deny."""
+    """Allow once / always this session / run with edited arguments / deny.
 
-    BINDINGS = [Binding("escape", "deny", "拒绝")]
+    The action is shown as a sentence above its arguments; focus starts on the buttons
+    (on "拒绝", so a stray Enter never approves) and single keys answer — once the dialog
+    has been up for ARM_DELAY_S, so letters still being typed for the prompt when it
+    appears ("a" of "analyze") answer nothing.
+    """
+
+    AUTO_FOCUS = "#deny"
+    ARM_DELAY_S = 0.5
+    BINDINGS = [
+        Binding("y", "answer('allow')", "允许一次"),
+        Binding("a", "answer('always')", "总是允许"),
+        Binding("e", "edit", "修改参数"),
+        Binding("n", "answer('deny')", "拒绝"),
+        Binding("escape", "escape", "拒绝"),
+    ]
 
     def __init__(self, request: dict[str, Any]) -> None:
         super().__init__()
         self.request = request
+        self.armed = False
+
+    def on_mount(self) -> None:
+        self.set_timer(self.ARM_DELAY_S, self._arm)
+
+    def _arm(self) -> None:
+        self.armed = True
 
     @staticmethod
     def default_result() -> Approval:
@@ -37,7 +58,10 @@ class ApprovalScreen(ModalScreen[Approval]):
                     ("需要你的批准：", "bold"), self.request["title"], f"（{self.request['name']}）"
                 )
             )
-            yield Static("参数（可修改后选择“按修改执行”）：", classes="hint")
+            yield action_sentence(self.request["description"])
+            yield Static(
+                "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
+            )
             yield TextArea(
                 json.dumps(self.request["args"], ensure_ascii=False, indent=2),
                 language="json",
@@ -45,30 +69,57 @@ class ApprovalScreen(ModalScreen[Approval]):
             )
             yield Static("", id="error", classes="error")
             with Horizontal(id="buttons"):
-                yield Button("允许一次", id="allow", variant="success")
-                yield Button("本会话总是允许", id="always")
-                yield Button("按修改执行", id="edit")
-                yield Button("拒绝", id="deny", variant="error")
+                yield Button("允许一次 (y)", id="allow", variant="success")
+                yield Button("本会话总是允许 (a)", id="always")
+                yield Button("按修改执行 (e)", id="edit")
+                yield Button("拒绝 (n/Esc)", id="deny", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "edit":
-            try:
-                args = json.loads(self.query_one("#args", TextArea).text)
-                if not isinstance(args, dict):
-                    raise ValueError
-            except ValueError:
-                self.query_one("#error", Static).update("参数不是合法的 JSON 对象，请修改后再试。")
-                return
-            self.dismiss(Approval("edit", args))
+            self.run_edited()
         else:
             self.dismiss(Approval(event.button.id))  # allow / always / deny
 
-    def action_deny(self) -> None:
-        self.dismiss(Approval("deny"))
+    def run_edited(self) -> None:
+        try:
+            args = json.loads(self.query_one("#args", TextArea).text)
+            if not isinstance(args, dict):
+                raise ValueError
+        except ValueError:
+            self.query_one("#error", Static).update("参数不是合法的 JSON 对象，请修改后再试。")
+            return
+        self.dismiss(Approval("edit", args))
+
+    def action_answer(self, decision: str) -> None:
+        if self.armed or decision == "deny":
+            self.dismiss(Approval(decision))  # type: ignore[arg-type]
+
+    def action_edit(self) -> None:
+        if self.armed:
+            self.query_one("#args", TextArea).focus()
+
+    def action_escape(self) -> None:
+        """Esc leaves the editor first; on the buttons it denies."""
+        if isinstance(self.focused, TextArea):
+            self.query_one("#edit", Button).focus()
+        else:
+            self.dismiss(Approval("deny"))
+
+
+def action_sentence(description: str) -> Static:
+    """The action a consent would allow, as the dialog's most visible line."""
+    return Static(Text.assemble(("将要执行：", "bold"), description), id="action")
 
 
 class AskUserScreen(ModalScreen[dict]):
-    BINDINGS = [Binding("escape", "skip", "跳过")]
+    """A question from the model. When the question asks consent for an action, the action
+    itself is shown as a sentence (F2 shows its raw arguments): "是" consents to that only."""
+
+    AUTO_FOCUS = "#free-text"  # typing answers at once; a stray Enter never picks an option
+    BINDINGS = [
+        Binding("escape", "skip", "跳过"),
+        Binding("f2", "toggle_args", "原始参数"),
+    ]
 
     def __init__(self, question: dict[str, Any]) -> None:
         super().__init__()
@@ -79,13 +130,24 @@ class AskUserScreen(ModalScreen[dict]):
         return {"status": "skipped", "answer": ""}
 
     def compose(self) -> ComposeResult:
+        action = self.question.get("action")
         with Vertical(id="dialog"):
             yield Label(Text(self.question["question"], style="bold"))
+            if action:
+                yield action_sentence(self.question["action_description"])
+                yield Static("同意的回答只批准上面这一个操作。F2 查看原始参数。", classes="hint")
+                yield Static(
+                    json.dumps(action, ensure_ascii=False, indent=2), id="raw-args", classes="hint"
+                )
             with Horizontal(id="buttons"):
                 for index, option in enumerate(self.question.get("options") or []):
                     yield Button(option, id=f"option-{index}")
             if self.question.get("allow_free_text", True):
                 yield Input(placeholder="或者输入你的回答，回车提交", id="free-text")
+
+    def on_mount(self) -> None:
+        for raw in self.query("#raw-args"):
+            raw.display = False
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss({"status": "answered", "answer": str(event.button.label)})
@@ -96,6 +158,10 @@ class AskUserScreen(ModalScreen[dict]):
 
     def action_skip(self) -> None:
         self.dismiss({"status": "skipped", "answer": ""})
+
+    def action_toggle_args(self) -> None:
+        for raw in self.query("#raw-args"):
+            raw.display = not raw.display
 
 
 class ChartScreen(ModalScreen[None]):
