@@ -404,6 +404,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
         ],
         symbols_for_report=symbols,
         next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
+        data_caveats=panel.caveats,
     )
 
 

@@ -222,16 +222,16 @@ def cash_portfolio(
 ) -> dict[str, Any]:
     """A 100k cash account with `slots` equal slots, 100-share lots, fees and stamp duty."""
     cash = cfg.start_cash
-    holdings: dict[int, tuple[Trade, int]] = {}
+    holdings: dict[int, tuple[Trade, float]] = {}  # trade -> qfq units held
     equity = []
     skipped = 0
     by_entry: dict[int, list[Trade]] = {}
     for tr in trades:
         by_entry.setdefault(tr.entry_t, []).append(tr)
     for day in range(start_t, end_t + 1):
-        for key, (tr, shares) in list(holdings.items()):
+        for key, (tr, units) in list(holdings.items()):
             if tr.exit_t == day:
-                value = shares * tr.exit
+                value = units * tr.exit
                 cash += (
                     value - max(value * cfg.commission, cfg.commission_min) - value * cfg.stamp_duty
                 )
@@ -242,21 +242,25 @@ def cash_portfolio(
                 skipped += 1
                 continue
             budget = cash / free
-            shares = int(budget // (tr.entry * cfg.lot)) * cfg.lot
-            cost = shares * tr.entry
+            # Lots at the price as traded that day; held as qfq units so marks and exits
+            # (qfq prices) value the same position.
+            j = p.column(tr.code)
+            traded = tr.entry * p.raw_close[tr.entry_t, j] / p.close[tr.entry_t, j]
+            shares = int(budget // (traded * cfg.lot)) * cfg.lot
+            cost = shares * traded
             fee = max(cost * cfg.commission, cfg.commission_min)
             while shares and cost + fee > cash:
                 shares -= cfg.lot
-                cost = shares * tr.entry
+                cost = shares * traded
                 fee = max(cost * cfg.commission, cfg.commission_min)
             if shares == 0:
                 skipped += 1
                 continue
             cash -= cost + fee
-            holdings[id(tr)] = (tr, shares)
+            holdings[id(tr)] = (tr, cost / tr.entry)
         marked = sum(
-            shares * np.nan_to_num(p.close[day, p.column(tr.code)], nan=tr.entry)
-            for tr, shares in holdings.values()
+            units * np.nan_to_num(p.close[day, p.column(tr.code)], nan=tr.entry)
+            for tr, units in holdings.values()
         )
         equity.append(cash + marked)
     curve = np.array(equity)

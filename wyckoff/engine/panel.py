@@ -143,7 +143,9 @@ def _daily_facts(
     with np.errstate(invalid="ignore", divide="ignore"):
         turnover = arrays["amount"] / cap
     if "turnover_rate" in given:
-        turnover = np.where(np.isnan(given["turnover_rate"]), turnover, given["turnover_rate"] / 100)
+        turnover = np.where(
+            np.isnan(given["turnover_rate"]), turnover, given["turnover_rate"] / 100
+        )
     is_st = derived["is_st"]
     if "is_st" in given:
         is_st = np.where(np.isnan(given["is_st"]), is_st, given["is_st"] > 0)
