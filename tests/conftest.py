@@ -120,3 +120,14 @@ def add_scripted_model(server, model_id: str = "m") -> None:
         "--base-url", server.base_url + "/v1", "--api-key", "sk-test-0123456789",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture
+def demo_home(home: Path) -> Path:
+    """A home whose chosen source is a 400-stock demo market."""
+    from wyckoff.engine.sources import ensure_demo
+
+    home.mkdir(parents=True, exist_ok=True)
+    ensure_demo(home, limit=400)
+    assert cli("data", "use", "demo").returncode == 0
+    return home

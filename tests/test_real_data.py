@@ -278,16 +278,6 @@ def test_evr_reads_the_stored_turnover_rate_of_that_day():
 # --- labels -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def demo_home(home):
-    home.mkdir(parents=True, exist_ok=True)
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=200)
-    assert cli("data", "use", "demo").returncode == 0
-    return home
-
-
 def test_data_status_speaks_chinese(demo_home):
     out = cli("data", "status").stdout
     assert "股票数" in out and "日线条数" in out and "最新日期" in out

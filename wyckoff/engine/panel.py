@@ -133,13 +133,12 @@ def _daily_facts(
 ) -> dict[str, np.ndarray]:
     """Per-date facts from the stored columns; a gap takes the last known cap of the stock,
     else what `derived_facts` implies. Market cap is the total cap, else the float cap."""
-    cap = np.full(arrays["close"].shape, np.nan)
-    for name in ("float_mv", "total_mv"):
-        if name in given:
-            cap = np.where(np.isnan(given[name]), cap, given[name])
-    cap = pd.DataFrame(cap).ffill().to_numpy()
     derived = derived_facts(arrays["close"], arrays["amount"], stocks, None)
-    cap = np.where(np.isnan(cap), derived["market_cap"], cap)
+    cap = derived["market_cap"]
+    if "total_mv" in given:
+        stored = np.where(np.isnan(given["total_mv"]), given["float_mv"], given["total_mv"])
+        stored = pd.DataFrame(stored).ffill().to_numpy()
+        cap = np.where(np.isnan(stored), cap, stored)
     with np.errstate(invalid="ignore", divide="ignore"):
         turnover = arrays["amount"] / cap
     if "turnover_rate" in given:
