@@ -137,12 +137,11 @@ BAOSTOCK_STOCKS = 150
 SPLIT_CODE, SUSPENDED_CODE, DELISTED_CODE = "000006", "000008", "000010"
 
 
-def _baostock_market() -> tuple[pd.DataFrame, pd.DataFrame]:
+def _baostock_market() -> dict[str, pd.DataFrame]:
     """The demo market's first stocks as the ground truth behind the fixture rows."""
     from wyckoff.engine.demo import build_demo_market
 
-    market = build_demo_market(days=DAYS, limit=BAOSTOCK_STOCKS)
-    return market["stocks"], market["bars"]
+    return build_demo_market(days=DAYS, limit=BAOSTOCK_STOCKS)
 
 
 def _symbol(code: str) -> str:
@@ -154,7 +153,8 @@ def baostock_listing_rows(start: str, end: str):
     the adapter's normalisation; an index row and a long-delisted stock must be left out."""
     from wyckoff.engine.sources import baostock_listing
 
-    stocks, bars = _baostock_market()
+    market = _baostock_market()
+    stocks, bars = market["stocks"], market["bars"]
     last_day = str(bars["date"].max().date())
     basics = [["sh.000001", "上证综合指数", "1991-07-15", "", "2", "1"]]
     basics += [["sz.000013", "*ST石化A", "1992-05-06", "2004-09-20", "1", "0"]]
@@ -174,7 +174,8 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
     date,code,open,high,low,close,volume,amount,turn,tradestatus,isST and hfq (date, close)
     rows, every value a string. SPLIT_CODE splits 2-for-1 forty days before the end,
     SUSPENDED_CODE is suspended for five days, DELISTED_CODE stops trading 30 days early."""
-    stocks, bars = _baostock_market()
+    market = _baostock_market()
+    stocks, bars = market["stocks"], market["bars"]
     shares = (stocks["market_cap"] / bars.groupby("code")["close"].last().values).to_numpy()
     share_count = dict(zip(stocks["code"], shares, strict=True))
     fetched = []
@@ -204,3 +205,24 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
             hfq.append([day, f"{bar.close * 1.5:.4f}"])  # hfq = raw x cumulative factor
         fetched.append((raw, hfq))
     return fetched
+
+
+def baostock_index_rows(start: str, end: str):
+    """What query_history_k_data_plus returns for the six main indices, normalised."""
+    from wyckoff.engine.sources import baostock_index_frame
+
+    index_bars = _baostock_market()["index_bars"]
+    index_bars = index_bars[(index_bars["date"] >= start) & (index_bars["date"] <= end)]
+    return baostock_index_frame(
+        {
+            code: [
+                [
+                    str(r.date.date()),
+                    f"{code[-2:].lower()}.{code[:6]}",
+                    *(f"{v:.4f}" for v in r[3:9]),
+                ]
+                for r in rows.itertuples()
+            ]
+            for code, rows in index_bars.groupby("code")
+        }
+    )

@@ -18,6 +18,7 @@ from tests.engine_fixtures import (
     DELISTED_CODE,
     SPLIT_CODE,
     SUSPENDED_CODE,
+    baostock_index_rows,
     baostock_listing_rows,
     baostock_rows,
     make_panel,
@@ -37,6 +38,7 @@ from wyckoff.engine.indicators import features_at
 from wyckoff.engine.sources import (
     PerCodeSource,
     akshare_frames,
+    akshare_index_frame,
     akshare_listing,
     baostock_frames,
     baostock_listing,
@@ -84,6 +86,13 @@ def test_akshare_records_become_raw_bars_with_factors_and_turnover():
     assert bars["adj_factor"].tolist() == [3.0]
     assert basic["turnover_rate"].tolist() == [0.25]
     assert basic["float_mv"].tolist() == pytest.approx([10.0 * 5e6 / 0.0025])
+    index = akshare_index_frame(
+        {"000001.SH": pd.DataFrame({"date": ["2026-11-26", "2026-11-27"], "open": [3000.0] * 2,
+                                    "high": [3010.0] * 2, "low": [2990.0] * 2,
+                                    "close": [3005.0, 3008.0], "volume": [3e10] * 2})},
+        "2026-11-27", "2026-11-30",
+    )  # fmt: skip
+    assert index[["code", "close"]].values.tolist() == [["000001.SH", 3008.0]]
     listing = akshare_listing(
         pd.DataFrame({"code": ["000001", "600519"], "name": ["平安银行", "贵州茅台"]})
     )
@@ -107,7 +116,9 @@ def test_baostock_listing_keeps_stocks_delisted_in_the_window_and_drops_indices(
 @pytest.fixture(scope="module")
 def baostock_store(tmp_path_factory) -> Path:
     """A baostock-style sync of a small fixture universe into a real DuckDB store (once)."""
-    source = PerCodeSource(baostock_listing_rows, baostock_rows, baostock_frames)
+    source = PerCodeSource(
+        baostock_listing_rows, baostock_rows, baostock_frames, baostock_index_rows
+    )
     store = MarketStore.for_source(tmp_path_factory.mktemp("baostock"), "baostock")
     sync_per_code(store, source, DAYS, None, lambda *a: None, timeout_s=110)
     return store.path
@@ -130,8 +141,9 @@ def test_screen_finds_candidates_after_a_baostock_sync_and_says_what_is_weakened
 
     text = cli("screen", env=BAOSTOCK_ENV).stdout
     assert "数据缺口 — 总市值" in text and "候选股" in text
-    status = cli("data", "status", env=BAOSTOCK_ENV).stdout
-    assert "数据缺口 — 总市值" in status and "其中退市或暂停上市" in status
+    status = json.loads(cli("data", "status", "--json", env=BAOSTOCK_ENV).stdout)
+    assert (status["delisted_or_suspended"], status["indices"]) == (1, 6)
+    assert len(status["caveats"]) == 1  # only the total cap is missing
 
 
 def test_baostock_panel_is_split_adjusted_suspension_aware_and_keeps_the_delisted(baostock_home):

@@ -335,6 +335,7 @@ class PerCodeSource:
     listing: Callable[[str, str], pd.DataFrame]  # (start, end) -> code, name, industry, ...
     fetch: Callable[[list[str], str, str], list]  # (codes, start, end) -> rows per stock
     frames: Callable[[list], tuple[pd.DataFrame, pd.DataFrame]]  # rows -> bars, daily_basic
+    indices: Callable[[str, str], pd.DataFrame]  # (start, end) -> index_bars of MAIN_INDICES
 
 
 def sync_per_code(
@@ -364,6 +365,8 @@ def sync_per_code(
         )
         stored += store.upsert("bars", bars)
         store.upsert("daily_basic", basic)
+    progress("指数", "", None)
+    store.upsert("index_bars", run_isolated(source.indices, (start, end.isoformat()), timeout_s))
     return {"rows": stored}
 
 
@@ -486,6 +489,45 @@ def _baostock_fetch(codes: list[str], start: str, end: str) -> list[tuple[list, 
     return fetched
 
 
+def _baostock_indices(start: str, end: str) -> pd.DataFrame:
+    bs = _baostock_session()
+    try:
+        fetched = {
+            code: _baostock_rows(
+                bs.query_history_k_data_plus(
+                    f"{code[-2:].lower()}.{code[:6]}",
+                    INDEX_FIELDS,
+                    start_date=start,
+                    end_date=end,
+                    frequency="d",
+                    adjustflag="3",
+                )
+            )
+            for code in MAIN_INDICES
+        }
+    finally:
+        bs.logout()
+    return baostock_index_frame(fetched)
+
+
+INDEX_FIELDS = "date,code,open,high,low,close,volume,amount"
+
+
+def baostock_index_frame(fetched: dict[str, list[list[str]]]) -> pd.DataFrame:
+    """index_bars from baostock index rows (INDEX_FIELDS, strings) per index code."""
+    frames = [
+        pd.DataFrame(rows, columns=INDEX_FIELDS.split(",")).assign(code=code)
+        for code, rows in fetched.items()
+        if rows
+    ]
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames)
+    for column in INDEX_FIELDS.split(",")[2:]:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame.assign(date=pd.to_datetime(frame["date"])).reset_index(drop=True)
+
+
 def baostock_frames(fetched: list[tuple[list, list]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """bars and daily_basic from baostock rows: all values are strings ('' when empty),
     volume in shares, amount in CNY, turn in %, tradestatus '1' = traded, isST '1' = ST."""
@@ -571,6 +613,27 @@ def _akshare_fetch(codes: list[str], start: str, end: str) -> list[tuple[str, li
     return fetched
 
 
+def _akshare_indices(start: str, end: str) -> pd.DataFrame:
+    import akshare as ak
+
+    fetched = {
+        code: ak.stock_zh_index_daily(symbol=f"{code[-2:].lower()}{code[:6]}")
+        for code in MAIN_INDICES
+    }
+    return akshare_index_frame(fetched, start, end)
+
+
+def akshare_index_frame(fetched: dict[str, pd.DataFrame], start: str, end: str) -> pd.DataFrame:
+    """index_bars from stock_zh_index_daily frames (date, open, high, low, close, volume;
+    no amount), cut to the sync window."""
+    frames = []
+    for code, frame in fetched.items():
+        frame = frame.assign(code=code, date=pd.to_datetime(frame["date"]), amount=np.nan)
+        frames.append(frame[(frame["date"] >= start) & (frame["date"] <= end)])
+    columns = ["code", "date", "open", "high", "low", "close", "volume", "amount"]
+    return pd.concat(frames)[columns].reset_index(drop=True) if frames else pd.DataFrame()
+
+
 def akshare_frames(fetched: list[tuple[str, list, list]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """bars and daily_basic from stock_zh_a_hist records (Chinese columns; 成交量 in lots of
     100 shares, 成交额 in CNY, 换手率 in %). It has no ST status per date."""
@@ -591,8 +654,8 @@ def akshare_frames(fetched: list[tuple[str, list, list]]) -> tuple[pd.DataFrame,
     return _daily_frames(pd.concat(frames) if frames else None)
 
 
-BAOSTOCK = PerCodeSource(_baostock_listing, _baostock_fetch, baostock_frames)
-AKSHARE = PerCodeSource(_akshare_listing, _akshare_fetch, akshare_frames)
+BAOSTOCK = PerCodeSource(_baostock_listing, _baostock_fetch, baostock_frames, _baostock_indices)
+AKSHARE = PerCodeSource(_akshare_listing, _akshare_fetch, akshare_frames, _akshare_indices)
 
 
 # --- demo -----------------------------------------------------------------------------------

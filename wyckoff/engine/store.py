@@ -242,9 +242,12 @@ def data_caveats(conn) -> list[str]:
     (total_mv, float_mv, turnover, st) = conn.execute(
         "SELECT COUNT(total_mv), COUNT(float_mv), COUNT(turnover_rate), COUNT(is_st) FROM daily_basic"
     ).fetchone()
+    (indices,) = conn.execute("SELECT COUNT(DISTINCT code) FROM index_bars").fetchone()
     caveats = []
     if not bars:
         return caveats
+    if not indices:
+        caveats.append("指数：没有指数行情，第二层相对强弱只看个股自身涨幅，市场状态不看指数趋势。")
     if not total_mv and float_mv:
         caveats.append(
             "总市值：数据源不提供，第一层市值门槛改用流通市值（成交量 ÷ 换手率 × 收盘价逐日推算），"
