@@ -509,7 +509,7 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
     )
     result.pop("signals")
     result["trade_list"] = result["trade_list"][-30:]
-    return market.envelope(dates[end_t], **result)
+    return market.envelope(dates[end_t], data_caveats=panel.caveats, **result)
 
 
 def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
