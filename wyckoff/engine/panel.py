@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 BAR_FIELDS = ("open", "high", "low", "close", "volume", "amount")
-DAILY_FIELDS = ("raw_close", "market_cap", "turnover_rate", "is_st")
+DAILY_FIELDS = ("raw_close", "market_cap", "turnover_rate", "is_st")  # Panel's per-date arrays
+PER_DATE = ("raw_close", "total_mv", "float_mv", "turnover_rate", "is_st")  # stored columns
 
 
 @dataclass
@@ -123,9 +124,6 @@ def panel_from_long(
         **daily,
         caveats=list(caveats),
     )
-
-
-PER_DATE = ("raw_close", "total_mv", "float_mv", "turnover_rate", "is_st")
 
 
 def _daily_facts(

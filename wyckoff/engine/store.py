@@ -230,7 +230,7 @@ def _nan(column: str) -> str:
 def data_caveats(conn) -> list[str]:
     """Which engine rules the stored data weakens, one Chinese sentence each (empty when the
     store has every per-date fact)."""
-    (stocks, industries, delisted, listed_st) = conn.execute(
+    (stocks, industries, delisted, with_status) = conn.execute(
         "SELECT COUNT(*), COUNT(*) FILTER (WHERE industry IS NOT NULL AND industry <> '未知'),"
         " COUNT(*) FILTER (WHERE list_status IN ('D', 'P')), COUNT(*) FILTER (WHERE list_status IS NOT NULL)"
         " FROM stocks"
@@ -264,9 +264,9 @@ def data_caveats(conn) -> list[str]:
         caveats.append("ST 标记：数据源没有逐日 ST 状态，历史上的 ST 按今天的名称判断。")
     if stocks and not industries:
         caveats.append("行业：数据源不提供行业分类，第三层板块共振不起作用（只看个股强度）。")
-    if listed_st and not delisted:
+    if with_status and not delisted:
         caveats.append("股票池：不含退市和暂停上市的股票，回测有幸存者偏差。")
-    elif not listed_st:
+    elif not with_status:
         caveats.append("股票池：数据源没有上市状态，可能不含退市股票，回测可能有幸存者偏差。")
     if gaps:
         caveats.append(
