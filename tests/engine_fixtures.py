@@ -104,7 +104,7 @@ def store_from_panel(
         }
     )
     store = MarketStore.for_source(home, source)
-    store.upsert("bars", bars)
+    store.upsert("bars", bars.dropna(subset=["close"]))  # NaN = no bar (suspended)
     store.upsert("stocks", panel.stocks.reset_index(names="code"))
     index = panel.index_close["000001.SH"]
     store.upsert(
