@@ -127,3 +127,14 @@ def marked_data(content: str, source: str) -> str:
     opening = f'<untrusted-data source="{source}">\n'
     assert content.startswith(opening) and content.endswith("\n</untrusted-data>"), content[:80]
     return content[len(opening) : -len("\n</untrusted-data>")]
+
+
+@pytest.fixture
+def demo_home(home: Path) -> Path:
+    """A home whose chosen source is a 400-stock demo market."""
+    from wyckoff.engine.sources import ensure_demo
+
+    home.mkdir(parents=True, exist_ok=True)
+    ensure_demo(home, limit=400)
+    assert cli("data", "use", "demo").returncode == 0
+    return home

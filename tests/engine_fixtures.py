@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.store import MarketStore
 
 DAYS = 320
 
@@ -82,6 +85,46 @@ def make_panel(
     )
 
 
+def store_from_panel(
+    home: Path, panel: Panel, source: str = "tushare", adj_factor: np.ndarray | None = None
+) -> MarketStore:
+    """Write a hand-built (qfq) panel into a market store, as a sync would: raw prices and
+    volumes with their adjustment factor (T, N; default 1.0 throughout)."""
+    days, n = panel.close.shape
+    factor = np.ones((days, n)) if adj_factor is None else adj_factor
+    to_raw = factor[-1] / factor  # qfq price x this = the price as traded
+    bars = pd.DataFrame(
+        {
+            "code": np.tile(np.array(panel.codes, dtype=object), days),
+            "date": np.repeat(panel.dates, n),
+            **{
+                name: (getattr(panel, name) * to_raw).reshape(-1)
+                for name in ("open", "high", "low", "close")
+            },
+            "volume": (panel.volume / to_raw).reshape(-1),
+            "amount": panel.amount.reshape(-1),
+            "adj_factor": factor.reshape(-1),
+        }
+    )
+    store = MarketStore.for_source(home, source)
+    store.upsert("bars", bars.dropna(subset=["close"]))  # NaN = no bar (suspended)
+    store.upsert("stocks", panel.stocks.reset_index(names="code"))
+    index = panel.index_close["000001.SH"]
+    store.upsert(
+        "index_bars",
+        pd.DataFrame(
+            {
+                "code": "000001.SH",
+                "date": panel.dates,
+                **dict.fromkeys(("open", "high", "low", "close"), index),
+                "volume": 1.0,
+                "amount": 1.0,
+            }
+        ),
+    )
+    return store
+
+
 def chatty(seconds: float) -> str:
     """Prints like baostock does, then sleeps (for the isolation tests; runs in a child)."""
     import time
@@ -129,4 +172,101 @@ def bars_panel(
         stocks,
         {},
         "test",
+    )
+
+
+# --- a baostock-shaped market (for the no-token sync path; runs in the sync's child) --------
+
+BAOSTOCK_STOCKS = 150
+SPLIT_CODE, SUSPENDED_CODE, DELISTED_CODE = "000006", "000008", "000010"
+
+
+def _baostock_market() -> dict[str, pd.DataFrame]:
+    """The demo market's first stocks as the ground truth behind the fixture rows."""
+    from wyckoff.engine.demo import build_demo_market
+
+    return build_demo_market(days=DAYS, limit=BAOSTOCK_STOCKS)
+
+
+def _symbol(code: str) -> str:
+    return f"{'sh' if code.startswith('6') else 'sz'}.{code}"
+
+
+def baostock_listing_rows(start: str, end: str):
+    """What query_stock_basic and query_stock_industry return (rows of strings), through
+    the adapter's normalisation; an index row and a long-delisted stock must be left out."""
+    from wyckoff.engine.sources import baostock_listing
+
+    market = _baostock_market()
+    stocks, bars = market["stocks"], market["bars"]
+    last_day = str(bars["date"].max().date())
+    basics = [["sh.000001", "上证综合指数", "1991-07-15", "", "2", "1"]]
+    basics += [["sz.000013", "*ST石化A", "1992-05-06", "2004-09-20", "1", "0"]]
+    industries = []
+    for code, name, industry in zip(
+        stocks["code"], stocks["name"], stocks["industry"], strict=True
+    ):
+        delisted = code == DELISTED_CODE
+        out = str(bars["date"].iloc[-1].date() - pd.Timedelta(days=30)) if delisted else ""
+        basics.append([_symbol(code), name, "2001-01-02", out, "1", "0" if delisted else "1"])
+        industries.append([last_day, _symbol(code), name, industry, "证监会行业分类"])
+    return baostock_listing(basics, industries, start, end)
+
+
+def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, list]]:
+    """What query_history_k_data_plus returns per stock: unadjusted rows of
+    date,code,open,high,low,close,volume,amount,turn,tradestatus,isST and hfq (date, close)
+    rows, every value a string. SPLIT_CODE splits 2-for-1 forty days before the end,
+    SUSPENDED_CODE is suspended for five days, DELISTED_CODE stops trading 30 days early."""
+    market = _baostock_market()
+    stocks, bars = market["stocks"], market["bars"]
+    shares = (stocks["market_cap"] / bars.groupby("code")["close"].last().values).to_numpy()
+    share_count = dict(zip(stocks["code"], shares, strict=True))
+    fetched = []
+    for code in codes:
+        rows = bars[(bars["code"] == code) & (bars["date"] >= start) & (bars["date"] <= end)]
+        split_at = len(rows) - 40 if code == SPLIT_CODE else len(rows)
+        raw, hfq = [], []
+        for i, bar in enumerate(rows.itertuples()):
+            day = str(bar.date.date())
+            if code == DELISTED_CODE and bar.date > rows["date"].iloc[-1] - pd.Timedelta(days=30):
+                break
+            factor = 2.0 if i >= split_at else 1.0
+            price = [bar.open / factor, bar.high / factor, bar.low / factor, bar.close / factor]
+            volume = bar.volume * factor
+            turn = bar.volume / share_count[code] * 100
+            traded = not (code == SUSPENDED_CODE and len(rows) - 60 <= i < len(rows) - 55)
+            values = [f"{v:.4f}" for v in price] if traded else [f"{price[3]:.4f}"] * 4
+            raw.append(
+                [day, _symbol(code), *values]
+                + (
+                    [f"{volume:.0f}", f"{bar.amount:.4f}", f"{turn:.6f}", "1"]
+                    if traded
+                    else ["0", "", "", "0"]
+                )
+                + ["1" if "ST" in stocks.set_index("code").loc[code, "name"] else "0"]
+            )
+            hfq.append([day, f"{bar.close * 1.5:.4f}"])  # hfq = raw x cumulative factor
+        fetched.append((raw, hfq))
+    return fetched
+
+
+def baostock_index_rows(start: str, end: str):
+    """What query_history_k_data_plus returns for the six main indices, normalised."""
+    from wyckoff.engine.sources import baostock_index_frame
+
+    index_bars = _baostock_market()["index_bars"]
+    index_bars = index_bars[(index_bars["date"] >= start) & (index_bars["date"] <= end)]
+    return baostock_index_frame(
+        {
+            code: [
+                [
+                    str(r.date.date()),
+                    f"{code[-2:].lower()}.{code[:6]}",
+                    *(f"{v:.4f}" for v in r[3:9]),
+                ]
+                for r in rows.itertuples()
+            ]
+            for code, rows in index_bars.groupby("code")
+        }
     )

@@ -262,6 +262,15 @@ def test_a_minus_5pct_one_price_bar_of_an_st_stock_locks_only_where_5pct_is_the_
     assert (_exits(panel, 2, [trade], 10, 4, 20) == []) is sellable
 
 
+def test_the_limit_follows_the_st_status_of_that_day_not_todays():
+    """A stock that was ST back then (5% limit) but is no longer ST today."""
+    panel = bars_panel([[10], [10], [9.5]], codes=("600001",), start="2026-06-01")
+    trade = Trade("600001", 1, 10.0)
+    assert _exits(panel, 2, [trade], 10, 4, 20) == []  # not ST: -5% is sellable, it exits
+    panel.is_st = np.array([[True], [True], [True]])
+    assert _exits(panel, 2, [trade], 10, 4, 20) != []  # ST that day: -5% is limit-down, held
+
+
 def test_star_buys_need_200_shares_then_go_by_single_shares():
     panel = bars_panel([[50], [50], [50], [55]], codes=("688001",), board="star")
     trades = [Trade("688001", 1, 50.0, 3, 55.0)]

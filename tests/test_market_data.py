@@ -226,14 +226,6 @@ def test_every_channel_and_trigger_occurs_on_the_demo_market(home):
 # --- tools and commands on the demo market ---------------------------------------------------------
 
 
-@pytest.fixture
-def demo_home(home):
-    home.mkdir(parents=True, exist_ok=True)
-    ensure_demo(home, limit=400)
-    assert cli("data", "use", "demo").returncode == 0
-    return home
-
-
 def test_no_data_is_a_clear_error_that_suggests_demo(home):
     result = cli("screen")
     assert result.returncode == 1

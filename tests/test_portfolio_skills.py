@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from tests.conftest import add_scripted_model, cli, marked_data, model_config
-from tests.engine_fixtures import DAYS, make_panel, series
+from tests.engine_fixtures import DAYS, make_panel, series, store_from_panel
 from tests.model_servers import Reply
 from wyckoff.agents.portfolio import Portfolio
 from wyckoff.agents.reports import (
@@ -24,7 +23,6 @@ from wyckoff.cli.model_registry import make_provider
 from wyckoff.cli.skills import SkillLibrary
 from wyckoff.cli.tools import ToolContext
 from wyckoff.engine.sources import ensure_demo
-from wyckoff.engine.store import MarketStore
 from wyckoff.store import Store
 
 
@@ -208,40 +206,6 @@ def test_ask_user_consent_applies_to_that_action_only(agent_on_demo, home):
 # --- reports and decisions ----------------------------------------------------------------------
 
 
-def _store_from_panel(home, panel, source: str = "tushare") -> None:
-    """Write a hand-built panel into a market store, as a sync would."""
-    days, n = panel.close.shape
-    bars = pd.DataFrame(
-        {
-            "code": np.tile(np.array(panel.codes, dtype=object), days),
-            "date": np.repeat(panel.dates, n),
-            **{
-                name: getattr(panel, name).reshape(-1)
-                for name in ("open", "high", "low", "close", "volume", "amount")
-            },
-        }
-    )
-    store = MarketStore.for_source(home, source)
-    store.upsert("bars", bars.dropna(subset=["close"]).assign(adj_factor=1.0))
-    store.upsert("stocks", panel.stocks.reset_index(names="code"))
-    index = panel.index_close["000001.SH"]
-    store.upsert(
-        "index_bars",
-        pd.DataFrame(
-            {
-                "code": "000001.SH",
-                "date": panel.dates,
-                "open": index,
-                "high": index,
-                "low": index,
-                "close": index,
-                "volume": 1.0,
-                "amount": 1.0,
-            }
-        ),
-    )
-
-
 def _context(home, server) -> ToolContext:
     store = Store.in_home(home)
     return ToolContext(
@@ -256,7 +220,7 @@ def _market(home, filler_drift: float) -> None:
     home.mkdir(parents=True, exist_ok=True)
     cli("data", "use", "tushare", "--token", "tok-0123456789")
     bench = 3000 * np.cumprod(np.full(DAYS, 1 + filler_drift))
-    _store_from_panel(
+    store_from_panel(
         home, make_panel(series((DAYS, 0.002)), fillers=40, filler_drift=filler_drift, bench=bench)
     )
 
@@ -314,7 +278,7 @@ def test_a_suspended_holding_is_held_and_valued_at_its_last_close(home, openai_s
     for name in ("open", "high", "low", "close", "volume", "amount"):
         getattr(panel, name)[-3:, 0] = np.nan  # 600000 suspended for the last three days
     last_close = float(panel.close[-4, 0])
-    _store_from_panel(home, panel)
+    store_from_panel(home, panel)
     book = Portfolio(Store.in_home(home))
     book.set_cash(50_000)
     book.add("600000", None, 1_000, 10.0, "20250105")

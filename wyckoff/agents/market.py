@@ -412,6 +412,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
         ],
         symbols_for_report=symbols,
         next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
+        data_caveats=panel.caveats,
     )
 
 
@@ -510,7 +511,7 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
     total, result["trade_list"] = len(result["trade_list"]), result["trade_list"][-30:]
     if total > len(result["trade_list"]):
         result["trade_list_note"] = f"共 {total} 笔交易，这里只列出最近 30 笔"
-    return market.envelope(dates[end_t], **result)
+    return market.envelope(dates[end_t], data_caveats=panel.caveats, **result)
 
 
 def _date_index(dates: list[str], wanted: str | None, default: int) -> int:

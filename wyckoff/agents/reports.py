@@ -28,6 +28,13 @@ REPORT_PROMPT = """你是严谨的威科夫分析师。下面是若干 A 股的�
 只输出 JSON，不要其它文字：{"stocks": [{"code": "600519", "category": "起跳板", "reason": "不超过 80 字的理由"}]}"""
 RATIONALE_PROMPT = """下面是已经由程序计算好的交易指令（动作、股数、止损都不能改）。请为每条指令写一句不超过 60 字的中文理由，
 只输出 JSON：{"rationales": {"代码": "理由"}}"""
+DEMO_PROMPT = """重要：下面的行情是本地合成的演示数据，不是真实市场数据。每条理由都要以“（演示数据）”开头，
+不要把它说成真实股票的真实走势。"""
+
+
+def system_prompt(base: str, source: str) -> str:
+    """The task prompt, told first that the data is synthetic when it is the demo."""
+    return f"{DEMO_PROMPT}\n\n{base}" if source == "demo" else base
 
 
 def _require_provider(context: ToolContext):
@@ -110,7 +117,9 @@ def generate_ai_report(params: ReportParams, context: ToolContext) -> dict[str, 
     features = [compressed_features(panel, code, regime) for code in codes if panel.has(code)]
     context.progress("模型分析", provider.name, 0.5)
     reply = provider.chat(
-        [{"role": "user", "content": json.dumps(features, ensure_ascii=False)}], [], REPORT_PROMPT
+        [{"role": "user", "content": json.dumps(features, ensure_ascii=False)}],
+        [],
+        system_prompt(REPORT_PROMPT, market.source),
     )
     parsed = extract_json(reply["text"]) or {}
     by_code = {str(s.get("code")): s for s in parsed.get("stocks", []) if isinstance(s, dict)}
@@ -242,7 +251,7 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
         )
     orders.sort(key=lambda o: PRIORITY[o["action"]])
     context.progress("撰写理由", "", 0.8)
-    _attach_rationales(context, orders)
+    _attach_rationales(context, orders, market.source)
     result = market.envelope(
         panel.as_of,
         regime=regime["regime"],
@@ -290,7 +299,7 @@ def _holding_order(panel, position: dict[str, Any]) -> tuple[dict[str, Any], flo
     return order, shares * diagnosis["close"]
 
 
-def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]]) -> None:
+def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]], source: str) -> None:
     """The model's one-line rationale per order; the numbers stay as computed."""
     fallback = {o["code"]: "；".join(o.get("basis") or []) for o in orders}
     rationales: dict[str, str] = {}
@@ -299,7 +308,7 @@ def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]]) -> No
             reply = context.provider.chat(
                 [{"role": "user", "content": json.dumps(orders, ensure_ascii=False)}],
                 [],
-                RATIONALE_PROMPT,
+                system_prompt(RATIONALE_PROMPT, source),
             )
             rationales = (extract_json(reply["text"]) or {}).get("rationales", {}) or {}
         except Exception:  # the rationale is optional; the computed orders stand on their own

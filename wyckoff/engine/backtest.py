@@ -47,6 +47,18 @@ def last_close(p: Panel, t: int, j: int) -> float:
     return float(p.close[traded[-1], j]) if len(traded) else np.nan
 
 
+def as_traded(p: Panel, t: int, j: int, qfq_price: float) -> float:
+    """A qfq price on day t as the price actually traded then (for lots and cash): qfq prices
+    are relative to today, so after a split they differ from what was paid."""
+    if p.raw_close is None:
+        return qfq_price
+    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
+    if not len(traded):
+        return qfq_price
+    k = traded[-1]
+    return qfq_price * float(p.raw_close[k, j] / p.close[k, j])
+
+
 def at_limit(
     p: Panel, t: int, j: int, price: float, direction: int, cfg: EngineConfig = DEFAULT_CONFIG
 ) -> bool:
@@ -57,7 +69,8 @@ def at_limit(
         return False
     stock = p.stocks.iloc[j]
     board = stock["board"] if isinstance(stock["board"], str) else "main"
-    limit = limit_pct(board, bool(stock["is_st"]), p.dates[t], cfg)
+    is_st = stock["is_st"] if p.is_st is None else p.is_st[t, j]  # ST as of that day
+    limit = limit_pct(board, bool(is_st), p.dates[t], cfg)
     return (price / previous - 1) * direction >= limit * cfg.limit_hit_ratio
 
 
@@ -311,7 +324,7 @@ def cash_portfolio(
     for day in range(start_t, end_t + 1):
         for key, (tr, shares) in list(holdings.items()):
             if tr.exit_t == day:
-                value = shares * cents(tr.exit)
+                value = shares * cents(as_traded(p, tr.exit_t, p.column(tr.code), tr.exit))
                 cash += value - commission_cents(value, cfg) - fee_cents(value, cfg.stamp_duty)
                 del holdings[key]
         for tr in by_entry.get(day, []):
@@ -320,12 +333,10 @@ def cash_portfolio(
             if shares == 0:
                 skipped += 1
                 continue
-            cost = shares * cents(tr.entry)
+            cost = shares * cents(as_traded(p, tr.entry_t, p.column(tr.code), tr.entry))
             cash -= cost + commission_cents(cost, cfg)
             holdings[id(tr)] = (tr, shares)
-        marked = sum(
-            shares * last_close(p, day, p.column(tr.code)) for tr, shares in holdings.values()
-        )
+        marked = sum(shares * _mark(p, day, tr.code) for tr, shares in holdings.values())
         equity.append(cash / 100 + marked)
     curve = np.array(equity)
     return {
@@ -341,9 +352,15 @@ def cash_portfolio(
     }
 
 
+def _mark(p: Panel, day: int, code: str) -> float:
+    """One share's value on `day`: its last close, as traded (a suspended stock keeps it)."""
+    j = p.column(code)
+    return as_traded(p, day, j, last_close(p, day, j))
+
+
 def _shares_to_buy(p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> int:
     """An equal share of the cash over the free slots, fees included, in the board's order sizes."""
-    price = cents(tr.entry)  # the lot-sizing price
+    price = cents(as_traded(p, tr.entry_t, p.column(tr.code), tr.entry))
     board = p.stocks["board"].iloc[p.column(tr.code)]
     return buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
 

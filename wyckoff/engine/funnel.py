@@ -75,19 +75,20 @@ class FunnelResult:
 def layer1(p: Panel, f: SimpleNamespace, cfg: EngineConfig) -> np.ndarray:
     codes = np.array(p.codes)
     prefix_ok = np.array([c.startswith(TRADABLE_PREFIXES) for c in codes])
-    names = p.stocks["name"].fillna("").to_numpy()
-    not_st = np.array(["ST" not in n.upper() for n in names]) & ~f.is_st
     with np.errstate(invalid="ignore"):
-        cap_ok = (f.market_cap >= cfg.min_market_cap) | (
-            (f.market_cap >= cfg.min_market_cap_liquid) & (f.amount20 >= cfg.liquid_turnover)
+        # A cap no source provides cannot be checked: the rule is skipped (data status says so).
+        cap_ok = (
+            np.isnan(f.market_cap)
+            | (f.market_cap >= cfg.min_market_cap)
+            | ((f.market_cap >= cfg.min_market_cap_liquid) & (f.amount20 >= cfg.liquid_turnover))
         )
         spiky = (f.amount_skew20 >= cfg.spiky_skew) & (
             (f.amount_median20 < cfg.spiky_median_ratio * cfg.min_turnover)
             | (f.amount_days_above < cfg.spiky_days_above)
         )
         liquid = (f.amount20 >= cfg.min_turnover) & ~spiky
-        price_ok = f.close >= cfg.min_close
-    mask = prefix_ok & not_st & cap_ok & liquid & price_ok
+        price_ok = f.raw_close >= cfg.min_close  # the price as traded that day, not qfq
+    mask = prefix_ok & ~f.is_st & cap_ok & liquid & price_ok
     for column, limit, keep_if_above in (
         ("roe", cfg.min_roe, True),
         ("debt_ratio", cfg.max_debt_ratio, False),

@@ -162,8 +162,7 @@ def features_at(panel: Panel, t: int, cfg: EngineConfig) -> SimpleNamespace:
         f.max_drawdown60 = _max_drawdown(window(panel.close, t, 60))
         f.ma_gap = np.abs(f.ma50 - f.ma200) / f.ma200
     f.slope10 = slope_pct_per_day(panel.close, t, 10)
-    f.market_cap = panel.stocks["market_cap"].to_numpy(dtype=float)
-    f.is_st = panel.stocks["is_st"].fillna(False).to_numpy(dtype=bool)
+    f.market_cap, f.is_st, f.raw_close = panel.market_cap[t], panel.is_st[t], panel.raw_close[t]
     f.board = panel.stocks["board"].fillna("main").to_numpy()
     return f
 

@@ -1,5 +1,10 @@
 """The market panel: daily bars as arrays shaped (days, stocks), plus stock metadata and
-index closes. Everything in the engine reads a Panel; nothing in it does I/O."""
+index closes. Everything in the engine reads a Panel; nothing in it does I/O.
+
+Prices and volumes are qfq-adjusted (volume on today's share basis, so a split does not
+read as a volume surge). Per-date facts sit beside them as (days, stocks) arrays, so every
+rule sees the value of that date: the unadjusted close (absolute-price rules), market cap,
+turnover rate and the ST flag."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 BAR_FIELDS = ("open", "high", "low", "close", "volume", "amount")
+DAILY_FIELDS = ("raw_close", "market_cap", "turnover_rate", "is_st")  # Panel's per-date arrays
+PER_DATE = ("raw_close", "total_mv", "float_mv", "turnover_rate", "is_st")  # stored columns
 
 
 @dataclass
@@ -19,11 +26,20 @@ class Panel:
     high: np.ndarray
     low: np.ndarray
     close: np.ndarray
-    volume: np.ndarray  # shares
+    volume: np.ndarray  # shares, adjusted like the prices
     amount: np.ndarray  # CNY
     stocks: pd.DataFrame  # index code: name, industry, board, is_st, market_cap, list_date
     index_close: dict[str, np.ndarray] = field(default_factory=dict)  # code -> (T,)
     source: str = "unknown"
+    raw_close: np.ndarray | None = None  # (T, N) the price as traded that day
+    market_cap: np.ndarray | None = None  # (T, N) CNY; NaN when unknown
+    turnover_rate: np.ndarray | None = None  # (T, N) fraction of float shares traded
+    is_st: np.ndarray | None = None  # (T, N) bool
+    caveats: list[str] = field(default_factory=list)  # data weaknesses, in Chinese
+
+    def __post_init__(self) -> None:
+        """Fill per-date facts the source did not provide (see `fill_daily_facts`)."""
+        fill_daily_facts(self)
 
     @property
     def as_of(self) -> str:
@@ -55,6 +71,8 @@ class Panel:
             stocks=self.stocks,
             index_close={k: v[: t + 1] for k, v in self.index_close.items()},
             source=self.source,
+            **{name: getattr(self, name)[: t + 1] for name in DAILY_FIELDS},
+            caveats=self.caveats,
         )
 
     def stock_frame(self, code: str, days: int | None = None) -> pd.DataFrame:
@@ -68,19 +86,26 @@ class Panel:
         return frame.tail(days) if days else frame
 
 
-def panel_from_long(bars, stocks: pd.DataFrame, index_bars: pd.DataFrame, source: str) -> Panel:
+def panel_from_long(
+    bars, stocks: pd.DataFrame, index_bars: pd.DataFrame, source: str, caveats: list[str] = ()
+) -> Panel:
     """Build a Panel from long columns: bars(code, date, open..amount) as a frame or a dict of
     arrays (codes may be ints, dates day numbers), stocks indexed by code, index_bars(code,
-    date, close). Only the unique codes and dates are converted: per-row conversion is slow."""
+    date, close). Bars may also carry the per-date columns raw_close, total_mv, float_mv
+    (CNY), turnover_rate (%) and is_st; what they lack is derived (`derived_facts`). Only
+    the unique codes and dates are converted: per-row conversion is slow."""
     date_index, dates = pd.factorize(np.asarray(bars["date"]), sort=True)
     code_index, codes = pd.factorize(np.asarray(bars["code"]), sort=True)
-    arrays = {}
-    for name in BAR_FIELDS:
-        grid = np.full((len(dates), len(codes)), np.nan)
-        grid[date_index, code_index] = np.asarray(bars[name], dtype=np.float64)
-        arrays[name] = grid
+
+    def grid(name: str) -> np.ndarray:
+        values = np.full((len(dates), len(codes)), np.nan)
+        values[date_index, code_index] = np.asarray(bars[name], dtype=np.float64)
+        return values
+
+    arrays = {name: grid(name) for name in BAR_FIELDS}
+    stocks = stocks.reindex([c if isinstance(c, str) else f"{int(c):06d}" for c in codes])
+    daily = _daily_facts(arrays, stocks, {name: grid(name) for name in PER_DATE if name in bars})
     dates = np.asarray(dates).astype("datetime64[D]")
-    codes = [c if isinstance(c, str) else f"{int(c):06d}" for c in codes]
     index_close = {}
     if len(index_bars):
         wide_index = index_bars.pivot(index="date", columns="code", values="close")
@@ -90,5 +115,75 @@ def panel_from_long(bars, stocks: pd.DataFrame, index_bars: pd.DataFrame, source
             code: wide_index[code].to_numpy(dtype=np.float64) for code in wide_index.columns
         }
     return Panel(
-        dates, codes, **arrays, stocks=stocks.reindex(codes), index_close=index_close, source=source
+        dates,
+        list(stocks.index),
+        **arrays,
+        stocks=stocks,
+        index_close=index_close,
+        source=source,
+        **daily,
+        caveats=list(caveats),
     )
+
+
+def _daily_facts(
+    arrays: dict[str, np.ndarray], stocks: pd.DataFrame, given: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Per-date facts from the stored columns; a gap takes the last known cap of the stock,
+    else what `derived_facts` implies. Market cap is the total cap, else the float cap."""
+    derived = derived_facts(arrays["close"], arrays["amount"], stocks, None)
+    cap = derived["market_cap"]
+    if "total_mv" in given:
+        stored = np.where(np.isnan(given["total_mv"]), given["float_mv"], given["total_mv"])
+        stored = pd.DataFrame(stored).ffill().to_numpy()
+        cap = np.where(np.isnan(stored), cap, stored)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        turnover = arrays["amount"] / cap
+    if "turnover_rate" in given:
+        turnover = np.where(
+            np.isnan(given["turnover_rate"]), turnover, given["turnover_rate"] / 100
+        )
+    is_st = derived["is_st"]
+    if "is_st" in given:
+        is_st = np.where(np.isnan(given["is_st"]), is_st, given["is_st"] > 0)
+    raw_close = given.get("raw_close", arrays["close"])
+    return {"raw_close": raw_close, "market_cap": cap, "turnover_rate": turnover, "is_st": is_st}
+
+
+def fill_daily_facts(p: Panel) -> None:
+    """Per-date facts the panel was built without, derived from what it has (see
+    `derived_facts`); facts given as arrays are kept as they are."""
+    derived = None
+    for name in DAILY_FIELDS:
+        if getattr(p, name) is None:
+            derived = derived or derived_facts(p.close, p.amount, p.stocks, p.market_cap)
+            setattr(p, name, derived[name])
+
+
+def derived_facts(
+    close: np.ndarray, amount: np.ndarray, stocks: pd.DataFrame, market_cap: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """What a source without per-date facts implies: raw_close = the close (no adjustment
+    known); is_st = the listed flag or an ST name; market cap = the stock list's cap scaled
+    by the close (constant share count); turnover rate = amount / that day's market cap."""
+    names = stocks["name"].fillna("").astype(str).str.upper().str.contains("ST")
+    listed_st = stocks["is_st"].fillna(False).astype(bool).to_numpy() | names.to_numpy()
+    latest_cap = stocks["market_cap"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled_cap = close * (latest_cap / last_valid(close))
+        cap = scaled_cap if market_cap is None else market_cap
+        return {
+            "raw_close": close,
+            "market_cap": scaled_cap,
+            "turnover_rate": amount / cap,
+            "is_st": np.broadcast_to(listed_st, close.shape),
+        }
+
+
+def last_valid(a: np.ndarray) -> np.ndarray:
+    """Each column's last non-NaN value (NaN for an empty column)."""
+    if a.shape[0] == 0:
+        return np.full(a.shape[1], np.nan)
+    valid = ~np.isnan(a)
+    rows = a.shape[0] - 1 - np.argmax(valid[::-1], axis=0)
+    return np.where(valid.any(axis=0), a[rows, np.arange(a.shape[1])], np.nan)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from wyckoff.engine.config import MAIN_INDICES, board_of, ts_code
@@ -129,17 +131,8 @@ def sync_tushare(
     """Incremental and resumable: one call per trade date for the whole market, each date
     committed before the next; dates already stored are skipped."""
     progress("股票列表", "stock_basic", None)
-    basics = client.query("stock_basic", "ts_code,symbol,name,industry,list_date", list_status="L")
-    stocks = pd.DataFrame(
-        {
-            "code": basics["symbol"],
-            "name": basics["name"],
-            "industry": basics["industry"].fillna("未知"),
-            "board": [board_of(c) for c in basics["symbol"]],
-            "list_date": basics["list_date"],
-            "is_st": basics["name"].str.upper().str.contains("ST"),
-        }
-    )
+    stocks = _tushare_stocks(client)
+    names = client.query("namechange", "ts_code,name,start_date,end_date")
     end = date.today()
     start = end - timedelta(days=int(days * 1.6) + 10)
     calendar = client.query(
@@ -178,13 +171,15 @@ def sync_tushare(
                 "adj_factor", "ts_code,trade_date,adj_factor", trade_date=trade_date
             )
             basic = client.query(
-                "daily_basic", "ts_code,trade_date,total_mv,turnover_rate", trade_date=trade_date
+                "daily_basic",
+                "ts_code,trade_date,total_mv,circ_mv,turnover_rate",
+                trade_date=trade_date,
             )
             if wanted is not None:
                 daily = daily[daily["ts_code"].isin(wanted)]
             merged = daily.merge(factors, on=["ts_code", "trade_date"], how="left")
             store.upsert("bars", _tushare_bars(merged))
-            store.upsert("daily_basic", _tushare_basic(basic))
+            store.upsert("daily_basic", _tushare_basic(basic, names, trade_date))
             latest_caps.update(
                 dict(zip(basic["ts_code"].str[:6], basic["total_mv"] * 1e4, strict=True))
             )
@@ -204,6 +199,28 @@ def sync_tushare(
     return {"dates": len(todo), "rows": stored}
 
 
+def _tushare_stocks(client: TushareClient) -> pd.DataFrame:
+    """Listed, delisted and suspended stocks (list_status L, D, P): no survivorship bias."""
+    frames = []
+    for status in ("L", "D", "P"):
+        basics = client.query(
+            "stock_basic", "ts_code,symbol,name,industry,list_date", list_status=status
+        )
+        frames.append(basics.assign(list_status=status))
+    basics = pd.concat(frames).drop_duplicates("symbol")
+    return pd.DataFrame(
+        {
+            "code": basics["symbol"],
+            "name": basics["name"],
+            "industry": basics["industry"].fillna("未知"),
+            "board": [board_of(c) for c in basics["symbol"]],
+            "list_date": basics["list_date"],
+            "is_st": basics["name"].str.upper().str.contains("ST"),
+            "list_status": basics["list_status"],
+        }
+    )
+
+
 def _tushare_bars(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -215,19 +232,36 @@ def _tushare_bars(frame: pd.DataFrame) -> pd.DataFrame:
             "close": frame["close"],
             "volume": frame["vol"] * 100,  # tushare: lots of 100 shares
             "amount": frame["amount"] * 1000,  # tushare: thousands of CNY
-            "adj_factor": frame["adj_factor"].fillna(1.0),
+            "adj_factor": frame["adj_factor"],  # NULL when missing: the load carries it forward
         }
     )
 
 
-def _tushare_basic(frame: pd.DataFrame) -> pd.DataFrame:
+def _tushare_basic(frame: pd.DataFrame, names: pd.DataFrame, trade_date: str) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "code": frame["ts_code"].str[:6],
             "date": pd.to_datetime(frame["trade_date"]),
             "total_mv": frame["total_mv"] * 1e4,  # tushare: ten-thousands of CNY
+            "float_mv": frame["circ_mv"] * 1e4 if "circ_mv" in frame else np.nan,
             "turnover_rate": frame["turnover_rate"],
+            "is_st": frame["ts_code"].map(st_on(names, trade_date)).astype("boolean"),
         }
+    )
+
+
+def st_on(names: pd.DataFrame, trade_date: str) -> dict[str, bool]:
+    """ts_code -> whether its name on `trade_date` (namechange history) marks it ST; codes
+    without a name record on that date are absent (stored NULL, never guessed)."""
+    if names.empty:
+        return {}
+    current = names[
+        (names["start_date"] <= trade_date)
+        & (names["end_date"].isna() | (names["end_date"] >= trade_date))
+    ]
+    current = current.sort_values("start_date").drop_duplicates("ts_code", keep="last")
+    return dict(
+        zip(current["ts_code"], current["name"].str.upper().str.contains("ST"), strict=True)
     )
 
 
@@ -279,6 +313,10 @@ def run_isolated(target: Callable[..., Any], args: tuple, timeout_s: float) -> A
             raise SourceError(
                 f"数据源在 {timeout_s:g} 秒内没有响应，已中止。请检查网络后重试。"
             ) from None
+        except Exception as exc:  # the library's own failure, raised in the child
+            raise SourceError(
+                f"数据源出错：{exc}。请检查网络后重试 `wyckoff data sync`，已保存的数据不受影响。"
+            ) from None
 
 
 def _quiet_call(target: Callable[..., Any], args: tuple) -> Any:
@@ -289,86 +327,335 @@ def _quiet_call(target: Callable[..., Any], args: tuple) -> Any:
         return target(*args)
 
 
-def _baostock_fetch(codes: list[str], start: str, end: str) -> list[dict[str, Any]]:
-    import baostock as bs
+@dataclass(frozen=True)
+class PerCodeSource:
+    """A source fetched stock by stock (baostock, akshare). `listing` and `fetch` run in an
+    isolated child and return library-shaped rows; `frames` normalises them in the parent."""
 
-    login = bs.login()
-    if login.error_code != "0":
-        raise RuntimeError(f"baostock 登录失败：{login.error_msg}")
-    rows: list[dict[str, Any]] = []
-    try:
-        for code in codes:
-            prefix = "sh" if code.startswith("6") else "sz"
-            result = bs.query_history_k_data_plus(
-                f"{prefix}.{code}",
-                "date,open,high,low,close,volume,amount",
-                start_date=start,
-                end_date=end,
-                frequency="d",
-                adjustflag="2",
-            )
-            while result.error_code == "0" and result.next():
-                values = result.get_row_data()
-                rows.append(
-                    {
-                        "code": code,
-                        **dict(
-                            zip(
-                                ["date", "open", "high", "low", "close", "volume", "amount"],
-                                values,
-                                strict=True,
-                            )
-                        ),
-                    }
-                )
-    finally:
-        bs.logout()
-    return rows
+    listing: Callable[[str, str], pd.DataFrame]  # (start, end) -> code, name, industry, ...
+    fetch: Callable[[list[str], str, str], list]  # (codes, start, end) -> rows per stock
+    frames: Callable[[list], tuple[pd.DataFrame, pd.DataFrame]]  # rows -> bars, daily_basic
+    indices: Callable[[str, str], pd.DataFrame]  # (start, end) -> index_bars of MAIN_INDICES
 
 
 def sync_per_code(
     store: MarketStore,
-    fetch: Callable,
+    source: PerCodeSource,
     days: int,
     codes: list[str] | None,
     progress: Progress,
     timeout_s: float = 120,
 ) -> dict[str, Any]:
-    """baostock/akshare: bars fetched per stock (already qfq), in isolated batches of 50."""
-    from wyckoff.engine.demo import stock_list
-
-    listing = stock_list()
-    if codes:
-        listing = listing[listing["code"].isin(codes)]
-    stocks = pd.DataFrame(
-        {
-            "code": listing["code"],
-            "name": listing["name"],
-            "industry": "未知",
-            "board": [board_of(c) for c in listing["code"]],
-            "list_date": None,
-            "is_st": listing["name"].str.upper().str.contains("ST"),
-            "market_cap": None,
-        }
-    )
-    store.upsert("stocks", stocks)
+    """Bars, raw with their hfq factor, and per-date facts, fetched per stock in isolated
+    batches of 50. The universe includes stocks delisted inside the window."""
     end = date.today()
     start = (end - timedelta(days=int(days * 1.6) + 10)).isoformat()
+    progress("股票列表", "", None)
+    stocks = run_isolated(source.listing, (start, end.isoformat()), timeout_s)
+    if codes:
+        stocks = stocks[stocks["code"].isin(codes)]
+    store.upsert("stocks", stocks)
     todo = stocks["code"].tolist()
     stored = 0
     for first in range(0, len(todo), 50):
         batch = todo[first : first + 50]
         progress("日线", f"{batch[0]}…", first / max(len(todo), 1))
-        rows = run_isolated(fetch, (batch, start, end.isoformat()), timeout_s)
-        frame = pd.DataFrame(rows)
+        bars, basic = source.frames(
+            run_isolated(source.fetch, (batch, start, end.isoformat()), timeout_s)
+        )
+        stored += store.upsert("bars", bars)
+        store.upsert("daily_basic", basic)
+    progress("指数", "", None)
+    store.upsert("index_bars", run_isolated(source.indices, (start, end.isoformat()), timeout_s))
+    return {"rows": stored}
+
+
+def _listing_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The stocks table from code, name, industry, list_date, list_status columns."""
+    return frame.assign(
+        board=[board_of(c) for c in frame["code"]],
+        is_st=frame["name"].str.upper().str.contains("ST"),
+        market_cap=None,
+    ).reset_index(drop=True)
+
+
+def _daily_frames(frame: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """bars and daily_basic from normalised columns: code, date, raw open..close, volume
+    (shares), amount (CNY), hfq_close, turnover_rate (%), is_st (or absent). Days without
+    trading are dropped (a suspended day has no bar). The float cap is derived per day:
+    close x volume / turnover rate."""
+    if frame is None or frame.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    frame = _typed(frame)
+    frame = frame[(frame["volume"] > 0) & (frame["close"] > 0)]
+    bars = frame[["code", "date", "open", "high", "low", "close", "volume", "amount"]].assign(
+        adj_factor=frame["hfq_close"] / frame["close"]
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        float_mv = frame["close"] * frame["volume"] / (frame["turnover_rate"] / 100)
+    basic = pd.DataFrame(
+        {
+            "code": frame["code"],
+            "date": frame["date"],
+            "total_mv": np.nan,
+            "float_mv": float_mv.where(frame["turnover_rate"] > 0),
+            "turnover_rate": frame["turnover_rate"],
+            "is_st": frame.get("is_st"),
+        }
+    )
+    return bars.reset_index(drop=True), basic.reset_index(drop=True)
+
+
+# --- baostock (isolated) -------------------------------------------------------------------
+
+BAOSTOCK_FIELDS = "date,code,open,high,low,close,volume,amount,turn,tradestatus,isST"
+
+
+def _baostock_rows(result) -> list[list[str]]:
+    rows = []
+    while result.error_code == "0" and result.next():
+        rows.append(result.get_row_data())
+    if result.error_code != "0":
+        raise RuntimeError(f"baostock 查询失败：{result.error_msg}")
+    return rows
+
+
+def _baostock_session():
+    import baostock as bs
+
+    login = bs.login()
+    if login.error_code != "0":
+        raise RuntimeError(f"baostock 登录失败：{login.error_msg}")
+    return bs
+
+
+def _baostock_listing(start: str, end: str) -> pd.DataFrame:
+    bs = _baostock_session()
+    try:
+        basics = _baostock_rows(bs.query_stock_basic())
+        industries = _baostock_rows(bs.query_stock_industry())
+    finally:
+        bs.logout()
+    return baostock_listing(basics, industries, start, end)
+
+
+def baostock_listing(
+    basics: list[list[str]], industries: list[list[str]], start: str, end: str
+) -> pd.DataFrame:
+    """query_stock_basic rows (code, code_name, ipoDate, outDate, type, status) and
+    query_stock_industry rows (updateDate, code, code_name, industry, industryClassification)
+    -> the stocks table: A shares listed by `end`, delisted ones only if still trading
+    after `start`."""
+    frame = pd.DataFrame(basics, columns=["code", "name", "ipo", "out", "type", "status"])
+    frame = frame[(frame["type"] == "1") & (frame["ipo"] <= end)]
+    frame = frame[(frame["status"] == "1") | (frame["out"] >= start)]
+    industry = {row[1]: row[3] for row in industries if row[3]}
+    return _listing_frame(
+        pd.DataFrame(
+            {
+                "code": frame["code"].str[3:],
+                "name": frame["name"],
+                "industry": [industry.get(c, "未知") for c in frame["code"]],
+                "list_date": frame["ipo"].str.replace("-", ""),
+                "list_status": np.where(frame["status"] == "1", "L", "D"),
+            }
+        )
+    )
+
+
+def _baostock_fetch(codes: list[str], start: str, end: str) -> list[tuple[list, list]]:
+    """Per stock: unadjusted k-data rows (BAOSTOCK_FIELDS) and hfq (date, close) rows."""
+    bs = _baostock_session()
+    fetched = []
+    try:
+        for code in codes:
+            symbol = f"{'sh' if code.startswith('6') else 'sz'}.{code}"
+            raw, hfq = (
+                _baostock_rows(
+                    bs.query_history_k_data_plus(
+                        symbol,
+                        fields,
+                        start_date=start,
+                        end_date=end,
+                        frequency="d",
+                        adjustflag=flag,
+                    )
+                )
+                for fields, flag in ((BAOSTOCK_FIELDS, "3"), ("date,close", "1"))
+            )
+            fetched.append((raw, hfq))
+    finally:
+        bs.logout()
+    return fetched
+
+
+def _baostock_indices(start: str, end: str) -> pd.DataFrame:
+    bs = _baostock_session()
+    try:
+        fetched = {
+            code: _baostock_rows(
+                bs.query_history_k_data_plus(
+                    f"{code[-2:].lower()}.{code[:6]}",
+                    INDEX_FIELDS,
+                    start_date=start,
+                    end_date=end,
+                    frequency="d",
+                    adjustflag="3",
+                )
+            )
+            for code in MAIN_INDICES
+        }
+    finally:
+        bs.logout()
+    return baostock_index_frame(fetched)
+
+
+INDEX_FIELDS = "date,code,open,high,low,close,volume,amount"
+
+
+def baostock_index_frame(fetched: dict[str, list[list[str]]]) -> pd.DataFrame:
+    """index_bars from baostock index rows (INDEX_FIELDS, strings) per index code."""
+    frames = [
+        pd.DataFrame(rows, columns=INDEX_FIELDS.split(",")).assign(code=code)
+        for code, rows in fetched.items()
+        if rows
+    ]
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames)
+    for column in INDEX_FIELDS.split(",")[2:]:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame.assign(date=pd.to_datetime(frame["date"])).reset_index(drop=True)
+
+
+def baostock_frames(fetched: list[tuple[list, list]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """bars and daily_basic from baostock rows: all values are strings ('' when empty),
+    volume in shares, amount in CNY, turn in %, tradestatus '1' = traded, isST '1' = ST."""
+    frames = []
+    for raw, hfq in fetched:
+        frame = pd.DataFrame(raw, columns=BAOSTOCK_FIELDS.split(","))
+        hfq_close = dict(hfq)
+        frames.append(
+            frame[frame["tradestatus"] == "1"].assign(
+                code=frame["code"].str[3:],
+                hfq_close=frame["date"].map(hfq_close),
+                turnover_rate=frame["turn"],
+                is_st=frame["isST"] == "1",
+            )
+        )
+    return _daily_frames(pd.concat(frames) if frames else None)
+
+
+NUMERIC = ("open", "high", "low", "close", "volume", "amount", "hfq_close", "turnover_rate")
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Numbers and dates from library values; empty strings become NaN."""
+    frame = frame.copy()
+    for column in NUMERIC:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    frame["date"] = pd.to_datetime(frame["date"])
+    return frame
+
+
+# --- akshare (isolated) --------------------------------------------------------------------
+
+AKSHARE_COLUMNS = {
+    "日期": "date",
+    "开盘": "open",
+    "最高": "high",
+    "最低": "low",
+    "收盘": "close",
+    "成交量": "volume",
+    "成交额": "amount",
+    "换手率": "turnover_rate",
+}
+
+
+def _akshare_listing(start: str, end: str) -> pd.DataFrame:
+    import akshare as ak
+
+    return akshare_listing(ak.stock_info_a_code_name())
+
+
+def akshare_listing(frame: pd.DataFrame) -> pd.DataFrame:
+    """stock_info_a_code_name (code, name): listed stocks only, no industry."""
+    return _listing_frame(
+        pd.DataFrame(
+            {
+                "code": frame["code"].astype(str).str.zfill(6),
+                "name": frame["name"],
+                "industry": "未知",
+                "list_date": None,
+                "list_status": "L",
+            }
+        )
+    )
+
+
+def _akshare_fetch(codes: list[str], start: str, end: str) -> list[tuple[str, list, list]]:
+    """Per stock: stock_zh_a_hist records unadjusted and hfq."""
+    import akshare as ak
+
+    fetched = []
+    for code in codes:
+        raw, hfq = (
+            ak.stock_zh_a_hist(
+                symbol=code,
+                period="daily",
+                start_date=start.replace("-", ""),
+                end_date=end.replace("-", ""),
+                adjust=adjust,
+            ).to_dict("records")
+            for adjust in ("", "hfq")
+        )
+        fetched.append((code, raw, hfq))
+    return fetched
+
+
+def _akshare_indices(start: str, end: str) -> pd.DataFrame:
+    import akshare as ak
+
+    fetched = {
+        code: ak.stock_zh_index_daily(symbol=f"{code[-2:].lower()}{code[:6]}")
+        for code in MAIN_INDICES
+    }
+    return akshare_index_frame(fetched, start, end)
+
+
+def akshare_index_frame(fetched: dict[str, pd.DataFrame], start: str, end: str) -> pd.DataFrame:
+    """index_bars from stock_zh_index_daily frames (date, open, high, low, close, volume;
+    no amount), cut to the sync window."""
+    frames = []
+    for code, frame in fetched.items():
+        frame = frame.assign(code=code, date=pd.to_datetime(frame["date"]), amount=np.nan)
+        frames.append(frame[(frame["date"] >= start) & (frame["date"] <= end)])
+    columns = ["code", "date", "open", "high", "low", "close", "volume", "amount"]
+    return pd.concat(frames)[columns].reset_index(drop=True) if frames else pd.DataFrame()
+
+
+def akshare_frames(fetched: list[tuple[str, list, list]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """bars and daily_basic from stock_zh_a_hist records (Chinese columns; 成交量 in lots of
+    100 shares, 成交额 in CNY, 换手率 in %). It has no ST status per date."""
+    frames = []
+    for code, raw, hfq in fetched:
+        frame = pd.DataFrame(raw).rename(columns=AKSHARE_COLUMNS)
         if frame.empty:
             continue
-        for column in ("open", "high", "low", "close", "volume", "amount"):
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
-        frame["date"] = pd.to_datetime(frame["date"])
-        frame["adj_factor"] = 1.0
-        stored += store.upsert("bars", frame)
-    return {"rows": stored}
+        hfq_close = {str(r["日期"]): r["收盘"] for r in hfq}
+        frames.append(
+            frame.assign(
+                code=code,
+                date=frame["date"].astype(str),
+                volume=pd.to_numeric(frame["volume"]) * 100,
+                hfq_close=frame["date"].astype(str).map(hfq_close),
+            )
+        )
+    return _daily_frames(pd.concat(frames) if frames else None)
+
+
+BAOSTOCK = PerCodeSource(_baostock_listing, _baostock_fetch, baostock_frames, _baostock_indices)
+AKSHARE = PerCodeSource(_akshare_listing, _akshare_fetch, akshare_frames, _akshare_indices)
 
 
 # --- demo -----------------------------------------------------------------------------------
@@ -414,33 +701,5 @@ def sync(
             return {"source": source, **sync_tushare(store, client, days, codes, progress)}
         finally:
             client.close()
-    if source == "baostock":
-        return {"source": source, **sync_per_code(store, _baostock_fetch, days, codes, progress)}
-    return {"source": source, **sync_per_code(store, _akshare_fetch, days, codes, progress)}
-
-
-def _akshare_fetch(codes: list[str], start: str, end: str) -> list[dict[str, Any]]:
-    import akshare as ak
-
-    rows: list[dict[str, Any]] = []
-    names = {
-        "日期": "date",
-        "开盘": "open",
-        "最高": "high",
-        "最低": "low",
-        "收盘": "close",
-        "成交量": "volume",
-        "成交额": "amount",
-    }
-    for code in codes:
-        frame = ak.stock_zh_a_hist(
-            symbol=code,
-            period="daily",
-            start_date=start.replace("-", ""),
-            end_date=end.replace("-", ""),
-            adjust="qfq",
-        )
-        frame = frame.rename(columns=names)[list(names.values())]
-        frame["volume"] = frame["volume"] * 100
-        rows += [{"code": code, **r} for r in frame.to_dict("records")]
-    return rows
+    per_code = BAOSTOCK if source == "baostock" else AKSHARE
+    return {"source": source, **sync_per_code(store, per_code, days, codes, progress)}

@@ -2,8 +2,11 @@
 daily basics, the trade calendar and sync progress.
 
 Real data lives in `market.duckdb`; the demo market in its own `market-demo.duckdb`, so the
-two never mix. Prices are stored raw with their adjustment factor; panels are qfq-adjusted
-(price x factor / latest factor) when loaded.
+two never mix. Prices are stored raw with their (hfq, cumulative) adjustment factor; panels
+are qfq-adjusted when loaded: price x factor / latest factor, and volume by the inverse, so
+volumes stay comparable across a split. A missing factor takes the last known one of the
+stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
+rate (%) and the ST flag of that day.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS stocks (
     code VARCHAR PRIMARY KEY, name VARCHAR, industry VARCHAR, board VARCHAR,
     list_date VARCHAR, is_st BOOLEAN, market_cap DOUBLE, source VARCHAR);
+ALTER TABLE stocks ADD COLUMN IF NOT EXISTS list_status VARCHAR;
 CREATE TABLE IF NOT EXISTS bars (
     code VARCHAR, date DATE, open DOUBLE, high DOUBLE, low DOUBLE, close DOUBLE,
     volume DOUBLE, amount DOUBLE, adj_factor DOUBLE DEFAULT 1.0, source VARCHAR,
@@ -33,6 +37,8 @@ CREATE TABLE IF NOT EXISTS index_bars (
 CREATE TABLE IF NOT EXISTS daily_basic (
     code VARCHAR, date DATE, total_mv DOUBLE, turnover_rate DOUBLE, source VARCHAR,
     PRIMARY KEY (code, date));
+ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS float_mv DOUBLE;
+ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS is_st BOOLEAN;
 CREATE TABLE IF NOT EXISTS trade_calendar (date DATE PRIMARY KEY, is_open BOOLEAN, source VARCHAR);
 CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
@@ -111,22 +117,32 @@ class MarketStore:
     def status(self) -> dict[str, Any]:
         if not self.path.exists():
             return {"source": self.source, "file": str(self.path), "exists": False}
-        (stocks,) = self.execute("SELECT COUNT(*) FROM stocks")[0]
-        bars, coded, first, last = self.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT code), MIN(date), MAX(date) FROM bars"
-        )[0]
-        (indices,) = self.execute("SELECT COUNT(DISTINCT code) FROM index_bars")[0]
+        with _LOCK:
+            conn = self._connect()
+            try:
+                (stocks, delisted) = conn.execute(
+                    "SELECT COUNT(*), COUNT(*) FILTER (WHERE list_status IN ('D', 'P')) FROM stocks"
+                ).fetchone()
+                bars, coded, first, last = conn.execute(
+                    "SELECT COUNT(*), COUNT(DISTINCT code), MIN(date), MAX(date) FROM bars"
+                ).fetchone()
+                (indices,) = conn.execute("SELECT COUNT(DISTINCT code) FROM index_bars").fetchone()
+                caveats = [] if self.source == "demo" else data_caveats(conn)
+            finally:
+                conn.close()
         return {
             "source": self.source,
             "file": str(self.path),
             "exists": True,
             "stocks": stocks,
+            "delisted_or_suspended": delisted,
             "stocks_with_bars": coded,
             "bars": bars,
             "indices": indices,
             "first_date": str(first) if first else None,
             "last_date": str(last) if last else None,
             "size_mb": round(self.path.stat().st_size / 1e6, 1),
+            "caveats": caveats,
         }
 
     def stocks(self) -> pd.DataFrame:
@@ -149,33 +165,111 @@ class MarketStore:
                 ).fetchone()[0]
                 if window is None:
                     raise LookupError("empty store")
-                code_clause = ""
-                bar_params: list = [
-                    window,
-                    *([end] if end else []),
-                    window,
-                    *([end] if end else []),
-                ]
-                if codes:
-                    code_clause = f" AND b.code IN ({', '.join('?' for _ in codes)})"
-                    bar_params += list(codes)
-                date_clause = "date >= ?" + (" AND date <= ?" if end else "")
-                # Integer codes and day numbers: string columns are the slow part of a fetch.
-                bars = conn.execute(
-                    "SELECT CAST(b.code AS INTEGER) AS code, date_diff('day', DATE '1970-01-01', b.date) AS date,"
-                    " b.open * b.adj_factor / l.adj AS open, b.high * b.adj_factor / l.adj AS high,"
-                    " b.low * b.adj_factor / l.adj AS low, b.close * b.adj_factor / l.adj AS close, b.volume, b.amount"
-                    f" FROM bars b JOIN (SELECT code, arg_max(adj_factor, date) AS adj FROM bars WHERE {date_clause} GROUP BY code) l"
-                    f" USING (code) WHERE b.{date_clause}{code_clause}",
-                    bar_params,
-                ).fetchnumpy()
+                bars = _fetch_bars(conn, window, end, codes)
                 stocks = conn.execute(
-                    "SELECT code, name, industry, board, list_date, is_st, market_cap FROM stocks"
+                    "SELECT code, name, industry, board, list_date, is_st, market_cap, list_status FROM stocks"
                 ).df()
                 index_bars = conn.execute(
                     f"SELECT code, date, close FROM index_bars WHERE date >= ? {'AND date <= ?' if end else ''}",
                     [window] + ([end] if end else []),
                 ).df()
+                caveats = [] if self.source == "demo" else data_caveats(conn)
             finally:
                 conn.close()
-        return panel_from_long(bars, stocks.set_index("code"), index_bars, self.source)
+        return panel_from_long(bars, stocks.set_index("code"), index_bars, self.source, caveats)
+
+
+def _fetch_bars(conn, window, end: str | None, codes: list[str] | None) -> dict[str, Any]:
+    """Bars from `window` to `end` as numpy columns: qfq prices, volume on today's share
+    basis, the raw close and (when the store has them) the per-date facts. The gap-filling
+    window function and the daily_basic join run only when needed: they triple the time."""
+    (gaps,) = conn.execute("SELECT COUNT(*) FROM bars WHERE adj_factor IS NULL").fetchone()
+    (basics,) = conn.execute("SELECT COUNT(*) FROM daily_basic").fetchone()
+    code_clause = f" AND code IN ({', '.join('?' for _ in codes)})" if codes else ""
+    # A gap needs the history before the window: its factor is the last one known.
+    since = "" if gaps else "AND date >= ?"
+    facts = ""
+    if basics:
+        facts = (
+            f", {_nan('d.total_mv')} AS total_mv, {_nan('d.float_mv')} AS float_mv,"
+            f" {_nan('d.turnover_rate')} AS turnover_rate, {_nan('CAST(d.is_st AS DOUBLE)')} AS is_st"
+            " FROM b JOIN latest l USING (code)"
+            " LEFT JOIN daily_basic d ON d.code = b.code AND d.date = b.date"
+        )
+    # Integer codes and day numbers: string columns are the slow part of a fetch.
+    return conn.execute(
+        f"""WITH b AS (
+            SELECT code, date, open, high, low, close, volume, amount,
+                {FILLED_FACTOR if gaps else "adj_factor"} AS adj
+            FROM bars WHERE date <= COALESCE(?::DATE, DATE '9999-12-31') {since}{code_clause}),
+        latest AS (SELECT code, arg_max(adj, date) AS adj FROM b WHERE date >= ? GROUP BY code)
+        SELECT CAST(b.code AS INTEGER) AS code, date_diff('day', DATE '1970-01-01', b.date) AS date,
+            b.open * b.adj / l.adj AS open, b.high * b.adj / l.adj AS high,
+            b.low * b.adj / l.adj AS low, b.close * b.adj / l.adj AS close,
+            b.volume * l.adj / b.adj AS volume, b.amount, b.close AS raw_close
+            {facts or "FROM b JOIN latest l USING (code)"}
+        WHERE b.date >= ?""",
+        [end, *([] if gaps else [window]), *(codes or []), window, window],
+    ).fetchnumpy()
+
+
+# A missing factor takes the last known one of the stock (else its first known one): a 1.0
+# in the middle of a history would halve the price of a stock that once split 2-for-1.
+FILLED_FACTOR = """COALESCE(adj_factor,
+    last_value(adj_factor IGNORE NULLS) OVER (PARTITION BY code ORDER BY date
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+    first_value(adj_factor IGNORE NULLS) OVER (PARTITION BY code ORDER BY date
+        ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), 1.0)"""
+
+
+def _nan(column: str) -> str:
+    """NULL as NaN: numpy arrays fetched from DuckDB would otherwise be masked."""
+    return f"COALESCE({column}, 'NaN'::DOUBLE)"
+
+
+def data_caveats(conn) -> list[str]:
+    """Which engine rules the stored data weakens, one Chinese sentence each (empty when the
+    store has every per-date fact)."""
+    (stocks, industries, delisted, with_status) = conn.execute(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE industry IS NOT NULL AND industry <> '未知'),"
+        " COUNT(*) FILTER (WHERE list_status IN ('D', 'P')), COUNT(*) FILTER (WHERE list_status IS NOT NULL)"
+        " FROM stocks"
+    ).fetchone()
+    (bars, gaps, gap_codes) = conn.execute(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE adj_factor IS NULL),"
+        " COUNT(DISTINCT code) FILTER (WHERE adj_factor IS NULL) FROM bars"
+    ).fetchone()
+    (total_mv, float_mv, turnover, st) = conn.execute(
+        "SELECT COUNT(total_mv), COUNT(float_mv), COUNT(turnover_rate), COUNT(is_st) FROM daily_basic"
+    ).fetchone()
+    (indices,) = conn.execute("SELECT COUNT(DISTINCT code) FROM index_bars").fetchone()
+    caveats = []
+    if not bars:
+        return caveats
+    if not indices:
+        caveats.append("指数：没有指数行情，第二层相对强弱只看个股自身涨幅，市场状态不看指数趋势。")
+    if not total_mv and float_mv:
+        caveats.append(
+            "总市值：数据源不提供，第一层市值门槛改用流通市值（成交量 ÷ 换手率 × 收盘价逐日推算），"
+            "流通市值小于总市值，门槛偏严。"
+        )
+    elif not total_mv:
+        caveats.append(
+            "市值：数据源不提供逐日市值，按股票列表中的最新市值 × 当日价格比例推算（假设股本不变）；"
+            "没有市值的股票第一层只看成交额。"
+        )
+    if not turnover:
+        caveats.append("换手率：数据源不提供，EVR 的换手率用当日成交额 ÷ 当日市值推算。")
+    if not st:
+        caveats.append("ST 标记：数据源没有逐日 ST 状态，历史上的 ST 按今天的名称判断。")
+    if stocks and not industries:
+        caveats.append("行业：数据源不提供行业分类，第三层板块共振不起作用（只看个股强度）。")
+    if with_status and not delisted:
+        caveats.append("股票池：不含退市和暂停上市的股票，回测有幸存者偏差。")
+    elif not with_status:
+        caveats.append("股票池：数据源没有上市状态，可能不含退市股票，回测可能有幸存者偏差。")
+    if gaps:
+        caveats.append(
+            f"复权因子：缺失 {gaps} 条（{gap_codes} 只股票），已沿用该股前一个已知因子。"
+        )
+    return caveats

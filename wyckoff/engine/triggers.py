@@ -107,7 +107,7 @@ def evr(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = p.volume[e] / wmean(p.volume, e - 1, 20)
             pct = p.close[e] / p.close[e - 1] - 1
-            turnover_rate = p.amount[e] / f.market_cap
+            turnover_rate = p.turnover_rate[e]
             holds = p.close[min(e + 1, t)] >= p.low[e]
             hit = (
                 (ratio >= cfg.evr_volume)

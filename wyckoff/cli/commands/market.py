@@ -59,8 +59,11 @@ def _note(result: dict[str, Any]) -> None:
 
     source = f"数据源：{result.get('source')}，截至 {result.get('as_of')}"
     print_notice(source)
-    if result.get("data_note"):
+    if result.get("data_note"):  # on stdout too: a piped output keeps the demo label
         print_notice(f"⚠ {result['data_note']}")
+        typer.echo(f"⚠ {result['data_note']}")
+    for caveat in result.get("data_caveats") or []:
+        typer.echo(f"⚠ 数据缺口 — {caveat}")
 
 
 def screen(
@@ -278,10 +281,36 @@ def status(json_output: JsonOption = False) -> None:
     if json_output:
         print_json(info)
         return
-    rows = [[key, value] for key, value in info.items()]
+    rows = [
+        [label, _status_value(info[key])] for key, label in STATUS_LABELS.items() if key in info
+    ]
     print_table("行情数据", ["项目", "值"], rows)
+    for caveat in info.get("caveats") or []:
+        typer.echo(f"⚠ 数据缺口 — {caveat}")
     if source == "demo":
         typer.echo("⚠ 演示数据：本地合成的行情，不是真实市场数据。")
+
+
+STATUS_LABELS = {
+    "chosen": "设置的数据源",
+    "source": "实际使用的数据源",
+    "file": "数据文件",
+    "exists": "文件已建立",
+    "stocks": "股票数",
+    "delisted_or_suspended": "其中退市或暂停上市",
+    "stocks_with_bars": "有行情的股票数",
+    "bars": "日线条数",
+    "indices": "指数个数",
+    "first_date": "最早日期",
+    "last_date": "最新日期",
+    "size_mb": "文件大小（MB）",
+}
+
+
+def _status_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "是" if value else "否"
+    return "—" if value is None else str(value)
 
 
 @data_app.command("sync")
