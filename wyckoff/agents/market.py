@@ -6,7 +6,6 @@ it also carries `data_note` saying the data is synthetic.
 
 from __future__ import annotations
 
-import difflib
 import json
 import threading
 from datetime import date, timedelta
@@ -81,34 +80,20 @@ class MarketData:
         return self.store.stocks()
 
     def resolve_code(self, text: str) -> str:
-        """A 6-digit code, or the stock whose name matches; a clear error with suggestions."""
-        stocks = self.stock_table()
-        text = text.strip().upper().split(".")[0]
-        codes = set(stocks["code"])
-        if text in codes:
-            return text
-        names = dict(zip(stocks["name"], stocks["code"], strict=True))
-        if text in names:
-            return names[text]
-        matches = search_names(stocks, text, limit=1)
-        if matches and len(text) >= 2:
-            return matches[0]
-        suggestions = closest_stocks(stocks, text)
-        hint = "、".join(suggestions) if suggestions else "无"
-        raise ToolFailure(f"找不到股票 '{text}'。相近的有：{hint}。请给出 6 位代码或完整名称。")
+        """The one stock `text` names (code, code with exchange, or name), else the candidates."""
+        from wyckoff.agents.stock_lookup import resolve_stock
+
+        return resolve_stock(all_stocks(self.stock_table()), text)
 
 
-def closest_stocks(stocks, text: str, limit: int = 5) -> list[str]:
-    """'名称（代码）' of the stocks most like `text`: shared characters first, then spelling."""
-    scored = []
-    for code, name in zip(stocks["code"], stocks["name"].fillna(""), strict=True):
-        overlap = len(set(text) & set(name)) / max(len(set(text)), 1)
-        name_score = 0.8 * overlap + 0.2 * difflib.SequenceMatcher(None, text, name).ratio()
-        score = max(name_score, difflib.SequenceMatcher(None, text, code).ratio())
-        if score >= 0.4:
-            scored.append((score, code, name))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [f"{name}（{code}）" for _, code, name in scored[:limit]]
+def all_stocks(store_stocks):
+    """The store's stock table plus any listed stock it lacks, so names resolve against the
+    whole market: a fragment unique among demo stocks is not unique among all A-shares."""
+    import pandas as pd
+
+    from wyckoff.engine.demo import stock_list
+
+    return pd.concat([store_stocks[["code", "name"]], stock_list()]).drop_duplicates("code")
 
 
 def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:

@@ -21,14 +21,6 @@ class PortfolioError(UsageError):
     """A change that cannot be made; nothing was changed."""
 
 
-def stock_names() -> dict[str, str]:
-    """code -> name from the bundled A-share list."""
-    from wyckoff.engine.demo import stock_list
-
-    listing = stock_list()
-    return dict(zip(listing["code"], listing["name"], strict=True))
-
-
 class Portfolio:
     def __init__(self, store) -> None:
         self.store = store
@@ -215,14 +207,17 @@ def _loads(text: str | None):
     return json.loads(text) if text else None
 
 
-def validate_stock(code: str, name: str | None) -> tuple[str, str]:
-    code = code.strip().split(".")[0]
-    names = stock_names()
-    if code not in names:
-        raise PortfolioError(f"{code} 不是 A 股代码表中的股票，请检查代码。")
-    if name and name.strip() != names[code]:
-        raise PortfolioError(f"代码与名称不符：{code} 是 {names[code]}，不是 {name}。")
-    return code, names[code]
+def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
+    """The code and name of the stock `stock` (a code or a name) names in the A-share list."""
+    from wyckoff.agents.stock_lookup import normalize, resolve_stock
+    from wyckoff.engine.demo import stock_list
+
+    listing = stock_list()
+    code = resolve_stock(listing, stock)
+    listed_name = listing.loc[listing["code"] == code, "name"].iloc[0]
+    if name and normalize(name) != normalize(listed_name):
+        raise PortfolioError(f"代码与名称不符：{code} 是 {listed_name}，不是 {name}。")
+    return code, listed_name
 
 
 def validate_shares(shares: int) -> None:
