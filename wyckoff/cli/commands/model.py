@@ -260,9 +260,8 @@ def set_fallback(
 ) -> None:
     """设置备用模型（限流、超时、服务故障时接管）/ set the fallback model, or `none`."""
     from wyckoff.cli.output import print_notice
-    from wyckoff.errors import UsageError
-
     from wyckoff.config import effective_config
+    from wyckoff.errors import UsageError
 
     home, config = _load()
     if model_id.lower() == "none":
