@@ -19,3 +19,81 @@ def test_model_added_with_a_key_in_the_environment_becomes_the_default(home):
     assert [m["id"] for m in saved["models"]] == ["c"] and saved["default"] == "c"
     listed = json.loads(cli("model", "list", "--json", env=env).stdout)["models"]
     assert [(m["id"], m["default"]) for m in listed] == [("c", True)]
+
+
+WIDE = {"COLUMNS": "200"}
+
+
+def _utc_now_plus(hours: int) -> set[str]:
+    """The minute now and one minute later, shifted by `hours` (the table shows seconds)."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC) + timedelta(hours=hours)
+    return {(now + timedelta(minutes=m)).strftime("%Y-%m-%d %H:%M") for m in (0, 1)}
+
+
+def test_times_show_local_time_china_when_no_zone_is_set(home, monkeypatch):
+    monkeypatch.delenv("TZ", raising=False)
+    assert cli("portfolio", "add", "000001", "--shares", "100", "--cost", "10").returncode == 0
+    china = _utc_now_plus(8)
+    history = cli("portfolio", "history", env=WIDE).stdout
+    assert any(stamp in history for stamp in china), history
+
+    from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.store import Store
+
+    ChatLog(Store.in_home(home)).append(
+        ChatLog(Store.in_home(home)).create_session(), {"role": "user", "content": "你好"}
+    )
+    sessions = cli("session", "list", env=WIDE).stdout
+    assert any(stamp in sessions for stamp in china), sessions
+    tokyo_like = cli("session", "list", env={**WIDE, "TZ": "XYZ-9"}).stdout  # POSIX: UTC+9
+    assert any(stamp in tokyo_like for stamp in _utc_now_plus(9)), tokyo_like
+
+
+def test_command_line_errors_are_one_chinese_sentence(home):
+    negative = cli("portfolio", "cash", "-1")
+    assert negative.returncode == 2 and "现金不能为负数" in negative.stderr
+    unknown = cli("screen", "--bogus")
+    assert unknown.returncode == 2 and "没有选项 --bogus" in unknown.stderr
+    not_a_number = cli("backtest", "--hold-days", "x")
+    assert not_a_number.returncode == 2 and "需要一个整数" in not_a_number.stderr
+    too_small = cli("backtest", "--hold-days", "0")
+    assert too_small.returncode == 2 and "不能小于 1" in too_small.stderr
+    for result in (negative, unknown, not_a_number, too_small):
+        assert "Error" not in result.stderr and "Usage" not in result.stderr
+        assert "Input should" not in result.stderr and "Traceback" not in result.stderr
+    assert cli("portfolio", "cash", "2000.5").returncode == 0
+
+
+def test_portfolio_says_what_was_added_and_the_new_total_in_chinese(home):
+    cli("portfolio", "add", "600519", "--shares", "200", "--cost", "1500")
+    added = cli("portfolio", "add", "600519", "--shares", "100", "--cost", "1600")
+    assert "已加仓：600519 贵州茅台 100 股 @ 1600.00" in added.stderr
+    assert "现持有 300 股" in added.stderr and "1533.333" in added.stderr
+    assert "1533.3333" not in added.stderr
+    history = cli("portfolio", "history", env=WIDE).stdout
+    assert "命令行" in history and "添加" in history
+    assert " add " not in history and " cli " not in history
+    undo = cli("portfolio", "undo")
+    assert "已撤销最近一次添加" in undo.stderr
+
+
+def test_tushare_without_a_token_is_refused_at_once(home):
+    result = cli("data", "use", "tushare")
+    assert result.returncode == 2 and "token" in result.stderr
+    assert not (home / "wyckoff.json").exists()
+    with_token = cli("data", "use", "tushare", "--token", "tok-0123456789")
+    assert with_token.returncode == 0, with_token.stderr
+
+
+def test_skills_and_stop_types_are_in_chinese(home):
+    from wyckoff.engine.sources import ensure_demo
+
+    skills = cli("skills", "list", env=WIDE).stdout
+    assert "内置" in skills and "built-in" not in skills
+    home.mkdir(parents=True, exist_ok=True)
+    ensure_demo(home, limit=50)
+    cli("data", "use", "demo")
+    analysis = cli("analyze", "000001").stdout
+    assert "止损" in analysis and "accumulation" not in analysis and "trailing" not in analysis

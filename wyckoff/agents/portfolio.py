@@ -82,7 +82,8 @@ class Portfolio:
                 }
             _write(conn, after)
             _record(conn, actor, "add", code, before, after)
-        return {"action": "add", "before": before, "after": after}
+        added = {"shares": shares, "cost_price": cost_price}
+        return {"action": "add", "before": before, "after": after, "added": added}
 
     def update(
         self,
@@ -124,7 +125,9 @@ class Portfolio:
 
     def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
         if amount < 0:
-            raise PortfolioError("现金不能为负数。")
+            raise PortfolioError(
+                f"现金不能为负数（收到 {amount:g}）：请给出账户里的可用现金，如 `wyckoff portfolio cash 100000`。"
+            )
         with self.store.transaction() as conn:
             before = self.cash()
             conn.execute(
@@ -161,14 +164,51 @@ class Portfolio:
         }
 
 
+ACTION_LABELS = {
+    "add": "添加",
+    "update": "修改",
+    "remove": "删除",
+    "set_cash": "设置现金",
+    "undo": "撤销",
+}
+ACTOR_LABELS = {"cli": "命令行", "agent": "智能体"}
+
+
 def describe_state(state: dict[str, Any] | None) -> str:
     """One readable phrase for a history entry's before/after."""
     if state is None:
         return "（无）"
     if "cash" in state:
         return f"现金 {state['cash']:,.2f}"
-    stop = f"，止损 {state['stop_loss']}" if state.get("stop_loss") else ""
-    return f"{state['code']} {state['name']} {state['shares']} 股 @ {state['cost_price']}{stop}"
+    stop = f"，止损 {price_text(state['stop_loss'])}" if state.get("stop_loss") else ""
+    return (
+        f"{state['code']} {state['name']} {state['shares']} 股 @ {price_text(state['cost_price'])}"
+        + stop
+    )
+
+
+def describe_change(change: dict[str, Any]) -> str:
+    """What a change did, in one sentence: what was added and the new total for an add."""
+    before, after = change.get("before"), change.get("after")
+    if change["action"] == "undo":
+        reverted = ACTION_LABELS.get(change["reverted"], change["reverted"])
+        return f"已撤销最近一次{reverted}，恢复为：{describe_state(change['restored'])}"
+    if change["action"] == "add" and before:
+        lot = change["added"]
+        return (
+            f"已加仓：{after['code']} {after['name']} {lot['shares']} 股 @ {price_text(lot['cost_price'])}；"
+            f"现持有 {after['shares']} 股，平均成本 {price_text(after['cost_price'])}"
+        )
+    if change["action"] == "set_cash":
+        return f"已设置现金：{before['cash']:,.2f} → {after['cash']:,.2f}"
+    if change["action"] == "update":
+        return f"已修改：{describe_state(before)} → {describe_state(after)}"
+    return f"已{ACTION_LABELS[change['action']]}：{describe_state(after or before)}"
+
+
+def price_text(price: float) -> str:
+    """A price with 2 decimals, or 3 when the third one matters (1533.333)."""
+    return f"{price:.3f}" if round(price, 2) != round(price, 3) else f"{price:.2f}"
 
 
 def _row(conn, code: str) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Any
 
+from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
@@ -204,7 +205,7 @@ def export_markdown(session: dict[str, Any], messages: list[dict[str, Any]]) -> 
     lines = [
         f"# {session['title'] or '会话'} ({session['id']})",
         "",
-        f"创建于 {session['created_at']}",
+        f"创建于 {local_time(session['created_at'])}",
         "",
     ]
     for message in messages:

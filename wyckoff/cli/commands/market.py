@@ -14,6 +14,7 @@ data_app = typer.Typer(
     help="行情数据 / market data: sync, status, use.", no_args_is_help=True, rich_markup_mode=None
 )
 JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
+STOP_KINDS = {"accumulation": "吸筹区下沿止损", "trailing": "跟踪止损"}
 
 
 def _context():
@@ -122,7 +123,7 @@ def analyze(
         *[f"  · {reason}" for reason in result["reasons"]],
         f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {ma['ma20']} / MA50 {ma['ma50']} / MA200 {ma['ma200']}）",
         f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
-        f"止损：{result['stop']['stop']}（{result['stop']['kind']}）  {result['exit']['detail']}",
+        f"止损：{result['stop']['stop']}（{STOP_KINDS.get(result['stop']['kind'], '无')}）  {result['exit']['detail']}",
         f"RPS50 {result['rps50']}  RPS120 {result['rps120']}  距年内高点 {result['from_year_high_pct']}%  距年内低点 +{result['from_year_low_pct']}%",
         "收益：" + "  ".join(f"{k} {v}%" for k, v in result["returns_pct"].items()),
     ]
@@ -241,13 +242,18 @@ def use(
     """选择数据源 / choose the data source."""
     from wyckoff.cli.output import print_notice
     from wyckoff.config import load_config, save_config, wyckoff_home
-    from wyckoff.engine.sources import SOURCES
+    from wyckoff.engine.sources import SOURCES, tushare_token
     from wyckoff.errors import UsageError
 
     if source not in SOURCES:
         raise UsageError(f"未知的数据源 '{source}'：可选 {', '.join(SOURCES)}。")
     home = wyckoff_home()
     config = load_config(home)
+    if source == "tushare" and not (token or tushare_token(config)):
+        raise UsageError(
+            "tushare 需要 token：运行 `wyckoff data use tushare --token TOKEN`，或设置环境变量 TUSHARE_TOKEN。"
+            "数据源没有改变。"
+        )
     data = config.data.model_copy(
         update={"source": source, **({"tushare_token": token} if token else {})}
     )
