@@ -97,3 +97,26 @@ def test_skills_and_stop_types_are_in_chinese(home):
     cli("data", "use", "demo")
     analysis = cli("analyze", "000001").stdout
     assert "止损" in analysis and "accumulation" not in analysis and "trailing" not in analysis
+
+
+def test_session_list_leaves_out_failed_runs_and_lone_background_follow_ups(home):
+    from wyckoff.cli.background import NOTIFICATION_PREFIX
+    from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.store import Store
+
+    cli(
+        "model", "add", "dead", "--provider", "openai", "--model", "gpt-4.1",
+        "--base-url", "http://127.0.0.1:9/v1", "--api-key", "sk-test-0123456789",
+    )  # fmt: skip
+    assert cli("ask", "这次会失败", "-m", "dead").returncode != 0
+    assert cli("ask", "--max-rounds", "0", "用法错误").returncode == 2
+    chat_log = ChatLog(Store.in_home(home))
+    follow_up = chat_log.create_session()
+    chat_log.append(follow_up, {"role": "user", "content": f"{NOTIFICATION_PREFIX} 筛选完成"})
+    chat_log.append(follow_up, {"role": "assistant", "content": "筛选完成。"})
+    answered = chat_log.create_session()
+    chat_log.append(answered, {"role": "user", "content": f"{NOTIFICATION_PREFIX} 回测完成"})
+    chat_log.append(answered, {"role": "user", "content": "看看平安银行"})
+    chat_log.append(answered, {"role": "assistant", "content": "好的。"})
+    listed = json.loads(cli("session", "list", "--json").stdout)["sessions"]
+    assert [(s["id"], s["title"]) for s in listed] == [(answered, "看看平安银行")]
