@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import cli
+from tests.test_market_data import demo_home  # noqa: F401 (fixture)
 
 
 def test_model_added_with_a_key_in_the_environment_becomes_the_default(home):
@@ -120,3 +121,16 @@ def test_session_list_leaves_out_failed_runs_and_lone_background_follow_ups(home
     chat_log.append(answered, {"role": "assistant", "content": "好的。"})
     listed = json.loads(cli("session", "list", "--json").stdout)["sessions"]
     assert [(s["id"], s["title"]) for s in listed] == [(answered, "看看平安银行")]
+
+
+def test_screen_counts_the_chosen_board_and_explains_its_columns(demo_home):  # noqa: F811
+    import re
+
+    chinext = json.loads(cli("screen", "--board", "chinext", "--json").stdout)["summary"]
+    assert chinext["total_scanned"] == 0  # the 400 demo stocks are all on the main board
+    text = cli("screen", env=WIDE).stdout
+    assert "扫描 400 只" in text
+    for word in ("评分", "EVR", "LPS", "SOS", "Spring"):
+        assert re.search(rf"^\s+{word}\s", text, re.M), word
+    rows = [line.split("│") for line in text.splitlines() if re.match(r"│ \d{6} ", line)]
+    assert rows and all(re.fullmatch(r"\d+\.\d\d", row[4].strip()) for row in rows)

@@ -367,7 +367,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     if context.store is not None:
         save_screen(context.store, market.source, panel.as_of, top)
     summary = {
-        "total_scanned": result.total_scanned,
+        "total_scanned": int((~np.isnan(panel.close[-1]) & in_board).sum()),
         "layer1_passed": int((result.layer1 & in_board).sum()),
         "layer2_passed": int((result.layer2 & in_board).sum()),
         "layer3_passed": int((result.layer3 & in_board).sum()),

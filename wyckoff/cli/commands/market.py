@@ -15,6 +15,13 @@ data_app = typer.Typer(
 )
 JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
 STOP_KINDS = {"accumulation": "吸筹区下沿止损", "trailing": "跟踪止损"}
+SCREEN_LEGEND = """说明：
+  评分  综合相对强度、入选通道数、是否触发信号和 RPS120 的排序分，越高越靠前；只用于本次筛选内排序，不是百分制或概率。
+  Spring  弹簧：跌破区间支撑后放量收回。
+  LPS     最后支撑点：缩量回踩 20 日均线不破。
+  EVR     努力与结果：放量但价格几乎不动（可能有资金承接）。
+  SOS     强势信号：放量大涨，创 60 日新高或上穿 50 日均线。
+  波动收敛 / 趋势回踩  振幅与成交量收缩 / 上升趋势中的缩量回调。"""
 
 
 def _context():
@@ -90,16 +97,18 @@ def screen(
                 c["code"],
                 c["name"],
                 c["industry"],
-                c["close"],
+                f"{c['close']:.2f}",
                 "+".join(c["channels"]),
                 "、".join(c["triggers"]),
-                c["score"],
+                f"{c['score']:.1f}",
             ]
             for c in result["top_candidates"]
         ],
     )
     if result["top_sectors"]:
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
+    if result["top_candidates"]:
+        typer.echo(SCREEN_LEGEND)
 
 
 def analyze(
