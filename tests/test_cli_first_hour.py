@@ -134,3 +134,12 @@ def test_screen_counts_the_chosen_board_and_explains_its_columns(demo_home):  # 
         assert re.search(rf"^\s+{word}\s", text, re.M), word
     rows = [line.split("│") for line in text.splitlines() if re.match(r"│ \d{6} ", line)]
     assert rows and all(re.fullmatch(r"\d+\.\d\d", row[4].strip()) for row in rows)
+
+
+def test_backtest_reports_its_stages_while_it_runs(demo_home):  # noqa: F811
+    result = cli("backtest", "--start", "2026-09-01", "--json")
+    assert result.returncode == 0, result.stderr
+    stages = [line for line in result.stderr.splitlines() if line.startswith("… ")]
+    assert stages[0] == "… 加载行情 demo" and stages[-1].startswith("… 汇总统计")
+    assert any("个交易日）" in line and line.startswith("… 逐日回测") for line in stages)
+    assert json.loads(result.stdout)["source"] == "demo"

@@ -488,12 +488,23 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
         board=params.board,
         stop_loss_pct=params.stop_loss_pct,
         take_profit_pct=params.take_profit_pct,
-        progress=lambda fraction: context.progress("逐日回测", f"{fraction:.0%}", fraction),
+        progress=lambda fraction: _backtest_progress(context, dates, start_t, end_t, fraction),
         cancelled=context.cancelled,
     )
     result.pop("signals")
     result["trade_list"] = result["trade_list"][-30:]
     return market.envelope(dates[end_t], **result)
+
+
+def _backtest_progress(
+    context: ToolContext, dates: list[str], start_t: int, end_t: int, fraction: float
+) -> None:
+    if fraction >= 1:
+        context.progress("汇总统计", "交易明细、收益与回撤", 1.0)
+        return
+    done = round(fraction * (end_t - start_t))
+    day = f"{dates[start_t + done]}（{done}/{end_t - start_t} 个交易日）"
+    context.progress("逐日回测", day, fraction)
 
 
 def _date_index(dates: list[str], wanted: str | None, default: int) -> int:

@@ -6,6 +6,7 @@ scripts) and a progress bar on long work. Demo results are labelled on every out
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -37,11 +38,12 @@ def _context():
 def _progress_bar():
     """A transient Rich progress bar on stderr (Rich imported only when it is shown)."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
+        TaskProgressColumn(),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
@@ -49,17 +51,37 @@ def _progress_bar():
 
 
 def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
-    """Run a tool function with a progress bar on stderr; tool failures become clear errors."""
+    """Run a tool function with its progress on stderr; tool failures become clear errors."""
     context = _context()
     with _progress_bar() as bar:
         task = bar.add_task(label or "处理中", total=1.0)
+        log = StageLog(bar.console.is_terminal)
 
         def update(progress: dict[str, Any]) -> None:
             description = " ".join(x for x in (progress.get("stage"), progress.get("detail")) if x)
             bar.update(task, description=description, completed=progress.get("fraction") or 0)
+            log.update(progress.get("stage") or "", description, progress.get("fraction"))
 
         context.on_progress = update
         return func(params, context)
+
+
+class StageLog:
+    """Without a terminal (logs, pipes) a bar cannot be drawn: one line per stage, and one
+    per tenth of a long stage, so a slow run still shows where it is."""
+
+    def __init__(self, on_terminal: bool) -> None:
+        self.quiet = on_terminal
+        self.stage = ""
+        self.tenth = -1
+
+    def update(self, stage: str, description: str, fraction: float | None) -> None:
+        tenth = int((fraction or 0) * 10)
+        if self.quiet or (stage == self.stage and tenth == self.tenth):
+            return
+        self.stage, self.tenth = stage, tenth
+        sys.stderr.write(f"… {description}\n")
+        sys.stderr.flush()
 
 
 def _note(result: dict[str, Any]) -> None:
