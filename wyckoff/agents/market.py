@@ -12,13 +12,10 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.config import MAIN_INDICES, board_of
-from wyckoff.engine.funnel import trigger_groups
-from wyckoff.engine.triggers import TRIGGER_LABELS
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
@@ -124,6 +121,8 @@ def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:
 
 
 def _latest_quote(panel, code: str) -> dict[str, Any]:
+    import numpy as np
+
     if not panel.has(code):
         return {"close": None, "pct_change": None}
     j = panel.column(code)
@@ -247,6 +246,8 @@ def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, An
 
 
 def get_market_overview(params: BaseModel, context: ToolContext) -> dict[str, Any]:
+    import numpy as np
+
     from wyckoff.engine.regime import market_regime
 
     market = MarketData.from_context(context)
@@ -286,6 +287,8 @@ class HistoryParams(BaseModel):
 
 
 def get_market_history(params: HistoryParams, context: ToolContext) -> dict[str, Any]:
+    import numpy as np
+
     market = MarketData.from_context(context)
     code = params.index.upper()
     if code not in MAIN_INDICES:
@@ -348,7 +351,9 @@ class ScreenParams(BaseModel):
 
 
 def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.engine.funnel import run_funnel
+    import numpy as np
+
+    from wyckoff.engine.funnel import run_funnel, trigger_groups
     from wyckoff.engine.regime import market_regime
 
     market = MarketData.from_context(context)
@@ -393,6 +398,8 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
 
 
 def _candidate(panel, result, j: int) -> dict[str, Any]:
+    from wyckoff.engine.triggers import TRIGGER_LABELS
+
     code = panel.codes[j]
     return {
         "code": code,
@@ -408,6 +415,8 @@ def _candidate(panel, result, j: int) -> dict[str, Any]:
 
 def save_screen(store, source: str, as_of: str, candidates: list[dict[str, Any]]) -> None:
     """Candidates as recommendations; each trigger as a pending signal with its TTL."""
+    from wyckoff.engine.triggers import TRIGGER_LABELS
+
     with store.transaction() as conn:
         for c in candidates:
             conn.execute(
