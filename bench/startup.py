@@ -1,5 +1,6 @@
 """Median wall time of `wyckoff --help`, `wyckoff model list` and `wyckoff ask` against an
-instantly answering loopback model. Run: python bench/startup.py [--runs N]"""
+instantly answering loopback model, and what `ask` adds over importing the OpenAI SDK it
+uses. Run: python bench/startup.py [--runs N]"""
 
 from __future__ import annotations
 
@@ -54,7 +55,13 @@ def main() -> None:
             "wyckoff ask (instant model)": median_ms(
                 [*wyckoff, "ask", "hi"], env, runs, before=lambda: server.script(Reply(text="ok"))
             ),
+            "python -c 'import openai'": median_ms(
+                [sys.executable, "-c", "import openai"], env, runs
+            ),
         }
+        figures["ask overhead over the SDK import"] = (
+            figures["wyckoff ask (instant model)"] - figures["python -c 'import openai'"]
+        )
     server.close()
     print(f"startup, median of {runs} runs")
     for name, ms in figures.items():
