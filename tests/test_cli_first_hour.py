@@ -43,9 +43,10 @@ def test_times_show_local_time_china_when_no_zone_is_set(home, monkeypatch):
     from wyckoff.cli.chat_log import ChatLog
     from wyckoff.store import Store
 
-    ChatLog(Store.in_home(home)).append(
-        ChatLog(Store.in_home(home)).create_session(), {"role": "user", "content": "你好"}
-    )
+    chat_log = ChatLog(Store.in_home(home))
+    session = chat_log.create_session()
+    chat_log.append(session, {"role": "user", "content": "你好"})
+    chat_log.append(session, {"role": "assistant", "content": "你好！"})
     sessions = cli("session", "list", env=WIDE).stdout
     assert any(stamp in sessions for stamp in china), sessions
     tokyo_like = cli("session", "list", env={**WIDE, "TZ": "XYZ-9"}).stdout  # POSIX: UTC+9
@@ -143,3 +144,26 @@ def test_backtest_reports_its_stages_while_it_runs(demo_home):  # noqa: F811
     assert stages[0] == "… 加载行情 demo" and stages[-1].startswith("… 汇总统计")
     assert any("个交易日）" in line and line.startswith("… 逐日回测") for line in stages)
     assert json.loads(result.stdout)["source"] == "demo"
+
+
+def test_a_synced_store_is_never_diagnosed_from_a_stale_cached_panel(demo_home):  # noqa: F811
+    import pandas as pd
+
+    from wyckoff.engine.store import MarketStore
+
+    before = json.loads(cli("analyze", "000001", "--json").stdout)
+    again = json.loads(cli("analyze", "000001", "--json").stdout)  # from the cached panel
+    assert again == before
+    store = MarketStore.for_source(demo_home, "demo")
+    next_day = str((pd.Timestamp(before["as_of"]) + pd.offsets.BDay(1)).date())
+    price = round(before["close"] * 1.05, 2)
+    store.upsert(
+        "bars",
+        pd.DataFrame(
+            {"code": ["000001"], "date": [pd.Timestamp(next_day)], "open": [price],
+             "high": [price], "low": [price], "close": [price], "volume": [1e6],
+             "amount": [price * 1e6], "adj_factor": [1.0]}
+        ),
+    )  # fmt: skip
+    after = json.loads(cli("analyze", "000001", "--json").stdout)
+    assert after["as_of"] == next_day and after["close"] == price

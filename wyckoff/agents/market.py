@@ -55,15 +55,24 @@ class MarketData:
             raise ToolFailure(no_data_hint(self.source))
 
     def panel(self, days: int = PANEL_DAYS):
-        self.ready()
-        key = (str(self.store.path), self.store.path.stat().st_mtime_ns, days)
+        """The last `days` trading days: kept in memory per process and on disk per store
+        version (see engine/panel_cache.py), so a warm run does not touch DuckDB."""
+        from wyckoff.engine.panel_cache import cached_panel, store_version
+
+        if not self.store.path.exists():
+            self.ready()
+        key = (str(self.store.path), store_version(self.store.path), days)
         with _PANEL_LOCK:
             panel = _PANELS.get(key)
             if panel is None:
                 _PANELS.clear()
-                panel = self.store.load_panel(days)
+                panel = cached_panel(self.store.path, self.source, days, lambda: self._load(days))
                 _PANELS[key] = panel
         return panel
+
+    def _load(self, days: int):
+        self.ready()
+        return self.store.load_panel(days)
 
     def envelope(self, as_of: str, **result: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
@@ -80,17 +89,18 @@ class MarketData:
         """The one stock `text` names (code, code with exchange, or name), else the candidates."""
         from wyckoff.agents.stock_lookup import resolve_stock
 
-        return resolve_stock(all_stocks(self.stock_table()), text)
+        return resolve_stock(all_stocks(self.panel().stocks), text)
 
 
-def all_stocks(store_stocks):
-    """The store's stock table plus any listed stock it lacks, so names resolve against the
+def all_stocks(panel_stocks):
+    """The stocks of the panel plus any listed stock it lacks, so names resolve against the
     whole market: a fragment unique among demo stocks is not unique among all A-shares."""
     import pandas as pd
 
     from wyckoff.engine.demo import stock_list
 
-    return pd.concat([store_stocks[["code", "name"]], stock_list()]).drop_duplicates("code")
+    ours = panel_stocks["name"].rename_axis("code").reset_index()
+    return pd.concat([ours, stock_list()]).drop_duplicates("code")
 
 
 def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:
