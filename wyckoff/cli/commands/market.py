@@ -53,35 +53,36 @@ def _progress_bar():
 def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
     """Run a tool function with its progress on stderr; tool failures become clear errors."""
     context = _context()
+    if not sys.stderr.isatty():
+        context.on_progress = StageLog().update
+        return func(params, context)
     with _progress_bar() as bar:
         task = bar.add_task(label or "处理中", total=1.0)
-        log = StageLog(bar.console.is_terminal)
 
         def update(progress: dict[str, Any]) -> None:
-            description = " ".join(x for x in (progress.get("stage"), progress.get("detail")) if x)
-            bar.update(task, description=description, completed=progress.get("fraction") or 0)
-            log.update(progress.get("stage") or "", description, progress.get("fraction"))
+            bar.update(task, description=_describe(progress), completed=progress["fraction"] or 0)
 
         context.on_progress = update
         return func(params, context)
 
 
+def _describe(progress: dict[str, Any]) -> str:
+    return " ".join(x for x in (progress.get("stage"), progress.get("detail")) if x)
+
+
 class StageLog:
-    """Without a terminal (logs, pipes) a bar cannot be drawn: one line per stage, and one
-    per tenth of a long stage, so a slow run still shows where it is."""
+    """Without a terminal (logs, pipes) no bar can be drawn: one stderr line per stage, and
+    one per tenth of a long stage, so a slow run still shows where it is."""
 
-    def __init__(self, on_terminal: bool) -> None:
-        self.quiet = on_terminal
-        self.stage = ""
-        self.tenth = -1
+    def __init__(self) -> None:
+        self.last: tuple[str, int] | None = None
 
-    def update(self, stage: str, description: str, fraction: float | None) -> None:
-        tenth = int((fraction or 0) * 10)
-        if self.quiet or (stage == self.stage and tenth == self.tenth):
-            return
-        self.stage, self.tenth = stage, tenth
-        sys.stderr.write(f"… {description}\n")
-        sys.stderr.flush()
+    def update(self, progress: dict[str, Any]) -> None:
+        step = (progress.get("stage") or "", int((progress.get("fraction") or 0) * 10))
+        if step != self.last:
+            self.last = step
+            sys.stderr.write(f"… {_describe(progress)}\n")
+            sys.stderr.flush()
 
 
 def _note(result: dict[str, Any]) -> None:
