@@ -57,3 +57,5 @@ def test_portfolio_add_accepts_a_name_and_refuses_an_ambiguous_one(home):
     assert [p["code"] for p in listed["positions"]] == ["600519"]
     ambiguous = cli("portfolio", "add", "银行", "--shares", "100", "--cost", "10")
     assert ambiguous.returncode == 2 and "平安银行" in ambiguous.stderr
+    removed = cli("portfolio", "rm", "贵州茅台")
+    assert removed.returncode == 0 and "已删除：600519 贵州茅台" in removed.stderr

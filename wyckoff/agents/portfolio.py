@@ -94,6 +94,7 @@ class Portfolio:
         buy_dt: str | None = None,
         actor: str = "cli",
     ) -> dict[str, Any]:
+        code = held_code(self.positions(), code)
         with self.store.transaction() as conn:
             before = _row(conn, code)
             if before is None:
@@ -115,6 +116,7 @@ class Portfolio:
         return {"action": "update", "before": before, "after": after}
 
     def remove(self, code: str, actor: str = "cli") -> dict[str, Any]:
+        code = held_code(self.positions(), code)
         with self.store.transaction() as conn:
             before = _row(conn, code)
             if before is None:
@@ -260,6 +262,18 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
     return code, listed_name
 
 
+def held_code(positions: list[dict[str, Any]], stock: str) -> str:
+    """The code of the held position `stock` names (its code or name); else the text as given,
+    so the caller reports that nothing like it is held."""
+    from wyckoff.agents.stock_lookup import normalize
+
+    wanted = normalize(stock).split(".")[0]
+    for position in positions:
+        if wanted in (position["code"], normalize(position["name"])):
+            return position["code"]
+    return stock
+
+
 def validate_shares(shares: int) -> None:
     if shares <= 0 or shares % 100:
         raise PortfolioError(f"股数必须是 100 的正整数倍（A 股一手 100 股），收到 {shares}。")
@@ -337,7 +351,7 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
 
 class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash"]
-    code: str | None = Field(default=None, description="6 位代码（set_cash 不需要）")
+    code: str | None = Field(default=None, description="6 位代码或股票名称（set_cash 不需要）")
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
     shares: int | None = Field(default=None, description="股数，100 的整数倍")
     cost_price: float | None = None

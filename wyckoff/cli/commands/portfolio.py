@@ -82,7 +82,7 @@ def add(
 
 
 @app.command("rm")
-def remove(code: Annotated[str, typer.Argument(help="6 位代码")]) -> None:
+def remove(code: Annotated[str, typer.Argument(help="6 位代码或股票名称")]) -> None:
     """删除持仓 / remove a position."""
     _done(_book().remove(code))
 
