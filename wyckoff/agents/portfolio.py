@@ -21,6 +21,14 @@ class PortfolioError(UsageError):
     """A change that cannot be made; nothing was changed."""
 
 
+def stock_names() -> dict[str, str]:
+    """code -> name from the bundled A-share list."""
+    from wyckoff.engine.demo import stock_list
+
+    listing = stock_list()
+    return dict(zip(listing["code"], listing["name"], strict=True))
+
+
 class Portfolio:
     def __init__(self, store) -> None:
         self.store = store
@@ -254,9 +262,8 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
     from wyckoff.agents.stock_lookup import normalize, resolve_stock
     from wyckoff.engine.demo import stock_list
 
-    listing = stock_list()
-    code = resolve_stock(listing, stock)
-    listed_name = listing.loc[listing["code"] == code, "name"].iloc[0]
+    code = resolve_stock(stock_list(), stock)
+    listed_name = stock_names()[code]
     if name and normalize(name) != normalize(listed_name):
         raise PortfolioError(f"代码与名称不符：{code} 是 {listed_name}，不是 {name}。")
     return code, listed_name
