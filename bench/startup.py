@@ -1,5 +1,6 @@
 """Median wall time of `wyckoff --help`, `wyckoff model list` and `wyckoff ask` against an
-instantly answering loopback model. Run: python bench/startup.py [--runs N]"""
+instantly answering loopback model, and what `ask` adds over importing the OpenAI SDK it
+uses. Run: python bench/startup.py [--runs N]"""
 
 from __future__ import annotations
 
@@ -23,17 +24,25 @@ def wyckoff_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "wyckoff"]
 
 
+def run_ms(command: list[str], env: dict[str, str], before=None) -> float:
+    if before:
+        before()
+    started = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {result.stderr.strip()}")
+    return (time.perf_counter() - started) * 1000
+
+
 def median_ms(command: list[str], env: dict[str, str], runs: int, before=None) -> float:
-    times = []
-    for _ in range(runs):
-        if before:
-            before()
-        started = time.perf_counter()
-        result = subprocess.run(command, env=env, capture_output=True, text=True)
-        times.append((time.perf_counter() - started) * 1000)
-        if result.returncode != 0:
-            raise SystemExit(f"{' '.join(command)} failed: {result.stderr.strip()}")
-    return statistics.median(times)
+    return statistics.median(run_ms(command, env, before) for _ in range(runs))
+
+
+def overhead_ms(command: list[str], baseline: list[str], env, runs: int, before) -> float:
+    """Median of paired differences, so load on a shared machine hits both sides alike."""
+    return statistics.median(
+        run_ms(command, env, before) - run_ms(baseline, env) for _ in range(runs)
+    )
 
 
 def main() -> None:
@@ -53,6 +62,16 @@ def main() -> None:
             "wyckoff model list": median_ms([*wyckoff, "model", "list"], env, runs),
             "wyckoff ask (instant model)": median_ms(
                 [*wyckoff, "ask", "hi"], env, runs, before=lambda: server.script(Reply(text="ok"))
+            ),
+            "python -c 'import openai'": median_ms(
+                [sys.executable, "-c", "import openai"], env, runs
+            ),
+            "ask overhead over the SDK import": overhead_ms(
+                [*wyckoff, "ask", "hi"],
+                [sys.executable, "-c", "import openai"],
+                env,
+                runs,
+                before=lambda: server.script(Reply(text="ok")),
             ),
         }
     server.close()

@@ -252,7 +252,7 @@ def test_unknown_stock_names_the_closest_matches(demo_home):
     result = cli("analyze", "平安银")
     assert result.returncode == 0  # a partial name resolves
     wrong = cli("analyze", "平按银行")
-    assert wrong.returncode == 1 and "平安银行（000001）" in wrong.stderr
+    assert wrong.returncode == 2 and "000001.SZ 平安银行" in wrong.stderr
 
 
 def test_screen_command_runs_the_funnel_and_saves_recommendations(demo_home):

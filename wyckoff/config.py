@@ -164,8 +164,37 @@ def describe_validation_error(exc: ValidationError) -> str:
     """The first problem of a pydantic error as one short phrase: `models.0.provider: ...`."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "顶层"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"{where}：{message}"
+    return f"{where}：{describe_pydantic_error(first)}"
+
+
+def describe_pydantic_error(error: dict[str, Any]) -> str:
+    """One pydantic error (an item of `exc.errors()`) as a short Chinese phrase."""
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    if kind in PYDANTIC_PHRASES:
+        return PYDANTIC_PHRASES[kind].format(**ctx).replace("' or '", "', '")
+    return error["msg"].removeprefix("Value error, ")
+
+
+PYDANTIC_PHRASES = {
+    "float_parsing": "需要一个数字",
+    "float_type": "需要一个数字",
+    "int_parsing": "需要一个整数",
+    "int_type": "需要一个整数",
+    "int_from_float": "需要一个整数",
+    "bool_parsing": "需要 true 或 false",
+    "greater_than": "必须大于 {gt}",
+    "greater_than_equal": "不能小于 {ge}",
+    "less_than": "必须小于 {lt}",
+    "less_than_equal": "不能大于 {le}",
+    "literal_error": "可选 {expected}",
+    "enum": "可选 {expected}",
+    "string_pattern_mismatch": "格式不对（需符合 {pattern}）",
+    "string_too_short": "不能为空",
+    "missing": "缺少这一项",
+    "extra_forbidden": "不认识的字段",
+    "url_parsing": "不是有效的网址",
+}
 
 
 def save_config(config: WyckoffConfig, home: Path | None = None) -> Path:

@@ -6,20 +6,19 @@ it also carries `data_note` saying the data is synthetic.
 
 from __future__ import annotations
 
-import difflib
 import json
 import threading
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-from wyckoff.engine.config import DEFAULT_CONFIG, MAIN_INDICES, board_of
-from wyckoff.engine.funnel import trigger_groups
-from wyckoff.engine.triggers import TRIGGER_KEYS, TRIGGER_LABELS, signal_expiry
+from wyckoff.engine.config import MAIN_INDICES, board_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
@@ -58,15 +57,24 @@ class MarketData:
             raise ToolFailure(no_data_hint(self.source))
 
     def panel(self, days: int = PANEL_DAYS):
-        self.ready()
-        key = (str(self.store.path), self.store.path.stat().st_mtime_ns, days)
+        """The last `days` trading days: kept in memory per process and on disk per store
+        version (see engine/panel_cache.py), so a warm run does not touch DuckDB."""
+        from wyckoff.engine.panel_cache import cached_panel, store_version
+
+        if not self.store.path.exists():
+            self.ready()
+        key = (str(self.store.path), store_version(self.store.path), days)
         with _PANEL_LOCK:
             panel = _PANELS.get(key)
             if panel is None:
                 _PANELS.clear()
-                panel = self.store.load_panel(days)
+                panel = cached_panel(self.store.path, self.source, days, lambda: self._load(days))
                 _PANELS[key] = panel
         return panel
+
+    def _load(self, days: int):
+        self.ready()
+        return self.store.load_panel(days)
 
     def envelope(self, as_of: str, **result: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
@@ -77,6 +85,8 @@ class MarketData:
 
     def open_days(self) -> np.ndarray:
         """Trading days the store knows: its calendar's open days and every date with bars."""
+        import numpy as np
+
         if not self.store.path.exists():
             return np.array([], dtype="datetime64[D]")
         frame = self.store.query_df(
@@ -89,34 +99,21 @@ class MarketData:
         return self.store.stocks()
 
     def resolve_code(self, text: str) -> str:
-        """A 6-digit code, or the stock whose name matches; a clear error with suggestions."""
-        stocks = self.stock_table()
-        text = text.strip().upper().split(".")[0]
-        codes = set(stocks["code"])
-        if text in codes:
-            return text
-        names = dict(zip(stocks["name"], stocks["code"], strict=True))
-        if text in names:
-            return names[text]
-        matches = search_names(stocks, text, limit=1)
-        if matches and len(text) >= 2:
-            return matches[0]
-        suggestions = closest_stocks(stocks, text)
-        hint = "、".join(suggestions) if suggestions else "无"
-        raise ToolFailure(f"找不到股票 '{text}'。相近的有：{hint}。请给出 6 位代码或完整名称。")
+        """The one stock `text` names (code, code with exchange, or name), else the candidates."""
+        from wyckoff.agents.stock_lookup import resolve_stock
+
+        return resolve_stock(all_stocks(self.panel().stocks), text)
 
 
-def closest_stocks(stocks, text: str, limit: int = 5) -> list[str]:
-    """'名称（代码）' of the stocks most like `text`: shared characters first, then spelling."""
-    scored = []
-    for code, name in zip(stocks["code"], stocks["name"].fillna(""), strict=True):
-        overlap = len(set(text) & set(name)) / max(len(set(text)), 1)
-        name_score = 0.8 * overlap + 0.2 * difflib.SequenceMatcher(None, text, name).ratio()
-        score = max(name_score, difflib.SequenceMatcher(None, text, code).ratio())
-        if score >= 0.4:
-            scored.append((score, code, name))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [f"{name}（{code}）" for _, code, name in scored[:limit]]
+def all_stocks(panel_stocks):
+    """The stocks of the panel plus any listed stock it lacks, so names resolve against the
+    whole market: a fragment unique among demo stocks is not unique among all A-shares."""
+    import pandas as pd
+
+    from wyckoff.engine.demo import stock_list
+
+    ours = panel_stocks["name"].rename_axis("code").reset_index()
+    return pd.concat([ours, stock_list()]).drop_duplicates("code")
 
 
 def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:
@@ -147,6 +144,8 @@ def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:
 
 
 def _latest_quote(panel, code: str) -> dict[str, Any]:
+    import numpy as np
+
     if not panel.has(code):
         return {"close": None, "pct_change": None}
     j = panel.column(code)
@@ -270,6 +269,8 @@ def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, An
 
 
 def get_market_overview(params: BaseModel, context: ToolContext) -> dict[str, Any]:
+    import numpy as np
+
     from wyckoff.engine.regime import market_regime
 
     market = MarketData.from_context(context)
@@ -309,6 +310,8 @@ class HistoryParams(BaseModel):
 
 
 def get_market_history(params: HistoryParams, context: ToolContext) -> dict[str, Any]:
+    import numpy as np
+
     market = MarketData.from_context(context)
     code = params.index.upper()
     if code not in MAIN_INDICES:
@@ -371,7 +374,9 @@ class ScreenParams(BaseModel):
 
 
 def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.engine.funnel import run_funnel
+    import numpy as np
+
+    from wyckoff.engine.funnel import run_funnel, trigger_groups
     from wyckoff.engine.regime import market_regime
 
     market = MarketData.from_context(context)
@@ -390,7 +395,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     if context.store is not None:
         save_screen(context.store, market.source, panel.as_of, top, market.open_days())
     summary = {
-        "total_scanned": result.total_scanned,
+        "total_scanned": int((~np.isnan(panel.close[-1]) & in_board).sum()),
         "layer1_passed": int((result.layer1 & in_board).sum()),
         "layer2_passed": int((result.layer2 & in_board).sum()),
         "layer3_passed": int((result.layer3 & in_board).sum()),
@@ -417,6 +422,8 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
 
 
 def _candidate(panel, result, j: int) -> dict[str, Any]:
+    from wyckoff.engine.triggers import TRIGGER_LABELS
+
     code = panel.codes[j]
     return {
         "code": code,
@@ -434,6 +441,9 @@ def save_screen(
     store, source: str, as_of: str, candidates: list[dict[str, Any]], open_days: np.ndarray
 ) -> None:
     """Candidates as recommendations; each trigger as a pending signal with its TTL."""
+    from wyckoff.engine.config import DEFAULT_CONFIG
+    from wyckoff.engine.triggers import TRIGGER_LABELS, signal_expiry
+
     with store.transaction() as conn:
         for c in candidates:
             conn.execute(
@@ -504,7 +514,7 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
         board=params.board,
         stop_loss_pct=params.stop_loss_pct,
         take_profit_pct=params.take_profit_pct,
-        progress=lambda fraction: context.progress("逐日回测", f"{fraction:.0%}", fraction),
+        progress=lambda fraction: _backtest_progress(context, dates, start_t, end_t, fraction),
         cancelled=context.cancelled,
     )
     result.pop("signals")
@@ -512,6 +522,17 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
     if total > len(result["trade_list"]):
         result["trade_list_note"] = f"共 {total} 笔交易，这里只列出最近 30 笔"
     return market.envelope(dates[end_t], data_caveats=panel.caveats, **result)
+
+
+def _backtest_progress(
+    context: ToolContext, dates: list[str], start_t: int, end_t: int, fraction: float
+) -> None:
+    if fraction >= 1:
+        context.progress("汇总统计", "交易明细、收益与回撤", 1.0)
+        return
+    done = round(fraction * (end_t - start_t))
+    day = f"{dates[start_t + done]}（{done}/{end_t - start_t} 个交易日）"
+    context.progress("逐日回测", day, fraction)
 
 
 def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
@@ -567,6 +588,9 @@ def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str,
 def _refresh_expiry(rows: list[dict[str, Any]], open_days: np.ndarray) -> None:
     """Recount each pending signal's TTL on the calendar known now (a holiday synced since
     the screen moves its expiry), and mark it expired once that day has passed."""
+    from wyckoff.engine.config import DEFAULT_CONFIG
+    from wyckoff.engine.triggers import TRIGGER_KEYS, signal_expiry
+
     today = date.today().isoformat()
     for row in rows:
         key = TRIGGER_KEYS.get(row["trigger"])

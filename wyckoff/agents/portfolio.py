@@ -90,7 +90,8 @@ class Portfolio:
                 }
             _write(conn, after)
             _record(conn, actor, "add", code, before, after)
-        return {"action": "add", "before": before, "after": after}
+        added = {"shares": shares, "cost_price": cost_price}
+        return {"action": "add", "before": before, "after": after, "added": added}
 
     def update(
         self,
@@ -101,6 +102,7 @@ class Portfolio:
         buy_dt: str | None = None,
         actor: str = "cli",
     ) -> dict[str, Any]:
+        code = held_code(self.positions(), code)
         with self.store.transaction() as conn:
             before = _row(conn, code)
             if before is None:
@@ -122,6 +124,7 @@ class Portfolio:
         return {"action": "update", "before": before, "after": after}
 
     def remove(self, code: str, actor: str = "cli") -> dict[str, Any]:
+        code = held_code(self.positions(), code)
         with self.store.transaction() as conn:
             before = _row(conn, code)
             if before is None:
@@ -132,7 +135,9 @@ class Portfolio:
 
     def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
         if amount < 0:
-            raise PortfolioError("现金不能为负数。")
+            raise PortfolioError(
+                f"现金不能为负数（收到 {amount:g}）：请给出账户里的可用现金，如 `wyckoff portfolio cash 100000`。"
+            )
         with self.store.transaction() as conn:
             before = self.cash()
             conn.execute(
@@ -169,14 +174,51 @@ class Portfolio:
         }
 
 
+ACTION_LABELS = {
+    "add": "添加",
+    "update": "修改",
+    "remove": "删除",
+    "set_cash": "设置现金",
+    "undo": "撤销",
+}
+ACTOR_LABELS = {"cli": "命令行", "agent": "智能体"}
+
+
 def describe_state(state: dict[str, Any] | None) -> str:
     """One readable phrase for a history entry's before/after."""
     if state is None:
         return "（无）"
     if "cash" in state:
         return f"现金 {state['cash']:,.2f}"
-    stop = f"，止损 {state['stop_loss']}" if state.get("stop_loss") else ""
-    return f"{state['code']} {state['name']} {state['shares']} 股 @ {state['cost_price']}{stop}"
+    stop = f"，止损 {price_text(state['stop_loss'])}" if state.get("stop_loss") else ""
+    return (
+        f"{state['code']} {state['name']} {state['shares']} 股 @ {price_text(state['cost_price'])}"
+        + stop
+    )
+
+
+def describe_change(change: dict[str, Any]) -> str:
+    """What a change did, in one sentence: what was added and the new total for an add."""
+    before, after = change.get("before"), change.get("after")
+    if change["action"] == "undo":
+        reverted = ACTION_LABELS.get(change["reverted"], change["reverted"])
+        return f"已撤销最近一次{reverted}，恢复为：{describe_state(change['restored'])}"
+    if change["action"] == "add" and before:
+        lot = change["added"]
+        return (
+            f"已加仓：{after['code']} {after['name']} {lot['shares']} 股 @ {price_text(lot['cost_price'])}；"
+            f"现持有 {after['shares']} 股，平均成本 {price_text(after['cost_price'])}"
+        )
+    if change["action"] == "set_cash":
+        return f"已设置现金：{before['cash']:,.2f} → {after['cash']:,.2f}"
+    if change["action"] == "update":
+        return f"已修改：{describe_state(before)} → {describe_state(after)}"
+    return f"已{ACTION_LABELS[change['action']]}：{describe_state(after or before)}"
+
+
+def price_text(price: float) -> str:
+    """A price with 2 decimals, or 3 when the third one matters (1533.333)."""
+    return f"{price:.3f}" if round(price, 2) != round(price, 3) else f"{price:.2f}"
 
 
 def _row(conn, code: str) -> dict[str, Any] | None:
@@ -215,14 +257,28 @@ def _loads(text: str | None):
     return json.loads(text) if text else None
 
 
-def validate_stock(code: str, name: str | None) -> tuple[str, str]:
-    code = code.strip().split(".")[0]
-    names = stock_names()
-    if code not in names:
-        raise PortfolioError(f"{code} 不是 A 股代码表中的股票，请检查代码。")
-    if name and name.strip() != names[code]:
-        raise PortfolioError(f"代码与名称不符：{code} 是 {names[code]}，不是 {name}。")
-    return code, names[code]
+def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
+    """The code and name of the stock `stock` (a code or a name) names in the A-share list."""
+    from wyckoff.agents.stock_lookup import normalize, resolve_stock
+    from wyckoff.engine.demo import stock_list
+
+    code = resolve_stock(stock_list(), stock)
+    listed_name = stock_names()[code]
+    if name and normalize(name) != normalize(listed_name):
+        raise PortfolioError(f"代码与名称不符：{code} 是 {listed_name}，不是 {name}。")
+    return code, listed_name
+
+
+def held_code(positions: list[dict[str, Any]], stock: str) -> str:
+    """The code of the held position `stock` names (its code or name); else the text as given,
+    so the caller reports that nothing like it is held."""
+    from wyckoff.agents.stock_lookup import normalize
+
+    wanted = normalize(stock).split(".")[0]
+    for position in positions:
+        if wanted in (position["code"], normalize(position["name"])):
+            return position["code"]
+    return stock
 
 
 def validate_shares(shares: int) -> None:
@@ -302,7 +358,7 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
 
 class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash"]
-    code: str | None = Field(default=None, description="6 位代码（set_cash 不需要）")
+    code: str | None = Field(default=None, description="6 位代码或股票名称（set_cash 不需要）")
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
     shares: int | None = Field(default=None, description="股数，100 的整数倍")
     cost_price: float | None = None

@@ -12,7 +12,6 @@ import json
 import re
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
@@ -59,6 +58,8 @@ def extract_json(text: str) -> dict[str, Any] | None:
 
 def compressed_features(panel, code: str, regime: dict[str, Any]) -> dict[str, Any]:
     """A compact, model-friendly summary of one stock (a few hundred characters)."""
+    import numpy as np
+
     from wyckoff.engine.health import diagnose
 
     j = panel.column(code)

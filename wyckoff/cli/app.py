@@ -62,15 +62,27 @@ app.add_typer(skills_commands.prompt_app, name="prompt")
 
 def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
+    from typer._click import exceptions as click_errors
+
+    from wyckoff.cli.output import print_error
     from wyckoff.errors import WyckoffError
 
     try:
-        app(prog_name="wyckoff")  # the same name under `python -m wyckoff`
-    except WyckoffError as exc:
-        from wyckoff.cli.output import print_error
+        # standalone_mode=False: usage errors reach us, to be told in Chinese
+        result = app(prog_name="wyckoff", standalone_mode=False)  # same name under python -m
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()
+        sys.exit(2)
+    except click_errors.UsageError as exc:
+        from wyckoff.cli.usage_errors import describe_usage_error
 
+        print_error(describe_usage_error(exc))
+        sys.exit(2)
+    except WyckoffError as exc:
         print_error(exc.message)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click_errors.Abort):
         sys.stderr.write("已取消。\n")
         sys.exit(130)
+    if isinstance(result, int):
+        sys.exit(result)

@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Any
 
+from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
@@ -88,11 +89,21 @@ class ChatLog:
         return row[0] if row else None
 
     def list_sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Sessions with a question from the user and an answer, newest first: runs that
+        failed before any answer, and background follow-ups alone, are not worth resuming."""
+        from wyckoff.cli.background import NOTIFICATION_PREFIX
+
+        asked = "m.role = 'user' AND substr(m.content, 1, ?) != ?"
         rows = self.store.conn.execute(
-            "SELECT s.id, s.title, s.created_at, s.updated_at, s.parent_id,"
+            "SELECT s.id, s.created_at, s.updated_at, s.parent_id,"
+            " COALESCE(NULLIF(s.title, ''), (SELECT substr(m.content, 1, 80) FROM messages m"
+            f"  WHERE m.session_id = s.id AND {asked} ORDER BY m.seq LIMIT 1)) AS title,"
             " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages"
-            " FROM sessions s ORDER BY s.updated_at DESC LIMIT ?",
-            (limit,),
+            " FROM sessions s"
+            f" WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND {asked})"
+            " AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant')"
+            " ORDER BY s.updated_at DESC LIMIT ?",
+            (len(NOTIFICATION_PREFIX), NOTIFICATION_PREFIX) * 2 + (limit,),
         ).fetchall()
         return [dict(row) for row in rows]
 
@@ -216,7 +227,7 @@ def export_markdown(session: dict[str, Any], messages: list[dict[str, Any]]) -> 
     lines = [
         f"# {session['title'] or '会话'} ({session['id']})",
         "",
-        f"创建于 {session['created_at']}",
+        f"创建于 {local_time(session['created_at'])}",
         "",
     ]
     for message in messages:

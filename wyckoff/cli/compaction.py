@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wyckoff.cli.chat_log import without_secrets
-from wyckoff.cli.tokens import count_message, count_messages
+from wyckoff.cli.tokens import byte_bound, count_message, count_messages
 from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.config import redact_value
 
@@ -339,6 +339,8 @@ def needs_compaction(
 ) -> bool:
     """Whether the history plus prompt and tools exceed the threshold (`cache`: a
     MessageTokenCache that makes repeated checks cheap)."""
+    if byte_bound(messages, system_prompt, tools) <= threshold(window):
+        return False  # far below the limit: no need to load the tokenizer (~0.4 s)
     fixed = count_messages([], system_prompt, tools)
     used = cache.count(messages) if cache is not None else count_messages(messages)
     return fixed + used > threshold(window)

@@ -4,8 +4,12 @@ plain JSON for scripts, and one-line errors on stderr."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+
+CHINA_TIME = timezone(timedelta(hours=8), "CST")  # Asia/Shanghai has no daylight saving
 
 
 def print_json(value: Any) -> None:
@@ -35,3 +39,24 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 
 def is_interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def local_time(utc_stamp: str, *, seconds: bool = True) -> str:
+    """A stored UTC timestamp ('2026-12-02T10:00:00.123Z') as local wall-clock time,
+    '2026-12-02 18:00:00': the system zone, or China time when no zone is configured."""
+    try:
+        moment = datetime.fromisoformat(utc_stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return utc_stamp
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    local = moment.astimezone(_display_zone())
+    return local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def _display_zone():
+    """None (the system zone) when TZ is set or the system has a zone other than UTC."""
+    if os.environ.get("TZ"):
+        return None
+    system = datetime.now().astimezone().tzinfo
+    return CHINA_TIME if system is None or system.utcoffset(None) == timedelta(0) else None

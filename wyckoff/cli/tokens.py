@@ -97,6 +97,25 @@ def count_messages(
     return total
 
 
+def byte_bound(
+    messages: list[dict[str, Any]],
+    system_prompt: str = "",
+    tools: list[dict[str, Any]] | None = None,
+) -> int:
+    """An upper bound on `count_messages` without loading the tokenizer: no token (nor any
+    heuristic unit) is shorter than one UTF-8 byte."""
+
+    def size(value: Any) -> int:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return len(text.encode())
+
+    total = size(system_prompt) + (size(tools) if tools else 0)
+    for m in messages:
+        total += MESSAGE_OVERHEAD + size(str(m.get("content") or ""))
+        total += size(m.get("tool_calls") or "") + size(m.get("reasoning_content") or "")
+    return total
+
+
 class MessageTokenCache:
     """Per-message counts for a live history, so the check before every model call costs
     O(new messages), not O(history). Messages are not edited once appended."""

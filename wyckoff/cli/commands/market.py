@@ -6,6 +6,7 @@ scripts) and a progress bar on long work. Demo results are labelled on every out
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +15,13 @@ data_app = typer.Typer(
     help="行情数据 / market data: sync, status, use.", no_args_is_help=True, rich_markup_mode=None
 )
 JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
+SCREEN_LEGEND = """说明：
+  评分  综合相对强度、入选通道数、是否触发信号和 RPS120 的排序分，越高越靠前；只用于本次筛选内排序，不是百分制或概率。
+  Spring  弹簧：跌破区间支撑后放量收回。
+  LPS     最后支撑点：缩量回踩 20 日均线不破。
+  EVR     努力与结果：放量但价格几乎不动（可能有资金承接）。
+  SOS     强势信号：放量大涨，创 60 日新高或上穿 50 日均线。
+  波动收敛 / 趋势回踩  振幅与成交量收缩 / 上升趋势中的缩量回调。"""
 
 
 def _context():
@@ -29,11 +37,12 @@ def _context():
 def _progress_bar():
     """A transient Rich progress bar on stderr (Rich imported only when it is shown)."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
+        TaskProgressColumn(),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
@@ -41,17 +50,38 @@ def _progress_bar():
 
 
 def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
-    """Run a tool function with a progress bar on stderr; tool failures become clear errors."""
+    """Run a tool function with its progress on stderr; tool failures become clear errors."""
     context = _context()
+    if not sys.stderr.isatty():
+        context.on_progress = StageLog().update
+        return func(params, context)
     with _progress_bar() as bar:
         task = bar.add_task(label or "处理中", total=1.0)
 
         def update(progress: dict[str, Any]) -> None:
-            description = " ".join(x for x in (progress.get("stage"), progress.get("detail")) if x)
-            bar.update(task, description=description, completed=progress.get("fraction") or 0)
+            bar.update(task, description=_describe(progress), completed=progress["fraction"] or 0)
 
         context.on_progress = update
         return func(params, context)
+
+
+def _describe(progress: dict[str, Any]) -> str:
+    return " ".join(x for x in (progress.get("stage"), progress.get("detail")) if x)
+
+
+class StageLog:
+    """Without a terminal (logs, pipes) no bar can be drawn: one stderr line per stage, and
+    one per tenth of a long stage, so a slow run still shows where it is."""
+
+    def __init__(self) -> None:
+        self.last: tuple[str, int] | None = None
+
+    def update(self, progress: dict[str, Any]) -> None:
+        step = (progress.get("stage") or "", int((progress.get("fraction") or 0) * 10))
+        if step != self.last:
+            self.last = step
+            sys.stderr.write(f"… {_describe(progress)}\n")
+            sys.stderr.flush()
 
 
 def _note(result: dict[str, Any]) -> None:
@@ -92,16 +122,18 @@ def screen(
                 c["code"],
                 c["name"],
                 c["industry"],
-                c["close"],
+                f"{c['close']:.2f}",
                 "+".join(c["channels"]),
                 "、".join(c["triggers"]),
-                c["score"],
+                f"{c['score']:.1f}",
             ]
             for c in result["top_candidates"]
         ],
     )
     if result["top_sectors"]:
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
+    if result["top_candidates"]:
+        typer.echo(SCREEN_LEGEND)
 
 
 def analyze(
@@ -251,13 +283,18 @@ def use(
     """选择数据源 / choose the data source."""
     from wyckoff.cli.output import print_notice
     from wyckoff.config import load_config, save_config, wyckoff_home
-    from wyckoff.engine.sources import SOURCES
+    from wyckoff.engine.sources import SOURCES, tushare_token
     from wyckoff.errors import UsageError
 
     if source not in SOURCES:
         raise UsageError(f"未知的数据源 '{source}'：可选 {', '.join(SOURCES)}。")
     home = wyckoff_home()
     config = load_config(home)
+    if source == "tushare" and not (token or tushare_token(config)):
+        raise UsageError(
+            "tushare 需要 token：运行 `wyckoff data use tushare --token TOKEN`，或设置环境变量 TUSHARE_TOKEN。"
+            "数据源没有改变。"
+        )
     data = config.data.model_copy(
         update={"source": source, **({"tushare_token": token} if token else {})}
     )

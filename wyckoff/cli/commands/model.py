@@ -28,13 +28,19 @@ def _save(config, home) -> None:
     save_config(config, home)
 
 
-def _editable(config):
-    """Models found in the environment become explicit entries before anything is edited."""
+def _editable(config, *model_ids: str):
+    """With nothing configured, the environment-detected models the command names become
+    explicit entries; the others are never written (so `model add` writes only its own)."""
     from wyckoff.config import effective_config
 
     if config.models:
         return config
-    return effective_config(config)
+    detected = effective_config(config)
+    named = [m for m in detected.models if m.id in model_ids]
+    default = detected.default if detected.default in model_ids else None
+    return config.model_copy(
+        update={"models": named, "default": default or (named[0].id if named else None)}
+    )
 
 
 def _require(config, model_id: str):
@@ -82,7 +88,7 @@ def add(
     if api_key and api_key_env:
         raise UsageError("--api-key 与 --api-key-env 只能给一个。")
     home, config = _load()
-    config = _editable(config)
+    config = _editable(config, model_id)
     existing = config.find(model_id)
     if is_interactive():
         provider = provider or (
@@ -241,7 +247,7 @@ def set_default(model_id: ModelIdArg) -> None:
     from wyckoff.cli.output import print_notice
 
     home, config = _load()
-    config = _editable(config)
+    config = _editable(config, model_id)
     _require(config, model_id)
     fallback = None if config.fallback == model_id else config.fallback
     _save(config.model_copy(update={"default": model_id, "fallback": fallback}), home)
@@ -254,14 +260,15 @@ def set_fallback(
 ) -> None:
     """设置备用模型（限流、超时、服务故障时接管）/ set the fallback model, or `none`."""
     from wyckoff.cli.output import print_notice
+    from wyckoff.config import effective_config
     from wyckoff.errors import UsageError
 
     home, config = _load()
-    config = _editable(config)
     if model_id.lower() == "none":
         _save(config.model_copy(update={"fallback": None}), home)
         print_notice("已取消备用模型。")
         return
+    config = _editable(config, model_id, effective_config(config).default or "")
     _require(config, model_id)
     if model_id == (config.default or config.models[0].id):
         raise UsageError(f"{model_id} 已是默认模型，备用模型需要另一个。")
@@ -285,7 +292,7 @@ def set_cost(
     from wyckoff.errors import ConfigError
 
     home, config = _load()
-    config = _editable(config)
+    config = _editable(config, model_id)
     model = _require(config, model_id)
     update = {"input_per_1m": input_per_1m, "output_per_1m": output_per_1m}
     if cache_read_per_1m is not None:

@@ -22,22 +22,16 @@ def _book():
 
 
 def _done(change: dict) -> None:
-    from wyckoff.agents.portfolio import describe_state
+    from wyckoff.agents.portfolio import describe_change
     from wyckoff.cli.output import print_notice
 
-    if change["action"] == "undo":
-        print_notice(
-            f"已撤销最近一次 {change['reverted']}，恢复为：{describe_state(change['restored'])}"
-        )
-    else:
-        print_notice(
-            f"已{ {'add': '添加', 'remove': '删除', 'set_cash': '设置', 'update': '修改'}[change['action']] }：{describe_state(change['after'] or change['before'])}"
-        )
+    print_notice(describe_change(change))
 
 
 @app.command("list")
 def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """列出持仓与现金 / positions and cash."""
+    from wyckoff.agents.portfolio import price_text
     from wyckoff.cli.output import print_json, print_notice, print_table
 
     book = _book()
@@ -58,9 +52,9 @@ def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False)
                     p["code"],
                     p["name"],
                     p["shares"],
-                    p["cost_price"],
+                    price_text(p["cost_price"]),
                     p["buy_dt"],
-                    p["stop_loss"] or "-",
+                    price_text(p["stop_loss"]) if p["stop_loss"] else "-",
                 ]
                 for p in positions
             ],
@@ -70,7 +64,7 @@ def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False)
 
 @app.command("add")
 def add(
-    code: Annotated[str, typer.Argument(help="6 位代码")],
+    code: Annotated[str, typer.Argument(help="6 位代码或股票名称")],
     name: Annotated[str | None, typer.Option("--name", help="股票名称（须与代码一致）")] = None,
     shares: Annotated[int, typer.Option("--shares", help="股数，100 的整数倍")] = 100,
     cost: Annotated[float, typer.Option("--cost", help="成本价")] = 0.0,
@@ -88,12 +82,12 @@ def add(
 
 
 @app.command("rm")
-def remove(code: Annotated[str, typer.Argument(help="6 位代码")]) -> None:
+def remove(code: Annotated[str, typer.Argument(help="6 位代码或股票名称")]) -> None:
     """删除持仓 / remove a position."""
     _done(_book().remove(code))
 
 
-@app.command("cash")
+@app.command("cash", context_settings={"ignore_unknown_options": True})  # -1 is a number
 def cash(amount: Annotated[float, typer.Argument(help="可用现金")]) -> None:
     """设置可用现金 / set free cash."""
     _done(_book().set_cash(amount))
@@ -102,22 +96,22 @@ def cash(amount: Annotated[float, typer.Argument(help="可用现金")]) -> None:
 @app.command("history")
 def history(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """持仓改动记录（谁、何时、改了什么）/ change history."""
-    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.cli.output import local_time, print_json, print_table
 
     rows = _book().history()
     if json_output:
         print_json({"history": rows})
         return
-    from wyckoff.agents.portfolio import describe_state
+    from wyckoff.agents.portfolio import ACTION_LABELS, ACTOR_LABELS, describe_state
 
     print_table(
         "持仓改动",
         ["时间", "来源", "操作", "改动前", "改动后"],
         [
             [
-                r["ts"][:19],
-                r["actor"],
-                r["action"],
+                local_time(r["ts"]),
+                ACTOR_LABELS.get(r["actor"], r["actor"]),
+                ACTION_LABELS.get(r["action"], r["action"]),
                 describe_state(r["before"]),
                 describe_state(r["after"]),
             ]

@@ -33,7 +33,7 @@ def list_sessions(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出最近的会话 / recent sessions."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
+    from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 
     sessions = _chat_log().list_sessions(limit)
     if json_output:
@@ -44,7 +44,7 @@ def list_sessions(
         print_table(
             "会话",
             ["id", "标题", "消息", "更新于"],
-            [[s["id"], s["title"], s["messages"], s["updated_at"][:19]] for s in sessions],
+            [[s["id"], s["title"], s["messages"], local_time(s["updated_at"])] for s in sessions],
         )
 
 

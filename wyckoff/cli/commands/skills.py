@@ -34,7 +34,7 @@ def list_skills() -> None:
     print_table(
         "技能",
         ["命令", "说明", "来源"],
-        [[f"/{s.name}", s.description, s.origin] for s in library.skills.values()],
+        [[f"/{s.name}", s.description, _origin(s)] for s in library.skills.values()],
     )
 
 
@@ -42,7 +42,11 @@ def list_skills() -> None:
 def show_skill(name: Annotated[str, typer.Argument(help="技能名称")]) -> None:
     """显示技能的完整指令 / print a skill."""
     skill = _library().get(name)
-    typer.echo(f"/{skill.name} — {skill.description}（{skill.origin}）\n\n{skill.body}")
+    typer.echo(f"/{skill.name} — {skill.description}（{_origin(skill)}）\n\n{skill.body}")
+
+
+def _origin(skill) -> str:
+    return "内置" if skill.origin == "built-in" else skill.origin
 
 
 @prompt_app.command("list")

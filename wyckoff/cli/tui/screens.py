@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
+from wyckoff.cli.output import local_time
 from wyckoff.cli.runtime import Approval
 from wyckoff.cli.tui.widgets import KLineChart
 
@@ -193,7 +194,7 @@ class ResumeScreen(ModalScreen[str | None]):
             yield OptionList(
                 *[
                     Option(
-                        f"{s['updated_at'][:16]}  {s['title'] or '(无标题)'}  · {s['messages']} 条",
+                        f"{local_time(s['updated_at'], seconds=False)}  {s['title'] or '(无标题)'}  · {s['messages']} 条",
                         id=s["id"],
                     )
                     for s in self.sessions

@@ -1,0 +1,98 @@
+"""A loaded panel kept on disk beside the market store, one per store version and window.
+
+Reading 5,539 stocks from DuckDB and pivoting them into a Panel takes about a second and
+~400 MB. The cached arrays are memory-mapped instead, so a diagnosis touches one stock's
+column plus the few rows of closes its RPS ranking reads, and a screen reads the arrays from
+the page cache. A cache belongs to one version of the store file (its size and modification
+time): any sync makes a new one. It is written to a temporary folder and renamed into place,
+so a reader never sees half of it, and it is only a copy: deleting it loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from wyckoff.engine.panel import BAR_FIELDS, Panel
+
+CACHE_DIR = "panel-cache"
+
+
+def cached_panel(store_path: Path, source: str, days: int, load: Callable[[], Panel]) -> Panel:
+    """The panel of `days` trading days for this version of the store: from the cache when
+    it has one, else from `load()` (then cached for the next run)."""
+    folder = store_path.parent / CACHE_DIR / f"{store_path.stem}-{days}"
+    version = store_version(store_path)
+    panel = _read(folder, version, source)
+    if panel is None:
+        panel = load()
+        if store_version(store_path) == version:  # not changed (synced, built) meanwhile
+            _write(folder, version, panel)
+    return panel
+
+
+def store_version(store_path: Path) -> str:
+    stat = store_path.stat()
+    return f"{stat.st_size}-{stat.st_mtime_ns}"
+
+
+def _version_of(folder: Path) -> str | None:
+    try:
+        return (folder / "version").read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _read(folder: Path, version: str, source: str) -> Panel | None:
+    if _version_of(folder) != version:
+        return None
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in BAR_FIELDS}
+        index = np.load(folder / "index_close.npy", mmap_mode="r")
+        dates = np.load(folder / "dates.npy")
+    except (OSError, ValueError):
+        return None
+    if _version_of(folder) != version:  # another process replaced it meanwhile
+        return None
+    stocks = pd.DataFrame(meta["stocks"], index=pd.Index(meta["codes"], name="code"))
+    return Panel(
+        dates,
+        meta["codes"],
+        **arrays,
+        stocks=stocks.astype(meta["stock_dtypes"]),
+        index_close=dict(zip(meta["indices"], index, strict=True)),
+        source=source,
+    )
+
+
+def _write(folder: Path, version: str, panel: Panel) -> None:
+    """Best effort: a cache that cannot be written (disk full, read-only home) is skipped."""
+    staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        for name in BAR_FIELDS:
+            np.save(staging / f"{name}.npy", np.ascontiguousarray(getattr(panel, name)))
+        np.save(staging / "dates.npy", panel.dates)
+        indices = sorted(panel.index_close)
+        rows = [panel.index_close[code] for code in indices]
+        np.save(staging / "index_close.npy", np.array(rows).reshape(len(rows), len(panel.dates)))
+        stocks = panel.stocks.reset_index(drop=True)
+        meta = {
+            "codes": list(panel.codes),
+            "indices": indices,
+            "stocks": {column: stocks[column].tolist() for column in stocks.columns},
+            "stock_dtypes": {column: str(dtype) for column, dtype in stocks.dtypes.items()},
+        }
+        (staging / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        (staging / "version").write_text(version, encoding="utf-8")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(staging, folder)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
