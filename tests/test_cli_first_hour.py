@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from tests.conftest import cli
-from tests.test_market_data import demo_home  # noqa: F401 (fixture)
 
 
 def test_model_added_with_a_key_in_the_environment_becomes_the_default(home):
@@ -124,7 +123,7 @@ def test_session_list_leaves_out_failed_runs_and_lone_background_follow_ups(home
     assert [(s["id"], s["title"]) for s in listed] == [(answered, "看看平安银行")]
 
 
-def test_screen_counts_the_chosen_board_and_explains_its_columns(demo_home):  # noqa: F811
+def test_screen_counts_the_chosen_board_and_explains_its_columns(demo_home):
     import re
 
     chinext = json.loads(cli("screen", "--board", "chinext", "--json").stdout)["summary"]
@@ -137,7 +136,7 @@ def test_screen_counts_the_chosen_board_and_explains_its_columns(demo_home):  # 
     assert rows and all(re.fullmatch(r"\d+\.\d\d", row[4].strip()) for row in rows)
 
 
-def test_backtest_reports_its_stages_while_it_runs(demo_home):  # noqa: F811
+def test_backtest_reports_its_stages_while_it_runs(demo_home):
     result = cli("backtest", "--start", "2026-09-01", "--json")
     assert result.returncode == 0, result.stderr
     stages = [line for line in result.stderr.splitlines() if line.startswith("… ")]
@@ -146,7 +145,7 @@ def test_backtest_reports_its_stages_while_it_runs(demo_home):  # noqa: F811
     assert json.loads(result.stdout)["source"] == "demo"
 
 
-def test_a_synced_store_is_never_diagnosed_from_a_stale_cached_panel(demo_home):  # noqa: F811
+def test_a_synced_store_is_never_diagnosed_from_a_stale_cached_panel(demo_home):
     import pandas as pd
 
     from wyckoff.engine.store import MarketStore

@@ -139,8 +139,10 @@ def test_screen_finds_candidates_after_a_baostock_sync_and_says_what_is_weakened
     assert payload["summary"]["layer1_passed"] > 20 and payload["top_candidates"]
     assert any("流通市值" in c for c in payload["data_caveats"])
 
-    text = cli("screen", env=BAOSTOCK_ENV).stdout
+    text = cli("screen", env=BAOSTOCK_ENV).stdout  # the second run reads the cached panel
     assert "数据缺口 — 总市值" in text and "候选股" in text
+    again = json.loads(cli("screen", "--json", env=BAOSTOCK_ENV).stdout)
+    assert again == payload  # same caps, turnover, ST and caveats as the store itself
     status = json.loads(cli("data", "status", "--json", env=BAOSTOCK_ENV).stdout)
     assert (status["delisted_or_suspended"], status["indices"]) == (1, 6)
     assert len(status["caveats"]) == 1  # only the total cap is missing

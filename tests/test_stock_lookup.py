@@ -8,7 +8,6 @@ import json
 import pytest
 
 from tests.conftest import add_scripted_model, cli
-from tests.test_market_data import demo_home  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize(
@@ -21,7 +20,7 @@ from tests.test_market_data import demo_home  # noqa: F401 (fixture)
         ("000001.SH", "000001.SZ 平安银行"),
     ],
 )
-def test_analyze_lists_candidates_instead_of_guessing(demo_home, typed, listed):  # noqa: F811
+def test_analyze_lists_candidates_instead_of_guessing(demo_home, typed, listed):
     result = cli("analyze", typed)
     assert result.returncode == 2, result.stderr
     assert listed in result.stderr and "健康度" not in result.stdout
@@ -29,13 +28,13 @@ def test_analyze_lists_candidates_instead_of_guessing(demo_home, typed, listed):
 
 
 @pytest.mark.parametrize("typed", ["000001", "000001.SZ", "sz000001", "０００００１", "平安银行"])
-def test_analyze_resolves_an_exact_code_or_name(demo_home, typed):  # noqa: F811
+def test_analyze_resolves_an_exact_code_or_name(demo_home, typed):
     result = cli("analyze", typed, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["code"] == "000001"
 
 
-def test_the_agent_gets_the_candidates_to_ask_about(demo_home, openai_server):  # noqa: F811
+def test_the_agent_gets_the_candidates_to_ask_about(demo_home, openai_server):
     from tests.model_servers import Reply
 
     add_scripted_model(openai_server)

@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wyckoff.engine.panel import BAR_FIELDS, Panel
+from wyckoff.engine.panel import BAR_FIELDS, DAILY_FIELDS, Panel
+
+ARRAYS = BAR_FIELDS + DAILY_FIELDS  # every (days, stocks) array a Panel holds
 
 CACHE_DIR = "panel-cache"
 
@@ -54,7 +56,7 @@ def _read(folder: Path, version: str, source: str) -> Panel | None:
         return None
     try:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in BAR_FIELDS}
+        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
         index = np.load(folder / "index_close.npy", mmap_mode="r")
         dates = np.load(folder / "dates.npy")
     except (OSError, ValueError):
@@ -69,6 +71,7 @@ def _read(folder: Path, version: str, source: str) -> Panel | None:
         stocks=stocks.astype(meta["stock_dtypes"]),
         index_close=dict(zip(meta["indices"], index, strict=True)),
         source=source,
+        caveats=meta["caveats"],
     )
 
 
@@ -77,7 +80,7 @@ def _write(folder: Path, version: str, panel: Panel) -> None:
     staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     try:
         staging.mkdir(parents=True, exist_ok=True)
-        for name in BAR_FIELDS:
+        for name in ARRAYS:
             np.save(staging / f"{name}.npy", np.ascontiguousarray(getattr(panel, name)))
         np.save(staging / "dates.npy", panel.dates)
         indices = sorted(panel.index_close)
@@ -89,6 +92,7 @@ def _write(folder: Path, version: str, panel: Panel) -> None:
             "indices": indices,
             "stocks": {column: stocks[column].tolist() for column in stocks.columns},
             "stock_dtypes": {column: str(dtype) for column, dtype in stocks.dtypes.items()},
+            "caveats": panel.caveats,
         }
         (staging / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
         (staging / "version").write_text(version, encoding="utf-8")
