@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
-from tests.conftest import cli, spawn_cli
+import pytest
+
+from tests.conftest import add_scripted_model, cli, spawn_cli
+from tests.model_servers import Reply
+from wyckoff.cli.chat_log import ChatLog
 from wyckoff.engine.sources import ensure_demo
+from wyckoff.store import Store
 
 
 def finish(processes) -> list[tuple[int, str, str]]:
@@ -34,3 +44,62 @@ def test_market_readers_run_side_by_side(home):
     assert_clean(results)
     assert json.loads(results[0][1])["code"] == "000001"
     assert json.loads(results[-1][1])["source"] == "demo"
+
+
+# --- the chat log --------------------------------------------------------------------------
+
+
+def saved_session(home, count: int) -> tuple[ChatLog, str]:
+    log = ChatLog(Store.in_home(home))
+    session_id = log.create_session()
+    for number in range(count):
+        role = "user" if number % 2 == 0 else "assistant"
+        log.append(session_id, {"role": role, "content": f"消息 {number}"})
+    return log, session_id
+
+
+def test_a_compaction_that_fails_midway_keeps_the_old_history(home):
+    home.mkdir()
+    log, session_id = saved_session(home, 8)
+    compacted = [
+        {"role": "user", "content": "[对话摘要] 前文"},
+        {"role": "assistant", "content": "坏的\ud800文本"},  # cannot be stored
+        {"role": "user", "content": "消息 7"},
+    ]
+    with pytest.raises(UnicodeEncodeError):
+        log.replace_messages(session_id, compacted)
+    assert [m["content"] for m in log.load(session_id)] == [f"消息 {n}" for n in range(8)]
+
+
+def test_a_kill_during_the_compaction_rewrite_keeps_the_old_history(home):
+    home.mkdir()
+    log, session_id = saved_session(home, 8)
+    script = (
+        "import sys; from pathlib import Path; from wyckoff.store import Store;"
+        "from wyckoff.cli.chat_log import ChatLog;"
+        "ChatLog(Store.in_home(Path(sys.argv[1]))).replace_messages(sys.argv[2],"
+        " [{'role': 'user', 'content': '摘要'}])"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(home), session_id],
+        env={**os.environ, "WYCKOFF_CRASH_AT": "chat-log-rewrite"},
+        timeout=60,
+    )
+    assert run.returncode == -signal.SIGKILL
+    assert len(log.load(session_id)) == 8
+
+
+def test_a_session_in_use_by_another_process_is_busy(home, openai_server):
+    add_scripted_model(openai_server, "local")
+    openai_server.script(Reply(text="第一个回答"))
+    assert cli("ask", "第一个问题").returncode == 0
+    openai_server.script(Reply(text="慢的回答", delay_s=4), Reply(text="不该出现"))
+    slow = spawn_cli("ask", "第二个问题", "--continue")
+    time.sleep(2)
+    busy = cli("ask", "第三个问题", "--continue")
+    code, out, err = finish([slow])[0]
+    assert code == 0 and out.strip() == "慢的回答", err
+    assert busy.returncode == 2 and "正忙" in busy.stderr and "Traceback" not in busy.stderr
+    log = ChatLog(Store.in_home(home))
+    contents = [m["content"] for m in log.load(log.latest_session())]
+    assert contents == ["第一个问题", "第一个回答", "第二个问题", "慢的回答"]
