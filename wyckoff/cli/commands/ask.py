@@ -98,13 +98,16 @@ def _cancel_on_interrupt(runtime) -> None:
 class TextRenderer:
     def __init__(self) -> None:
         self.wrote_text = False
+        self.call_text = False  # text written during the current model call
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "text_delta":
             sys.stdout.write(event["text"])
             sys.stdout.flush()
-            self.wrote_text = True
+            self.wrote_text = self.call_text = True
+        elif kind == "model_start":
+            self.call_text = False
         elif kind == "tool_start":
             self._note(f"→ {event['title']} {_short_args(event['args'])}")
         elif kind == "tool_result":
@@ -113,11 +116,21 @@ class TextRenderer:
         elif kind == "tool_error":
             self._note(f"  ✗ {event['name']}：{event['error']}")
         elif kind == "provider_switch":
+            self._abandon_partial_answer(event)
             self._note(f"⚠ 模型 {event['from']} 不可用，已切换到备用模型 {event['to']}。")
         elif kind == "retry":
             self._note(f"… {event['reason']}，要求模型补充调用工具（第 {event['attempt']} 次）")
         elif kind == "background_wait":
             self._note(f"⏳ 等待后台任务完成：{', '.join(event['task_ids'])}（--no-wait 可不等待）")
+
+    def _abandon_partial_answer(self, event: dict[str, Any]) -> None:
+        """Text already printed cannot be taken back: say on stdout that it is void."""
+        if self.call_text:
+            sys.stdout.write(
+                f"\n[以上是模型 {event['from']} 中断前的部分回答，已作废；下面是备用模型 {event['to']} 的回答]\n"
+            )
+            sys.stdout.flush()
+            self.wrote_text = self.call_text = False
 
     def _note(self, line: str) -> None:
         if self.wrote_text:

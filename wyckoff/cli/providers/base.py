@@ -53,6 +53,10 @@ class ProviderError(WyckoffError):
         self.status = status
 
 
+class IncompleteResponse(Exception):
+    """The reply ended without the provider's end marker: cut off, or not an API reply."""
+
+
 class LLMProvider:
     """Base of every provider adapter; subclasses implement `_stream`, `_describe_error`."""
 
@@ -110,6 +114,8 @@ class LLMProvider:
             yield from self._stream(messages, tools, system_prompt)
         except ProviderError:
             raise
+        except IncompleteResponse:
+            raise self.incomplete_error() from None
         except Exception as exc:  # SDK errors of every kind become one clear sentence
             raise self._describe_error(exc) from None
 
@@ -176,6 +182,13 @@ class LLMProvider:
         where = self.config.base_url or "官方地址"
         return ProviderError(
             f"无法连接模型 {self.name}（{where}）：{self._clean(reason)}。请检查网络或 base_url。",
+            retryable=True,
+        )
+
+    def incomplete_error(self) -> ProviderError:
+        return ProviderError(
+            f"模型 {self.name} 的回答不完整：响应没有正常结束（连接中断，或返回的不是模型接口的内容），"
+            "这次回答已作废。请稍后再试，或用 `wyckoff model fallback` 设置备用模型。",
             retryable=True,
         )
 

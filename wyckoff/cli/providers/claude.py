@@ -14,6 +14,7 @@ from typing import Any
 
 from wyckoff.cli.providers.base import (
     Chunk,
+    IncompleteResponse,
     LLMProvider,
     Message,
     ProviderError,
@@ -107,6 +108,10 @@ class _StreamReader:
                     yield chunk
             elif kind == "message_delta" and event.usage is not None:
                 self._take_usage(event.usage)
+            elif kind == "message_stop":
+                break
+        else:  # the stream ended without message_stop
+            raise IncompleteResponse()
         calls = [
             {"id": b["id"], "name": b["name"], "args": parse_json_args(b["_json"])}
             for _, b in sorted(self.blocks.items())

@@ -17,6 +17,7 @@ from typing import Any
 
 from wyckoff.cli.providers.base import (
     Chunk,
+    IncompleteResponse,
     LLMProvider,
     Message,
     ProviderError,
@@ -130,6 +131,7 @@ class _StreamReader:
         self.call_at_index: dict[int, dict[str, Any]] = {}
         self.text_filter = TextToolCallFilter()
         self.usage: dict[str, int] | None = None
+        self.finished = False
 
     def read(self, stream) -> Iterator[Chunk]:
         for chunk in stream:
@@ -137,6 +139,9 @@ class _StreamReader:
                 self.usage = _usage(chunk.usage)
             for choice in chunk.choices or []:
                 yield from self._delta(choice.delta)
+                self.finished = self.finished or choice.finish_reason is not None
+        if not self.finished:  # a complete stream always ends its choice with a finish_reason
+            raise IncompleteResponse()
         tail, text_calls = self.text_filter.finish()
         if tail:
             yield {"type": "text_delta", "text": tail}
