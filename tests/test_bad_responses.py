@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -57,3 +58,38 @@ def test_the_fallback_answers_after_a_cut_stream_and_the_partial_text_is_marked(
     assert answer.strip().splitlines()[-1] == "备用模型的完整回答。"
     assert "作废" in answer  # the partial text is clearly marked as abandoned
     assert "已切换到备用模型 backup" in result.stderr
+
+
+@pytest.fixture
+def unreachable_url():
+    """A port whose listen backlog is full: a connection attempt hangs, as to a dead host."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    filler = socket.create_connection(listener.getsockname())
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        filler.close()
+        listener.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "claude"])
+def test_an_unreachable_primary_hands_over_as_a_connection_failure(
+    openai_server, unreachable_url, provider
+):
+    base_url = unreachable_url + ("/v1" if provider == "openai" else "")
+    added = cli(
+        "model", "add", "primary", "--provider", provider, "--model", "m",
+        "--base-url", base_url, "--api-key", "sk-test-0123456789",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    add_scripted_model(openai_server, "backup")
+    assert cli("model", "default", "primary").returncode == 0
+    assert cli("model", "fallback", "backup").returncode == 0
+    openai_server.script(Reply(text="备用模型的回答。"))
+    result = cli("ask", "你好", "-o", "stream-json")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    switch = next(e for e in events if e["type"] == "provider_switch")
+    assert "无法连接模型 primary" in switch["reason"] and "没有连上" in switch["reason"]
+    assert events[-1]["status"] == "completed" and events[-1]["text"] == "备用模型的回答。"

@@ -42,6 +42,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "余额")
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
 POLL_S = 0.05
+CONNECT_TIMEOUT_S = 5.0  # an unreachable host fails this fast, so the fallback takes over soon
 
 
 class ProviderError(WyckoffError):
@@ -71,6 +72,10 @@ class LLMProvider:
     @property
     def name(self) -> str:
         return self.config.id
+
+    def http_timeout(self, timeout_class):
+        """The SDK's timeout (its own httpx class): connecting fails fast, reading waits."""
+        return timeout_class(self.stream_timeout_s + 30, connect=CONNECT_TIMEOUT_S)
 
     @property
     def model(self) -> str:
@@ -177,6 +182,12 @@ class LLMProvider:
             retryable=False,
             status=status,
         )
+
+    def timeout_error(self, exc: Exception) -> ProviderError:
+        """An SDK timeout: failing to connect is a connection error, else the model stalled."""
+        if type(exc.__cause__).__name__ == "ConnectTimeout":  # httpx or the SDKs' httpx2
+            return self.connection_error(f"{CONNECT_TIMEOUT_S:g} 秒内没有连上")
+        return self._stall_error()
 
     def connection_error(self, reason: str) -> ProviderError:
         where = self.config.base_url or "官方地址"

@@ -38,7 +38,7 @@ class ClaudeProvider(LLMProvider):
             api_key=config.resolved_api_key() or "missing-key",
             base_url=config.base_url,
             max_retries=0,
-            timeout=self.stream_timeout_s + 30,
+            timeout=self.http_timeout(anthropic.Timeout),
         )
 
     def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
@@ -81,7 +81,7 @@ class ClaudeProvider(LLMProvider):
                 return self.stream_error(detail)
             return self.http_error(exc.status_code, detail)
         if isinstance(exc, anthropic.APITimeoutError):
-            return self._stall_error()
+            return self.timeout_error(exc)
         if isinstance(exc, anthropic.APIConnectionError):
             return self.connection_error(str(exc.__cause__ or exc))
         return self.stream_error(f"{type(exc).__name__}: {exc}")

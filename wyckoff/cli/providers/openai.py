@@ -41,7 +41,7 @@ class OpenAIProvider(LLMProvider):
             api_key=config.resolved_api_key() or "missing-key",
             base_url=config.base_url,
             max_retries=0,
-            timeout=self.stream_timeout_s + 30,
+            timeout=self.http_timeout(openai.Timeout),
         )
         self.unsupported_params: set[str] = set()
 
@@ -100,7 +100,7 @@ class OpenAIProvider(LLMProvider):
         if isinstance(exc, openai.APIStatusError):
             return self.http_error(exc.status_code, _error_detail(exc.body) or exc.message)
         if isinstance(exc, openai.APITimeoutError):
-            return self._stall_error()
+            return self.timeout_error(exc)
         if isinstance(exc, openai.APIConnectionError):
             return self.connection_error(str(exc.__cause__ or exc))
         if isinstance(exc, openai.APIError):  # an error object inside a 200 stream
