@@ -14,7 +14,9 @@ import pytest
 from tests.conftest import add_scripted_model, cli, spawn_cli
 from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog
+from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.sources import ensure_demo
+from wyckoff.engine.store import MarketStore
 from wyckoff.store import Store
 
 
@@ -103,3 +105,43 @@ def test_a_session_in_use_by_another_process_is_busy(home, openai_server):
     log = ChatLog(Store.in_home(home))
     contents = [m["content"] for m in log.load(log.latest_session())]
     assert contents == ["第一个问题", "第一个回答", "第二个问题", "慢的回答"]
+
+
+# --- the demo store --------------------------------------------------------------------------
+
+
+def partial_demo_store(home) -> MarketStore:
+    """What the old build left when killed between its commits: stocks and bars, no indices."""
+    home.mkdir()
+    market = build_demo_market(limit=50, days=300)
+    store = MarketStore.for_source(home, "demo")
+    store.upsert("stocks", market["stocks"])
+    store.upsert("bars", market["bars"].assign(adj_factor=1.0))
+    return store
+
+
+def test_a_demo_build_killed_midway_leaves_nothing_half_built_and_status_repairs(home):
+    store = partial_demo_store(home)
+    assert cli("data", "use", "demo", env={"WYCKOFF_CRASH_AT": "demo-build"}).returncode == (
+        -signal.SIGKILL
+    )
+    assert store.status()["indices"] == 0  # the killed build did not touch the store in use
+    status = cli("data", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    info = json.loads(status.stdout)
+    assert info["indices"] == 6 and info["stocks"] == info["stocks_with_bars"] > 5000
+    assert "已重新生成" in status.stderr
+    assert sorted(p.name for p in home.iterdir() if "market-demo" in p.name) == [
+        "market-demo.duckdb",
+        "market-demo.duckdb.lock",
+    ]
+    market = cli("market", "--json")
+    assert market.returncode == 0 and len(json.loads(market.stdout)["indices"]) == 6
+
+
+def test_data_use_demo_builds_the_store_at_once(home):
+    result = cli("data", "use", "demo")
+    assert result.returncode == 0, result.stderr
+    assert "演示行情库已生成" in result.stderr
+    info = MarketStore.for_source(home, "demo").status()
+    assert info["indices"] == 6 and info["bars"] == info["stocks_with_bars"] * 800
