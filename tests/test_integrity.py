@@ -145,3 +145,19 @@ def test_data_use_demo_builds_the_store_at_once(home):
     assert "演示行情库已生成" in result.stderr
     info = MarketStore.for_source(home, "demo").status()
     assert info["indices"] == 6 and info["bars"] == info["stocks_with_bars"] * 800
+
+
+# --- background tasks ------------------------------------------------------------------------
+
+
+def test_a_background_task_of_a_killed_process_is_failed_not_running(home, openai_server):
+    add_scripted_model(openai_server, "local")
+    openai_server.script(Reply(tool_calls=[("screen_stocks", {})]))
+    killed = cli("ask", "全市场筛选", env={"WYCKOFF_CRASH_AT": "background-task"})
+    assert killed.returncode == -signal.SIGKILL
+    openai_server.script(Reply(tool_calls=[("check_background_tasks", {})]), Reply(text="好"))
+    assert cli("ask", "筛选好了吗？", "--continue").returncode == 0
+    tool_result = json.loads(openai_server.bodies[-1]["messages"][-1]["content"])
+    (task,) = tool_result["tasks"]
+    assert task["tool"] == "screen_stocks" and task["status"] == "failed"
+    assert task["error"].startswith("进程已退出")

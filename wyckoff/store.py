@@ -138,6 +138,10 @@ MIGRATIONS: tuple[str, ...] = (
         body TEXT NOT NULL
     )
     """,
+    # 5: the process running a background task, so a task whose process died is not "running"
+    """
+    ALTER TABLE background_tasks ADD COLUMN owner_pid INTEGER
+    """,
 )
 
 
