@@ -53,7 +53,7 @@ def ask(
     from wyckoff.cli.agent import open_agent
     from wyckoff.errors import UsageError
 
-    text = sys.stdin.read() if question == "-" else question
+    text = _read_stdin() if question == "-" else question
     if not text.strip():
         raise UsageError("问题是空的：请给出问题，或用 `-` 从标准输入读取。")
     agent = open_agent(
@@ -81,6 +81,15 @@ def ask(
             done = event
     render.finish(done)
     raise typer.Exit(EXIT_CODES.get(done.get("status", "error"), 1))
+
+
+def _read_stdin() -> str:
+    from wyckoff.errors import UsageError
+
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("标准输入不是 UTF-8 文本：请把问题转成 UTF-8 编码后再传入。") from None
 
 
 def _cancel_on_interrupt(runtime) -> None:
