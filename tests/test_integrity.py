@@ -16,7 +16,7 @@ from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.sources import ensure_demo
-from wyckoff.engine.store import MarketStore
+from wyckoff.engine.store import MarketStore, MarketStoreBusy
 from wyckoff.store import Store
 
 
@@ -161,3 +161,57 @@ def test_a_background_task_of_a_killed_process_is_failed_not_running(home, opena
     (task,) = tool_result["tasks"]
     assert task["tool"] == "screen_stocks" and task["status"] == "failed"
     assert task["error"].startswith("进程已退出")
+
+
+# --- everything at once ----------------------------------------------------------------------
+
+
+def test_eight_processes_on_one_home_lose_nothing(home, openai_server):
+    home.mkdir()
+    ensure_demo(home, limit=300)
+    cli("data", "use", "demo")
+    add_scripted_model(openai_server, "local")
+    openai_server.script(*[Reply(text="回答完毕。") for _ in range(3)])
+    runs = [spawn_cli("ask", f"问题 {n}", "-o", "json") for n in range(3)]
+    runs += [
+        spawn_cli("portfolio", "add", code, "--shares", "100", "--cost", "10")
+        for code in ("000001", "000002")
+    ]
+    runs += [spawn_cli("portfolio", "cash", "5000")]
+    runs += [spawn_cli("analyze", "000001", "--json"), spawn_cli("market", "--json")]
+    results = finish(runs)
+    assert_clean(results)
+    sessions = {json.loads(out)["session_id"] for _, out, _ in results[:3]}
+    log = ChatLog(Store.in_home(home))
+    for session_id in sessions:
+        assert [m["role"] for m in log.load(session_id)] == ["user", "assistant"]
+    book = json.loads(cli("portfolio", "list", "--json").stdout)
+    assert [p["code"] for p in book["positions"]] == ["000001", "000002"]
+    assert book["cash"] == 5000.0
+    assert len(json.loads(cli("portfolio", "history", "--json").stdout)["history"]) == 3
+
+
+def test_a_reader_waits_for_a_writer_and_then_says_the_store_is_busy(home, monkeypatch):
+    home.mkdir()
+    store = ensure_demo(home, limit=50)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(store.path), "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "holding"
+    monkeypatch.setattr("wyckoff.engine.store.LOCK_WAIT_S", 0.5)
+    with pytest.raises(MarketStoreBusy, match="正被另一个 Wyckoff 进程占用"):
+        store.stocks()
+    monkeypatch.setattr("wyckoff.engine.store.LOCK_WAIT_S", 60.0)
+    assert len(store.stocks()) == 50  # waits until the writer is done
+    assert holder.wait(timeout=30) == 0
+
+
+HOLD_WRITE_LOCK = """
+import sys, time, duckdb
+conn = duckdb.connect(sys.argv[1])
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.close()
+"""
