@@ -60,23 +60,28 @@ def test_a_wyckoff_home_that_is_not_a_folder_is_one_sentence(tmp_path, shape):
     assert_refused(cli("portfolio", "list", env={"WYCKOFF_HOME": str(target)}), "WYCKOFF_HOME")
 
 
-def test_a_question_on_stdin_that_is_not_utf8_is_refused(home, openai_server):
+@pytest.mark.parametrize("where", ["stdin", "argument"])
+def test_a_question_that_is_not_utf8_is_refused(home, openai_server, where):
     add_scripted_model(openai_server, "local")
     openai_server.script(Reply(text="不该被调用"))
-    result = cli_bytes(["ask", "-"], b"\xff\xfe\xe4\xbd question")
+    question = b"\xff\xfe\xe4\xbd question"
+    if where == "stdin":
+        result = cli_bytes([b"ask", b"-"], question)
+    else:
+        result = cli_bytes([b"ask", question], b"")
     assert result.returncode == 2 and b"UTF-8" in result.stderr
     assert b"Traceback" not in result.stderr and openai_server.requests == []
     assert json.loads(cli("session", "list", "--json").stdout)["sessions"] == []
 
 
-def cli_bytes(args: list[str], stdin: bytes):
+def cli_bytes(args: list[bytes], stdin: bytes):
     import subprocess
     import sys
 
     from tests.conftest import cli_env
 
     return subprocess.run(
-        [sys.executable, "-m", "wyckoff", *args],
+        [sys.executable.encode(), b"-m", b"wyckoff", *args],
         input=stdin,
         capture_output=True,
         env=cli_env(),

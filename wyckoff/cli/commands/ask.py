@@ -53,7 +53,7 @@ def ask(
     from wyckoff.cli.agent import open_agent
     from wyckoff.errors import UsageError
 
-    text = _read_stdin() if question == "-" else question
+    text = _question_text(question)
     if not text.strip():
         raise UsageError("问题是空的：请给出问题，或用 `-` 从标准输入读取。")
     agent = open_agent(
@@ -83,13 +83,20 @@ def ask(
     raise typer.Exit(EXIT_CODES.get(done.get("status", "error"), 1))
 
 
-def _read_stdin() -> str:
+def _question_text(question: str) -> str:
+    """The question (`-`: from stdin), refused unless it is valid UTF-8."""
     from wyckoff.errors import UsageError
 
+    text = (
+        sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if question == "-" else question
+    )
     try:
-        return sys.stdin.buffer.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError("标准输入不是 UTF-8 文本：请把问题转成 UTF-8 编码后再传入。") from None
+        text.encode("utf-8")  # bytes that were not UTF-8 survive only as lone surrogates
+    except UnicodeEncodeError:
+        raise UsageError(
+            "问题不是有效的 UTF-8 文本（可能来自其他编码的文件或终端）：请转成 UTF-8 后重试。"
+        ) from None
+    return text
 
 
 def _cancel_on_interrupt(runtime) -> None:
