@@ -215,3 +215,43 @@ print("holding", flush=True)
 time.sleep(float(sys.argv[2]))
 conn.close()
 """
+
+
+HOLD_SESSION = """
+import sys, time
+from pathlib import Path
+from wyckoff.cli.chat_log import ChatLog
+from wyckoff.store import Store
+hold = ChatLog(Store.in_home(Path(sys.argv[1]))).hold(sys.argv[2])
+print("holding", flush=True)
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@pytest.mark.asyncio
+async def test_the_tui_says_a_session_is_busy_instead_of_resuming_it(home, openai_server):
+    from tests.test_tui import notices, submit, wait_until
+    from wyckoff.cli.tui.app import create_app
+
+    add_scripted_model(openai_server, "local")
+    openai_server.script(Reply(text="回答"))
+    assert cli("ask", "问题").returncode == 0
+    log = ChatLog(Store.in_home(home))
+    busy_session = log.latest_session()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_SESSION, str(home), busy_session, "30"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        app = create_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await submit(pilot, "/new")
+            current = app.agent.conversation.session_id
+            app.resume(busy_session)
+            await wait_until(pilot, lambda: any("正忙" in n for n in notices(app)))
+            assert app.agent.conversation.session_id == current
+    finally:
+        holder.kill()
+        holder.wait()
