@@ -255,3 +255,14 @@ async def test_the_tui_says_a_session_is_busy_instead_of_resuming_it(home, opena
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_market_store_from_an_older_version_gains_new_tables_on_read(home):
+    import duckdb
+
+    home.mkdir()
+    store = MarketStore.for_source(home, "demo")
+    conn = duckdb.connect(str(store.path))
+    conn.execute("CREATE TABLE sync_state (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    conn.close()
+    assert store.get_state("built_at") is None and store.status()["bars"] == 0

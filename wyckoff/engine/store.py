@@ -14,6 +14,7 @@ LOCK_WAIT_S before saying, in one sentence, that the store is busy.
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from pathlib import Path
@@ -47,6 +48,11 @@ CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 
 _LOCK = threading.Lock()  # one DuckDB connection at a time per process
 LOCK_WAIT_S = 60.0
+
+
+def _lacks_tables(conn) -> bool:
+    present = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    return not set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA)) <= present
 
 
 class MarketStoreBusy(WyckoffError):
@@ -90,6 +96,10 @@ class MarketStore:
         conn = duckdb.connect(str(self.path), read_only=not write)
         if write:
             conn.execute(SCHEMA)
+        elif _lacks_tables(conn):  # a file from an older version: add the new tables first
+            conn.close()
+            self._open(write=True).close()
+            conn = duckdb.connect(str(self.path), read_only=True)
         return conn
 
     def execute(self, sql: str, params: list | None = None) -> list[tuple]:
