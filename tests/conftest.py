@@ -97,19 +97,35 @@ def model_config(server: ScriptedServer, model_id: str = "main", **fields):
     )
 
 
+def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment `python -m wyckoff` runs in: the test's, behind the loopback guard."""
+    python_path = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": python_path, **(env or {})}
+
+
 def cli(
     *args: str, input_text: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """Run `python -m wyckoff ARGS` as a user would, in the test's WYCKOFF_HOME."""
-    python_path = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
-    full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": python_path, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "wyckoff", *args],
         capture_output=True,
         text=True,
         input=input_text,
-        env=full_env,
+        env=cli_env(env),
         timeout=120,
+    )
+
+
+def spawn_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start `python -m wyckoff ARGS` without waiting (for processes running side by side)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "wyckoff", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(env),
     )
 
 

@@ -42,6 +42,8 @@ class Reply:
     )
     ollama_index0: bool = False  # OpenAI: stream every call at index 0
     gemini_ids: bool = False  # Gemini: give function calls ids
+    cut_stream: bool = False  # stream the text, then close without the provider's end marker
+    html_body: bool = False  # HTTP 200 with an HTML page instead of the API's answer
 
 
 class ScriptedServer:
@@ -125,6 +127,9 @@ class ScriptedServer:
             return
         if reply.delay_s:
             time.sleep(reply.delay_s)
+        if reply.html_body:
+            self.send_html(handler)
+            return
         if reply.status != 200:
             self.send_json(
                 handler,
@@ -155,6 +160,15 @@ class ScriptedServer:
         data = json.dumps(payload).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def send_html(self, handler) -> None:
+        """What a captive portal or a misrouted proxy answers: a web page, status 200."""
+        data = b"<html><head><title>Welcome</title></head><body>Please log in.</body></html>"
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
@@ -230,6 +244,8 @@ class OpenAIServer(ScriptedServer):
             if reply.fail_mid_stream and number == 0:
                 yield sse({"error": {"message": reply.error_message, "type": "server_error"}})
                 return
+        if reply.cut_stream:
+            return  # no finish_reason, no [DONE]
         for index, (name, args) in enumerate(reply.tool_calls):
             position = 0 if reply.ollama_index0 else index
             call_id = self.next_call_id("call_")
@@ -399,6 +415,8 @@ class AnthropicServer(ScriptedServer):
                     )
                     return
                 yield sse({"type": "ping"}, "ping")
+            if reply.cut_stream:
+                return  # no message_stop
             yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
             index += 1
         for name, args in reply.tool_calls:
@@ -569,7 +587,7 @@ class GeminiServer(ScriptedServer):
     def stream_events(self, reply: Reply, body):
         groups = self._parts(reply)
         for number, parts in enumerate(groups):
-            last = number == len(groups) - 1
+            last = number == len(groups) - 1 and not reply.cut_stream  # cut: no finishReason
             candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
             if last:
                 candidate["finishReason"] = "STOP"

@@ -29,7 +29,16 @@ def wyckoff_home() -> Path:
     (folders 0700, files 0600), also when it already existed with looser modes."""
     os.umask(PRIVATE_UMASK)  # everything this process creates from now on is owner-only
     home = Path(os.environ.get("WYCKOFF_HOME") or Path.home() / ".wyckoff").expanduser()
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ConfigError(
+            f"数据目录 {home} 无法使用（{exc.strerror}）：请把 WYCKOFF_HOME 设为一个可写的文件夹。"
+        ) from None
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"数据目录 {home} 不可写：请检查权限，或把 WYCKOFF_HOME 设为可写的文件夹。"
+        )
     if home.stat().st_mode & 0o077:
         make_private(home)
     return home
@@ -142,8 +151,16 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
         return WyckoffConfig()
     except OSError as exc:
         raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
+        ) from None
     try:
         data = json.loads(raw)
+    except RecursionError:
+        raise ConfigError(
+            f"配置文件 {path} 的 JSON 嵌套过深，不是 Wyckoff 的配置：请修正或删除该文件后重试。"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"配置文件 {path} 不是有效的 JSON（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}）。"

@@ -1,7 +1,8 @@
 """The SQLite state db (`wyckoff.db`): one connection per thread, WAL, numbered migrations.
 
-Migrations are appended to `MIGRATIONS`, never edited: migration N runs once, inside a
-transaction, and `PRAGMA user_version` records N. A newer db than this code knows is
+Migrations are appended to `MIGRATIONS`, never edited: pending migrations run once, in one
+write transaction that also reads `PRAGMA user_version` (so parallel first runs take turns),
+and the version records the last one applied. A newer db than this code knows is
 refused rather than touched.
 """
 
@@ -137,6 +138,10 @@ MIGRATIONS: tuple[str, ...] = (
         body TEXT NOT NULL
     )
     """,
+    # 5: the process running a background task, so a task whose process died is not "running"
+    """
+    ALTER TABLE background_tasks ADD COLUMN owner_pid INTEGER
+    """,
 )
 
 
@@ -180,22 +185,23 @@ class Store:
         with self._migrate_lock:
             if self._migrated:
                 return
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise WyckoffError(
-                    f"状态数据库 {self.path} 来自更新版本的 Wyckoff（版本 {version}），"
-                    "请升级 Wyckoff 后再用。"
-                )
-            for number in range(version + 1, len(MIGRATIONS) + 1):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+            # The version is read inside the write lock: other processes may be migrating too.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > len(MIGRATIONS):
+                    raise WyckoffError(
+                        f"状态数据库 {self.path} 来自更新版本的 Wyckoff（版本 {version}），"
+                        "请升级 Wyckoff 后再用。"
+                    )
+                for number in range(version + 1, len(MIGRATIONS) + 1):
                     for statement in _statements(MIGRATIONS[number - 1]):
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {number}")
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
             self._migrated = True
 
     def transaction(self) -> _Transaction:

@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.config import MAIN_INDICES, board_of
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
+STOCK_TEXT_MAX_CHARS = 40
 _PANELS: dict[tuple, Any] = {}
 _PANEL_LOCK = threading.Lock()
 
@@ -189,6 +190,16 @@ def search_stock_by_name(params: SearchParams, context: ToolContext) -> dict[str
 
 class AnalyzeParams(BaseModel):
     code: str = Field(description="6 位股票代码或股票名称")
+
+    @field_validator("code")
+    @classmethod
+    def _short(cls, text: str) -> str:  # fuzzy matching a long text would take minutes
+        if len(text.strip()) > STOCK_TEXT_MAX_CHARS:
+            raise ValueError(
+                f"股票代码或名称最长 {STOCK_TEXT_MAX_CHARS} 个字，收到 {len(text)} 个字：请只给代码或名称"
+            )
+        return text
+
     mode: Literal["diagnose", "price"] = Field(
         default="diagnose", description="diagnose 诊断；price 最近日线"
     )

@@ -8,6 +8,7 @@ as it was. `undo` reverts the newest change and records that too.
 from __future__ import annotations
 
 import json
+import math
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -15,6 +16,10 @@ from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
+
+MAX_SHARES = 10**12  # beyond any listed company's share count
+MAX_AMOUNT = 1e13  # prices and cash: beyond any real account
+FIRST_TRADING_DAY = date(1990, 12, 19)  # the Shanghai exchange opened
 
 
 class PortfolioError(UsageError):
@@ -67,11 +72,14 @@ class Portfolio:
         code, name = validate_stock(code, name)
         validate_shares(shares)
         validate_price(cost_price, "成本价")
+        if stop_loss is not None:
+            validate_price(stop_loss, "止损价")
         buy_dt = validate_date(buy_dt)
         with self.store.transaction() as conn:
             before = _row(conn, code)
             if before:
                 total = before["shares"] + shares
+                validate_shares(total)
                 cost = (before["shares"] * before["cost_price"] + shares * cost_price) / total
                 after = {
                     **before,
@@ -134,6 +142,7 @@ class Portfolio:
         return {"action": "remove", "before": before, "after": None}
 
     def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
+        validate_amount(amount, "现金")
         if amount < 0:
             raise PortfolioError(
                 f"现金不能为负数（收到 {amount:g}）：请给出账户里的可用现金，如 `wyckoff portfolio cash 100000`。"
@@ -284,11 +293,20 @@ def held_code(positions: list[dict[str, Any]], stock: str) -> str:
 def validate_shares(shares: int) -> None:
     if shares <= 0 or shares % 100:
         raise PortfolioError(f"股数必须是 100 的正整数倍（A 股一手 100 股），收到 {shares}。")
+    if shares > MAX_SHARES:
+        raise PortfolioError(f"股数 {shares} 大得不合实际（上限 {MAX_SHARES:.0e} 股），请检查。")
 
 
 def validate_price(price: float, label: str) -> None:
     if not price > 0:
         raise PortfolioError(f"{label}必须大于 0，收到 {price}。")
+    validate_amount(price, label)
+
+
+def validate_amount(amount: float, label: str) -> None:
+    """A finite amount of a believable size (no nan, inf or 1e300)."""
+    if not math.isfinite(amount) or abs(amount) > MAX_AMOUNT:
+        raise PortfolioError(f"{label}必须是不超过 {MAX_AMOUNT:.0e} 的有限数字，收到 {amount}。")
 
 
 def validate_date(text: str) -> str:
@@ -299,6 +317,8 @@ def validate_date(text: str) -> str:
         raise PortfolioError(f"买入日期 {text} 不是有效日期，请用 YYYYMMDD。") from None
     if day > date.today():
         raise PortfolioError(f"买入日期 {text} 在未来。")
+    if day < FIRST_TRADING_DAY:
+        raise PortfolioError(f"买入日期 {text} 早于 A 股开市（1990-12-19），请检查。")
     return cleaned
 
 

@@ -2,12 +2,15 @@
 
 Progress lives in memory (for the TUI panel); results and final states are stored in
 SQLite and survive the turn. A finished task becomes a notification message, marked as a
-system notification so the model never takes it for something the user typed.
+system notification so the model never takes it for something the user typed. Each task
+records the pid of its process; a new manager marks tasks whose process is gone as failed
+(进程已退出), so a killed process never leaves a task "running" forever.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -20,8 +23,12 @@ from pydantic import BaseModel, Field
 from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
+from wyckoff.faults import crash_point
 
 NOTIFICATION_PREFIX = "[SYSTEM NOTIFICATION - NOT USER INPUT]"
+OWNER_GONE = (
+    "进程已退出：运行这个后台任务的 Wyckoff 进程在任务完成前退出了，没有结果，需要时请重新发起。"
+)
 
 
 @dataclass
@@ -60,6 +67,22 @@ class BackgroundTaskManager:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._fail_orphaned_tasks()
+
+    def _fail_orphaned_tasks(self) -> None:
+        """Tasks left "running" by a process that no longer exists failed with it."""
+        rows = self.store.conn.execute(
+            "SELECT id, owner_pid FROM background_tasks WHERE status = 'running'"
+        ).fetchall()
+        orphans = [(OWNER_GONE, row["id"]) for row in rows if not _process_alive(row["owner_pid"])]
+        if orphans:
+            with self.store.transaction() as conn:
+                conn.executemany(
+                    "UPDATE background_tasks SET status = 'failed', error = ?, stage = '失败',"
+                    " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+                    " WHERE id = ? AND status = 'running'",
+                    orphans,
+                )
 
     def submit(
         self, spec: ToolSpec, params: BaseModel, context: ToolContext, call_id: str
@@ -73,12 +96,14 @@ class BackgroundTaskManager:
         )
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT INTO background_tasks (id, session_id, tool, args, status) VALUES (?, ?, ?, ?, 'running')",
+                "INSERT INTO background_tasks (id, session_id, tool, args, status, owner_pid)"
+                " VALUES (?, ?, ?, ?, 'running', ?)",
                 (
                     task.id,
                     task.session_id,
                     task.tool,
                     redact_text(json.dumps(task.args, ensure_ascii=False)),
+                    os.getpid(),
                 ),
             )
         with self._lock:
@@ -99,6 +124,7 @@ class BackgroundTaskManager:
         self, spec: ToolSpec, params: BaseModel, context: ToolContext, task: TaskState, call_id: str
     ) -> None:
         started = time.monotonic()
+        crash_point("background-task")
         try:
             value = spec.func(params, context)
             outcome = context.registry.finish(
@@ -193,6 +219,18 @@ class BackgroundTaskManager:
             sql += "session_id IS ? ORDER BY created_at DESC LIMIT 20"
             params = (session_id,)
         return [dict(row) for row in self.store.conn.execute(sql, params).fetchall()]
+
+
+def _process_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
 
 
 def notification_text(task: TaskState) -> str:

@@ -1,27 +1,69 @@
 """The chat log: sessions and every message in SQLite, saved as the conversation goes.
 
 A `Conversation` is the message list the runtime works on; appending to it also writes
-the message, so a crash loses at most the message being streamed. Loading a session
-repairs what a crash left: a tool call without its result gets an "interrupted" result,
-so no provider rejects the history.
+the message, so a crash loses at most the message being streamed, and a compacted history
+replaces the old one in a single transaction. Loading a session repairs what a crash left:
+a tool call without its result gets an "interrupted" result, so no provider rejects the
+history.
+
+One process at a time holds a session: a Conversation takes an exclusive lock file for its
+session (released when the process exits, even by kill -9), and a second process opening
+the same session is told, in one sentence, that it is busy.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
-from typing import Any
+import weakref
+from typing import IO, Any
 
 from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
+from wyckoff.faults import crash_point
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
 META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s")
+LOCKS_DIR = "locks"
+
+
+class SessionHold:
+    """This process's exclusive lock on one session; released when no Conversation uses it."""
+
+    def __init__(self, handle: IO) -> None:
+        self.handle = handle
+
+
+_HELD: weakref.WeakValueDictionary[str, SessionHold] = weakref.WeakValueDictionary()
 
 
 class ChatLog:
     def __init__(self, store) -> None:
         self.store = store
+
+    def hold(self, session_id: str) -> SessionHold:
+        """Lock the session for this process, or say at once that another process has it."""
+        import fcntl
+
+        held = _HELD.get(session_id)
+        if held is not None:
+            return held
+        folder = self.store.path.parent / LOCKS_DIR
+        folder.mkdir(mode=0o700, exist_ok=True)
+        handle = open(  # noqa: SIM115 (held open while the session is in use)
+            folder / f"session-{session_id}.lock", "a", opener=_private_opener
+        )
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise UsageError(
+                f"会话 {session_id} 正忙：另一个 Wyckoff 进程（终端界面或另一条 `wyckoff ask`）正在使用它，"
+                "请等它结束后再试，或不加 --continue/--session 开始新会话。"
+            ) from None
+        held = _HELD[session_id] = SessionHold(handle)
+        return held
 
     def create_session(self, title: str = "", parent_id: str | None = None) -> str:
         session_id = uuid.uuid4().hex[:12]
@@ -33,29 +75,8 @@ class ChatLog:
         return session_id
 
     def append(self, session_id: str, message: dict[str, Any]) -> None:
-        message = without_secrets(message)
-        meta = message.get("meta") or {}
         with self.store.transaction() as conn:
-            seq = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-            conn.execute(
-                "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
-                " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    seq,
-                    message["role"],
-                    message.get("content") or "",
-                    _json_or_none(message.get("tool_calls")),
-                    message.get("tool_call_id"),
-                    message.get("name"),
-                    message.get("reasoning_content"),
-                    _json_or_none(message.get("provider_data")),
-                    *(meta.get(column) for column in META_COLUMNS),
-                ),
-            )
+            message = _insert(conn, session_id, message)
             title_needed = message["role"] == "user" and not str(
                 message.get("content", "")
             ).startswith("[")
@@ -108,11 +129,13 @@ class ChatLog:
         return [dict(row) for row in rows]
 
     def replace_messages(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        """Store a compacted history in place of the old one (the old one is in the archive)."""
+        """Store a compacted history in place of the old one (the old one is in the archive):
+        all or nothing, so a crash or a bad message leaves the old history whole."""
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        for message in messages:
-            self.append(session_id, message)
+            for message in messages:
+                _insert(conn, session_id, message)
+            crash_point("chat-log-rewrite")
 
     def fork(self, session_id: str) -> str:
         """A new session holding a copy of this one's messages."""
@@ -138,14 +161,22 @@ class Conversation(list):
         super().__init__(messages or [])
         self.chat_log = chat_log
         self.session_id = session_id
+        self.hold: SessionHold | None = None
 
     @classmethod
     def start(cls, chat_log: ChatLog) -> Conversation:
-        return cls(chat_log, chat_log.create_session())
+        session_id = chat_log.create_session()
+        conversation = cls(chat_log, session_id)
+        conversation.hold = chat_log.hold(session_id)
+        return conversation
 
     @classmethod
     def resume(cls, chat_log: ChatLog, session_id: str) -> Conversation:
-        return cls(chat_log, session_id, chat_log.load(session_id))
+        chat_log.require(session_id)
+        hold = chat_log.hold(session_id)  # before loading: the other process may still append
+        conversation = cls(chat_log, session_id, chat_log.load(session_id))
+        conversation.hold = hold
+        return conversation
 
     def append(self, message: dict[str, Any]) -> None:
         super().append(message)
@@ -153,9 +184,9 @@ class Conversation(list):
             self.chat_log.append(self.session_id, message)
 
     def replace_all(self, messages: list[dict[str, Any]]) -> None:
-        self[:] = messages
         if self.chat_log is not None and self.session_id is not None:
             self.chat_log.replace_messages(self.session_id, messages)
+        self[:] = messages
 
 
 def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -188,6 +219,38 @@ def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             pending = list(message.get("tool_calls") or [])
     flush()
     return repaired
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
+def _insert(conn, session_id: str, message: dict[str, Any]) -> dict[str, Any]:
+    """Every message reaches the database through here, so every one is redacted; returns
+    the message as stored."""
+    message = without_secrets(message)
+    meta = message.get("meta") or {}
+    seq = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
+        " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            seq,
+            message["role"],
+            message.get("content") or "",
+            _json_or_none(message.get("tool_calls")),
+            message.get("tool_call_id"),
+            message.get("name"),
+            message.get("reasoning_content"),
+            _json_or_none(message.get("provider_data")),
+            *(meta.get(column) for column in META_COLUMNS),
+        ),
+    )
+    return message
 
 
 def _message_from_row(row) -> dict[str, Any]:

@@ -70,6 +70,11 @@ def parse_skill(text: str, origin: str) -> Skill:
     return Skill(name, description, body, origin)
 
 
+def _regular_file_inside(folder: Path, path: Path) -> bool:
+    target = path.resolve()
+    return target.is_relative_to(folder.resolve()) and target.is_file()
+
+
 class SkillLibrary:
     def __init__(self, home: Path) -> None:
         self.skills: dict[str, Skill] = {}
@@ -81,9 +86,14 @@ class SkillLibrary:
                 self.skills[skill.name] = skill
         folder = home / "skills"
         for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-            self._load_user(path)
+            self._load_user(folder, path)
 
-    def _load_user(self, path: Path) -> None:
+    def _load_user(self, folder: Path, path: Path) -> None:
+        if not _regular_file_inside(folder, path):
+            self.warnings.append(
+                f"已跳过技能文件 {path}：只读取技能文件夹里的普通文件（不跟随指向外部的链接，不读管道或设备）。"
+            )
+            return
         try:
             skill = parse_skill(path.read_text(encoding="utf-8"), str(path))
         except (SkillError, UnicodeDecodeError, OSError) as exc:

@@ -6,17 +6,28 @@ cycles through markdown, accumulation (a quiet range with drying volume, sometim
 in a spring), an SOS burst, markup and distribution. Daily limits follow the board rules.
 The six main indices are cap-weighted averages of their members. Every result computed on
 it says `source: "demo"`.
+
+The store is written into a temporary file that replaces the real one only when it is
+complete (`built_at` is its last write), so a crash never leaves a half-built demo store.
+Bars go in by chunks of days into a table without its key, which is added once at the end,
+and DuckDB works under a memory limit: the build stays well below 1 GB.
 """
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from wyckoff.engine.config import MAIN_INDICES, board_of, limit_pct
+from wyckoff.faults import crash_point
 
 SEED = 20_240_601
 DEFAULT_DAYS = 800
@@ -29,6 +40,9 @@ PHASES = ("markdown", "accumulation", "markup", "distribution")
 DRIFT = {"markdown": -0.0022, "accumulation": 0.0, "markup": 0.0030, "distribution": 0.0}
 VOL_SCALE = {"markdown": 1.0, "accumulation": 0.55, "markup": 1.0, "distribution": 1.25}
 VOLUME_SCALE = {"markdown": 0.8, "accumulation": 0.45, "markup": 1.3, "distribution": 1.4}
+DAYS_PER_CHUNK = 100  # bars written per insert: about 550k rows on the full market
+DUCKDB_MEMORY_LIMIT = "256MB"
+BUILT_AT = "built_at"  # sync_state key written last: its presence means the store is complete
 INDEX_BASE = {
     "000001.SH": 3000.0,
     "399001.SZ": 10000.0,
@@ -60,10 +74,29 @@ def trading_days(end: date, days: int) -> list[date]:
     return result[::-1]
 
 
-def build_demo_market(
-    end: date | None = None, days: int = DEFAULT_DAYS, limit: int | None = None
-) -> dict[str, pd.DataFrame]:
-    """stocks, bars, index_bars and calendar frames of the synthetic market."""
+@dataclass
+class DemoMarket:
+    """The simulated market as arrays: bars are (days, stocks) matrices."""
+
+    stocks: pd.DataFrame
+    calendar: list[date]
+    bars: dict[str, np.ndarray]
+    index_bars: pd.DataFrame
+
+    def bar_frame(self, first: int = 0, last: int | None = None) -> pd.DataFrame:
+        """Days `first`..`last` of the bars in long form (one row per stock and day)."""
+        window = {name: values[first:last] for name, values in self.bars.items()}
+        return _long_bars(window, self.stocks["code"].tolist(), self.calendar[first:last])
+
+
+def simulate(
+    end: date | None = None,
+    days: int = DEFAULT_DAYS,
+    limit: int | None = None,
+    on_day: Callable[[int], None] | None = None,
+) -> DemoMarket:
+    """The synthetic market, deterministic for a given end date, length and stock count;
+    `on_day(d)` is told how far the walk has come."""
     rng = np.random.default_rng(SEED)
     stocks = stock_list()
     if limit:
@@ -85,9 +118,19 @@ def build_demo_market(
     market = _market_returns(rng, days)
     sector = rng.normal(0, 0.008, (days, len(INDUSTRIES)))
     bars = _walk(
-        rng, days, n, price0, sigma, beta, limits, turnover, shares, market, sector[:, industry_ids]
+        rng,
+        days,
+        n,
+        price0,
+        sigma,
+        beta,
+        limits,
+        turnover,
+        shares,
+        market,
+        sector[:, industry_ids],
+        on_day,
     )
-    frame = _long_bars(bars, codes, calendar)
     latest_close = bars["close"][-1]
     stock_frame = pd.DataFrame(
         {
@@ -101,12 +144,97 @@ def build_demo_market(
         }
     )
     index_frame = _indices(bars, codes, boards, shares, calendar)
+    return DemoMarket(stock_frame, calendar, bars, index_frame)
+
+
+def build_demo_market(
+    end: date | None = None, days: int = DEFAULT_DAYS, limit: int | None = None
+) -> dict[str, pd.DataFrame]:
+    """stocks, bars, index_bars and calendar frames of the synthetic market."""
+    market = simulate(end, days, limit)
     return {
-        "stocks": stock_frame,
-        "bars": frame,
-        "index_bars": index_frame,
-        "calendar": pd.DataFrame({"date": calendar}),
+        "stocks": market.stocks,
+        "bars": market.bar_frame(),
+        "index_bars": market.index_bars,
+        "calendar": pd.DataFrame({"date": market.calendar}),
     }
+
+
+def build_demo_store(
+    path: Path,
+    progress: Callable[[str, str, float | None], None] | None = None,
+    limit: int | None = None,
+) -> None:
+    """Write the demo store to `path` atomically (a temporary file renamed into place).
+    The caller holds the build lock (see `ensure_demo`)."""
+    import duckdb
+
+    from wyckoff.engine.store import SCHEMA
+
+    def report(stage: str, detail: str, fraction: float | None) -> None:
+        if progress:
+            progress(stage, detail, fraction)
+
+    market = simulate(
+        limit=limit,
+        on_day=lambda d: report(
+            "生成演示数据", f"合成行情（非真实数据）{d}/{DEFAULT_DAYS} 天", 0.45 * d / DEFAULT_DAYS
+        ),
+    )
+    for stale in path.parent.glob(f"{path.name}.building-*"):  # left by a build that was killed
+        shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+    building = path.with_name(f"{path.name}.building-{os.getpid()}")
+    conn = duckdb.connect(str(building))
+    try:
+        conn.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+        conn.execute("SET preserve_insertion_order = false")
+        conn.execute("SET enable_progress_bar = false")
+        conn.execute(SCHEMA)
+        _insert(conn, "stocks", market.stocks.assign(source="demo"))
+        _write_bars(conn, market, report)
+        crash_point("demo-build")
+        report("写入指数", "6 个主要指数", 0.95)
+        _insert(conn, "index_bars", market.index_bars.assign(source="demo"))
+        calendar = pd.DataFrame({"date": market.calendar, "is_open": True, "source": "demo"})
+        _insert(conn, "trade_calendar", calendar)
+        built_at = pd.DataFrame(
+            {"key": [BUILT_AT], "value": [datetime.now().isoformat(timespec="seconds")]}
+        )
+        _insert(conn, "sync_state", built_at)
+    finally:
+        conn.close()
+    _wal(path).unlink(missing_ok=True)  # a stale log must not be replayed onto the new file
+    os.replace(building, path)
+    report("完成", f"{len(market.stocks)} 只股票 × {len(market.calendar)} 个交易日", 1.0)
+
+
+def _write_bars(conn, market: DemoMarket, report) -> None:
+    """Bars by chunks of days into a keyless copy of the table, then the key in one pass."""
+    conn.execute("CREATE TABLE bars_load AS FROM bars LIMIT 0")
+    days = len(market.calendar)
+    for first in range(0, days, DAYS_PER_CHUNK):
+        last = min(first + DAYS_PER_CHUNK, days)
+        report("写入日线", f"{last}/{days} 个交易日", 0.45 + 0.35 * last / days)
+        _insert(
+            conn, "bars_load", market.bar_frame(first, last).assign(adj_factor=1.0, source="demo")
+        )
+    report("建立索引", "日线主键", 0.85)
+    conn.execute("DROP TABLE bars")
+    conn.execute("ALTER TABLE bars_load RENAME TO bars")
+    conn.execute("ALTER TABLE bars ADD PRIMARY KEY (code, date)")
+
+
+def _insert(conn, table: str, frame: pd.DataFrame) -> None:
+    columns = ", ".join(frame.columns)
+    conn.register("incoming", frame)
+    try:
+        conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM incoming")
+    finally:
+        conn.unregister("incoming")
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
 
 
 def _last_weekday(day: date) -> date:
@@ -129,7 +257,7 @@ def _market_returns(rng: np.random.Generator, days: int) -> np.ndarray:
 
 
 def _walk(
-    rng, days, n, price0, sigma, beta, limits, turnover, shares, market, sector
+    rng, days, n, price0, sigma, beta, limits, turnover, shares, market, sector, on_day=None
 ) -> dict[str, np.ndarray]:
     phase = rng.integers(0, len(PHASES), n)
     left = rng.integers(5, 120, n)
@@ -140,6 +268,8 @@ def _walk(
     open_, high, low, volume = (np.empty((days, n)) for _ in range(4))
     previous = price0.copy()
     for d in range(days):
+        if on_day and d % 50 == 0:
+            on_day(d)
         names = np.array(PHASES)[phase]
         drift = np.vectorize(DRIFT.get)(names)
         scale = np.vectorize(VOL_SCALE.get)(names)

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -664,21 +664,30 @@ AKSHARE = PerCodeSource(_akshare_listing, _akshare_fetch, akshare_frames, _aksha
 def ensure_demo(
     home: Path, progress: Progress | None = None, limit: int | None = None
 ) -> MarketStore:
-    """The demo store, built on first use (a few seconds)."""
-    from wyckoff.engine.demo import build_demo_market
+    """The demo store, built (or rebuilt, when an earlier build was cut short) on first use.
+
+    Processes that need it at the same time take turns: one builds, the others then find it.
+    """
+    import fcntl
+
+    from wyckoff.engine.demo import build_demo_store
 
     store = MarketStore.for_source(home, "demo")
-    if not store.is_empty():
+    if demo_complete(store):
         return store
-    if progress:
-        progress("生成演示数据", "合成行情（非真实数据）", None)
-    market = build_demo_market(limit=limit)
-    store.upsert("stocks", market["stocks"])
-    store.upsert("bars", market["bars"].assign(adj_factor=1.0))
-    store.upsert("index_bars", market["index_bars"])
-    store.upsert("trade_calendar", market["calendar"].assign(is_open=True))
-    store.set_state("built_at", datetime.now().isoformat(timespec="seconds"))
+    home.mkdir(parents=True, exist_ok=True)
+    with open(store.path.with_name(store.path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not demo_complete(store):
+            build_demo_store(store.path, progress, limit)
     return store
+
+
+def demo_complete(store: MarketStore) -> bool:
+    """A demo store counts only when its build finished (it records `built_at` last)."""
+    from wyckoff.engine.demo import BUILT_AT
+
+    return store.path.exists() and store.get_state(BUILT_AT) is not None
 
 
 def sync(

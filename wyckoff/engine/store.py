@@ -7,17 +7,26 @@ are qfq-adjusted when loaded: price x factor / latest factor, and volume by the 
 volumes stay comparable across a split. A missing factor takes the last known one of the
 stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
 rate (%) and the ST flag of that day.
+
+Several processes share the file (the TUI open while `analyze` or `data sync` runs). DuckDB
+lets one process write or many read, so connections are read-only unless they write, each
+lasts one call, and an open that meets another process's lock retries for up to
+LOCK_WAIT_S before saying, in one sentence, that the store is busy.
 """
 
 from __future__ import annotations
 
+import random
+import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from wyckoff.engine.panel import Panel, panel_from_long
+from wyckoff.errors import WyckoffError
 
 REAL_FILE = "market.duckdb"
 DEMO_FILE = "market-demo.duckdb"
@@ -44,6 +53,16 @@ CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
 
 _LOCK = threading.Lock()  # one DuckDB connection at a time per process
+LOCK_WAIT_S = 60.0
+
+
+def _lacks_tables(conn) -> bool:
+    present = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    return not set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA)) <= present
+
+
+class MarketStoreBusy(WyckoffError):
+    """Another process held the market store for longer than LOCK_WAIT_S."""
 
 
 class MarketStore:
@@ -55,14 +74,38 @@ class MarketStore:
     def for_source(cls, home: Path, source: str) -> MarketStore:
         return cls(home / (DEMO_FILE if source == "demo" else REAL_FILE), source)
 
-    def _connect(self, read_only: bool = False):
+    def _connect(self, write: bool = False):
+        """A connection for one call, read-only unless `write`, waiting out other processes."""
         import duckdb
 
-        if read_only and not self.path.exists():
-            raise FileNotFoundError(self.path)
-        conn = duckdb.connect(str(self.path), read_only=read_only)
-        if not read_only:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        pause = 0.02
+        while True:
+            try:
+                return self._open(write)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise MarketStoreBusy(
+                        f"行情库 {self.path.name} 正被另一个 Wyckoff 进程占用（例如 `wyckoff data sync`），"
+                        f"等了 {LOCK_WAIT_S:g} 秒仍未释放：请等它结束后再试。"
+                    ) from None
+            time.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, 0.5)
+
+    def _open(self, write: bool):
+        import duckdb
+
+        if not write and not self.path.exists():
+            self._open(write=True).close()  # a new file gets its schema first
+        conn = duckdb.connect(str(self.path), read_only=not write)
+        if write:
             conn.execute(SCHEMA)
+        elif _lacks_tables(conn):  # a file from an older version: add the new tables first
+            conn.close()
+            self._open(write=True).close()
+            conn = duckdb.connect(str(self.path), read_only=True)
         return conn
 
     def execute(self, sql: str, params: list | None = None) -> list[tuple]:
@@ -90,7 +133,7 @@ class MarketStore:
             frame["source"] = self.source
         columns = ", ".join(frame.columns)
         with _LOCK:
-            conn = self._connect()
+            conn = self._connect(write=True)
             try:
                 conn.register("incoming", frame)
                 conn.execute("BEGIN")

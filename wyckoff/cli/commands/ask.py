@@ -61,7 +61,7 @@ def ask(
     from wyckoff.cli.agent import open_agent
     from wyckoff.errors import UsageError
 
-    text = sys.stdin.read() if question == "-" else question
+    text = _question_text(question)
     if not text.strip():
         raise UsageError("问题是空的：请给出问题，或用 `-` 从标准输入读取。")
     agent = open_agent(
@@ -91,6 +91,22 @@ def ask(
     raise typer.Exit(EXIT_CODES.get(done.get("status", "error"), 1))
 
 
+def _question_text(question: str) -> str:
+    """The question (`-`: from stdin), refused unless it is valid UTF-8."""
+    from wyckoff.errors import UsageError
+
+    text = (
+        sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if question == "-" else question
+    )
+    try:
+        text.encode("utf-8")  # bytes that were not UTF-8 survive only as lone surrogates
+    except UnicodeEncodeError:
+        raise UsageError(
+            "问题不是有效的 UTF-8 文本（可能来自其他编码的文件或终端）：请转成 UTF-8 后重试。"
+        ) from None
+    return text
+
+
 def _cancel_on_interrupt(runtime) -> None:
     """First Ctrl+C cancels the turn cleanly; a second one leaves at once."""
 
@@ -106,13 +122,16 @@ def _cancel_on_interrupt(runtime) -> None:
 class TextRenderer:
     def __init__(self) -> None:
         self.wrote_text = False
+        self.call_text = False  # text written during the current model call
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "text_delta":
             sys.stdout.write(event["text"])
             sys.stdout.flush()
-            self.wrote_text = True
+            self.wrote_text = self.call_text = True
+        elif kind == "model_start":
+            self.call_text = False
         elif kind == "approved":
             self._note(approval_line(event))
         elif kind == "tool_start":
@@ -123,11 +142,21 @@ class TextRenderer:
         elif kind == "tool_error":
             self._note(f"  ✗ {event['name']}：{event['error']}")
         elif kind == "provider_switch":
+            self._abandon_partial_answer(event)
             self._note(f"⚠ 模型 {event['from']} 不可用，已切换到备用模型 {event['to']}。")
         elif kind == "retry":
             self._note(f"… {event['reason']}，要求模型补充调用工具（第 {event['attempt']} 次）")
         elif kind == "background_wait":
             self._note(f"⏳ 等待后台任务完成：{', '.join(event['task_ids'])}（--no-wait 可不等待）")
+
+    def _abandon_partial_answer(self, event: dict[str, Any]) -> None:
+        """Text already printed cannot be taken back: say on stdout that it is void."""
+        if self.call_text:
+            sys.stdout.write(
+                f"\n[以上是模型 {event['from']} 中断前的部分回答，已作废；下面是备用模型 {event['to']} 的回答]\n"
+            )
+            sys.stdout.flush()
+            self.wrote_text = self.call_text = False
 
     def _note(self, line: str) -> None:
         if self.wrote_text:

@@ -49,6 +49,28 @@ def _progress_bar():
     )
 
 
+def _with_progress(label: str, work):
+    """Run `work(progress)` under a progress bar whose stages `progress(stage, detail, fraction)` set."""
+    with _progress_bar() as bar:
+        task = bar.add_task(label, total=1.0)
+        return work(
+            lambda stage, detail, fraction: bar.update(
+                task, description=f"{stage} {detail}", completed=fraction or 0
+            )
+        )
+
+
+def _build_demo(home) -> bool:
+    """Build the demo store now, with progress, unless it is already complete."""
+    from wyckoff.engine.sources import demo_complete, ensure_demo
+    from wyckoff.engine.store import MarketStore
+
+    if demo_complete(MarketStore.for_source(home, "demo")):
+        return False
+    _with_progress("生成演示数据", lambda progress: ensure_demo(home, progress))
+    return True
+
+
 def _call(func, params, *, label: str | None = None) -> dict[str, Any]:
     """Run a tool function with its progress on stderr; tool failures become clear errors."""
     context = _context()
@@ -301,12 +323,14 @@ def use(
     save_config(config.model_copy(update={"data": data}), home)
     note = "（演示数据是本地合成的行情，所有结果都会标注 demo）" if source == "demo" else ""
     print_notice(f"数据源：{source}{note}。")
+    if source == "demo" and _build_demo(home):
+        print_notice("演示行情库已生成（合成数据，不是真实行情）。")
 
 
 @data_app.command("status")
 def status(json_output: JsonOption = False) -> None:
     """数据覆盖情况 / what the market store holds."""
-    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.engine.sources import chosen_source, resolve_source
     from wyckoff.engine.store import MarketStore
@@ -314,7 +338,10 @@ def status(json_output: JsonOption = False) -> None:
     home = wyckoff_home()
     config = load_config(home)
     source = resolve_source(config)
-    info = {"chosen": chosen_source(config), **MarketStore.for_source(home, source).status()}
+    store = MarketStore.for_source(home, source)
+    if source == "demo" and store.path.exists() and _build_demo(home):
+        print_notice("演示行情库上次没有生成完整（生成时被中断），已重新生成。")
+    info = {"chosen": chosen_source(config), **store.status()}
     if json_output:
         print_json(info)
         return
@@ -363,15 +390,7 @@ def sync(
     home = wyckoff_home()
     config = load_config(home)
     code_list = [c.strip() for c in codes.split(",")] if codes else None
-    with _progress_bar() as bar:
-        task = bar.add_task("同步", total=1.0)
-        result = run_sync(
-            home,
-            config,
-            days,
-            code_list,
-            lambda stage, detail, fraction: bar.update(
-                task, description=f"{stage} {detail}", completed=fraction or 0
-            ),
-        )
+    result = _with_progress(
+        "同步", lambda progress: run_sync(home, config, days, code_list, progress)
+    )
     print_notice("同步完成：" + "，".join(f"{k}={v}" for k, v in result.items()))

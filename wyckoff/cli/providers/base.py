@@ -42,6 +42,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "余额")
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
 POLL_S = 0.05
+CONNECT_TIMEOUT_S = 5.0  # an unreachable host fails this fast, so the fallback takes over soon
 
 
 class ProviderError(WyckoffError):
@@ -51,6 +52,10 @@ class ProviderError(WyckoffError):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+
+
+class IncompleteResponse(Exception):
+    """The reply ended without the provider's end marker: cut off, or not an API reply."""
 
 
 class LLMProvider:
@@ -68,6 +73,10 @@ class LLMProvider:
     @property
     def name(self) -> str:
         return self.config.id
+
+    def http_timeout(self, timeout_class):
+        """The SDK's timeout (its own httpx class): connecting fails fast, reading waits."""
+        return timeout_class(self.stream_timeout_s + 30, connect=CONNECT_TIMEOUT_S)
 
     @property
     def model(self) -> str:
@@ -111,6 +120,8 @@ class LLMProvider:
             yield from self._stream(messages, tools, system_prompt)
         except ProviderError:
             raise
+        except IncompleteResponse:
+            raise self.incomplete_error() from None
         except Exception as exc:  # SDK errors of every kind become one clear sentence
             raise self._describe_error(exc) from None
 
@@ -173,10 +184,23 @@ class LLMProvider:
             status=status,
         )
 
+    def timeout_error(self, exc: Exception) -> ProviderError:
+        """An SDK timeout: failing to connect is a connection error, else the model stalled."""
+        if type(exc.__cause__).__name__ == "ConnectTimeout":  # httpx or the SDKs' httpx2
+            return self.connection_error(f"{CONNECT_TIMEOUT_S:g} 秒内没有连上")
+        return self._stall_error()
+
     def connection_error(self, reason: str) -> ProviderError:
         where = self.config.base_url or "官方地址"
         return ProviderError(
             f"无法连接模型 {self.name}（{where}）：{self._clean(reason)}。请检查网络或 base_url。",
+            retryable=True,
+        )
+
+    def incomplete_error(self) -> ProviderError:
+        return ProviderError(
+            f"模型 {self.name} 的回答不完整：响应没有正常结束（连接中断，或返回的不是模型接口的内容），"
+            "这次回答已作废。请稍后再试，或用 `wyckoff model fallback` 设置备用模型。",
             retryable=True,
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from wyckoff.cli.providers.base import (
     Chunk,
+    IncompleteResponse,
     LLMProvider,
     Message,
     ProviderError,
@@ -37,7 +38,7 @@ class ClaudeProvider(LLMProvider):
             api_key=config.resolved_api_key() or "missing-key",
             base_url=config.base_url,
             max_retries=0,
-            timeout=self.stream_timeout_s + 30,
+            timeout=self.http_timeout(anthropic.Timeout),
         )
 
     def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
@@ -80,7 +81,7 @@ class ClaudeProvider(LLMProvider):
                 return self.stream_error(detail)
             return self.http_error(exc.status_code, detail)
         if isinstance(exc, anthropic.APITimeoutError):
-            return self._stall_error()
+            return self.timeout_error(exc)
         if isinstance(exc, anthropic.APIConnectionError):
             return self.connection_error(str(exc.__cause__ or exc))
         return self.stream_error(f"{type(exc).__name__}: {exc}")
@@ -107,6 +108,10 @@ class _StreamReader:
                     yield chunk
             elif kind == "message_delta" and event.usage is not None:
                 self._take_usage(event.usage)
+            elif kind == "message_stop":
+                break
+        else:  # the stream ended without message_stop
+            raise IncompleteResponse()
         calls = [
             {"id": b["id"], "name": b["name"], "args": parse_json_args(b["_json"])}
             for _, b in sorted(self.blocks.items())

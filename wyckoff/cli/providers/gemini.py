@@ -14,7 +14,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
+from wyckoff.cli.providers.base import (
+    Chunk,
+    IncompleteResponse,
+    LLMProvider,
+    Message,
+    ProviderError,
+    ToolSchema,
+)
 
 FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
 GENERATED_ID_PREFIX = "gemini_call_"
@@ -79,15 +86,19 @@ class GeminiProvider(LLMProvider):
         parts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        finished = False
         for response in stream:
             if response.usage_metadata is not None:
                 usage = _usage(response.usage_metadata)
             for candidate in response.candidates or []:
+                finished = finished or candidate.finish_reason is not None
                 for part in (candidate.content.parts if candidate.content else None) or []:
                     parts.append(part.model_dump(mode="json", exclude_none=True))
                     chunk = _part_chunk(part, calls)
                     if chunk:
                         yield chunk
+        if not finished:  # the last chunk of a complete stream carries a finishReason
+            raise IncompleteResponse()
         if calls:
             yield {"type": "tool_calls", "calls": calls}
         if parts:
@@ -98,6 +109,8 @@ class GeminiProvider(LLMProvider):
         import httpx
         from google.genai import errors
 
+        if isinstance(exc, errors.UnknownApiResponseError):  # e.g. an HTML page with status 200
+            return self.incomplete_error()
         if isinstance(exc, errors.APIError):
             detail = exc.message or exc.status or ""
             if exc.code == 200 or not exc.code:

@@ -17,6 +17,7 @@ from typing import Any
 
 from wyckoff.cli.providers.base import (
     Chunk,
+    IncompleteResponse,
     LLMProvider,
     Message,
     ProviderError,
@@ -40,7 +41,7 @@ class OpenAIProvider(LLMProvider):
             api_key=config.resolved_api_key() or "missing-key",
             base_url=config.base_url,
             max_retries=0,
-            timeout=self.stream_timeout_s + 30,
+            timeout=self.http_timeout(openai.Timeout),
         )
         self.unsupported_params: set[str] = set()
 
@@ -99,7 +100,7 @@ class OpenAIProvider(LLMProvider):
         if isinstance(exc, openai.APIStatusError):
             return self.http_error(exc.status_code, _error_detail(exc.body) or exc.message)
         if isinstance(exc, openai.APITimeoutError):
-            return self._stall_error()
+            return self.timeout_error(exc)
         if isinstance(exc, openai.APIConnectionError):
             return self.connection_error(str(exc.__cause__ or exc))
         if isinstance(exc, openai.APIError):  # an error object inside a 200 stream
@@ -130,6 +131,7 @@ class _StreamReader:
         self.call_at_index: dict[int, dict[str, Any]] = {}
         self.text_filter = TextToolCallFilter()
         self.usage: dict[str, int] | None = None
+        self.finished = False
 
     def read(self, stream) -> Iterator[Chunk]:
         for chunk in stream:
@@ -137,6 +139,9 @@ class _StreamReader:
                 self.usage = _usage(chunk.usage)
             for choice in chunk.choices or []:
                 yield from self._delta(choice.delta)
+                self.finished = self.finished or choice.finish_reason is not None
+        if not self.finished:  # a complete stream always ends its choice with a finish_reason
+            raise IncompleteResponse()
         tail, text_calls = self.text_filter.finish()
         if tail:
             yield {"type": "text_delta", "text": tail}

@@ -464,8 +464,13 @@ class WyckoffApp(App):
         if not session_id:
             return
         from wyckoff.cli.chat_log import Conversation
+        from wyckoff.errors import WyckoffError
 
-        self.agent.conversation = Conversation.resume(self.agent.chat_log, session_id)
+        try:
+            self.agent.conversation = Conversation.resume(self.agent.chat_log, session_id)
+        except WyckoffError as exc:  # e.g. the session is busy in another process
+            self.show_notice(exc.message, error=True)
+            return
         self.agent.runtime.reset_approvals()
         self.action_clear_screen()
         self.render_history()
