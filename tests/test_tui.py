@@ -346,3 +346,25 @@ async def test_ask_user_dialog_answers_the_model(configured):
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
     answer = json.loads(configured.bodies[1]["messages"][-1]["content"])
     assert answer == {"status": "answered", "answer": "200 股"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", ["escape", "ctrl+c", "ctrl+q"])
+async def test_first_run_setup_can_be_left(home, key):
+    from textual.widgets import Input
+
+    from wyckoff.cli.tui.screens import SetupScreen
+
+    app = create_app()
+    async with app.run_test(size=(100, 34)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+        app.screen.query_one("#model", Input).focus()  # typing in a field, then changing mind
+        await pilot.press(key)
+        await wait_until(pilot, lambda: not app.is_running, timeout=5)
+
+
+def test_without_a_terminal_the_tui_points_to_ask(home):
+    result = cli(input_text="")  # stdin and stdout are pipes
+    assert result.returncode == 2
+    assert "wyckoff ask" in result.stderr and "终端" in result.stderr
+    assert "\x1b" not in result.stdout + result.stderr and "Traceback" not in result.stderr

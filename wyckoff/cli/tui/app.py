@@ -74,7 +74,7 @@ class WyckoffApp(App):
         Binding("escape", "cancel_turn", "取消", show=False),
         Binding("ctrl+n", "new_chat", "新对话"),
         Binding("ctrl+l", "clear_screen", "清屏"),
-        Binding("ctrl+q", "quit", "退出"),
+        Binding("ctrl+q", "quit", "退出", priority=True),  # from any dialog too
     ]
 
     def __init__(
