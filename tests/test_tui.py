@@ -368,3 +368,24 @@ def test_without_a_terminal_the_tui_points_to_ask(home):
     assert result.returncode == 2
     assert "wyckoff ask" in result.stderr and "终端" in result.stderr
     assert "\x1b" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.asyncio
+async def test_resume_list_takes_arrows_and_enter_at_once(configured):
+    from wyckoff.cli.tui.screens import ResumeScreen
+
+    configured.script(Reply(text="第一段的回答"), Reply(text="第二段的回答"))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "第一段")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        first = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        await submit(pilot, "第二段")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await submit(pilot, "/resume")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
+        await pilot.press("down", "enter")  # newest first: ↓ moves to the older session
+        await wait_until(pilot, lambda: not isinstance(app.screen, ResumeScreen))
+        assert app.agent.conversation.session_id == first
+        assert str(app.query(UserMessage).first().render()) == "第一段"

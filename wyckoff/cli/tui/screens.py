@@ -116,6 +116,7 @@ class ChartScreen(ModalScreen[None]):
 
 class ResumeScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "取消")]
+    AUTO_FOCUS = "#sessions"  # ↓ and Enter work at once, no Tab first
 
     def __init__(self, sessions: list[dict[str, Any]]) -> None:
         super().__init__()
