@@ -389,3 +389,30 @@ async def test_resume_list_takes_arrows_and_enter_at_once(configured):
         await wait_until(pilot, lambda: not isinstance(app.screen, ResumeScreen))
         assert app.agent.conversation.session_id == first
         assert str(app.query(UserMessage).first().render()) == "第一段"
+
+
+@pytest.mark.asyncio
+async def test_chart_fills_a_wide_screen_and_help_names_chart_once(configured, home):
+    from textual.widgets import Markdown
+
+    from wyckoff.cli.tui.screens import ChartScreen
+    from wyckoff.cli.tui.widgets import KLineChart
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
+    app = create_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await submit(pilot, "/chart 000001")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChartScreen))
+        await pilot.pause(0.2)
+        chart = app.screen.query_one(KLineChart)
+        volume_row = next(line for line in str(chart.render()).splitlines() if "量" in line)
+        assert len(volume_row.rstrip()) >= chart.size.width - 2  # candles up to the right edge
+        await pilot.press("escape")
+        await submit(pilot, "/help")
+        await pilot.pause(0.2)
+        help_text = app.query(".help").first(Markdown).source
+        for command in ("/chart", "/model"):
+            (line,) = [line for line in help_text.splitlines() if command in line]
+            assert line.count(command) == 1, line

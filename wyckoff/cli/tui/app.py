@@ -42,12 +42,12 @@ BUILTIN_COMMANDS = {
     "/help": "显示命令、技能和提示模板",
     "/new": "开始新对话",
     "/clear": "清屏（不影响对话历史）",
-    "/model": "列出模型；/model ID 切换模型",
+    "/model": "列出模型；后接模型 id 切换",
     "/resume": "恢复保存的会话",
     "/fork": "从当前会话分出新会话",
     "/compact": "立即压缩上下文",
     "/token": "显示上下文与用量",
-    "/chart": "/chart CODE 打开 K 线图",
+    "/chart": "打开 K 线图（后接代码或名称，如 600519）",
     "/quit": "退出",
 }
 TEXT_FLUSH_S = 0.1
@@ -519,7 +519,8 @@ class WyckoffApp(App):
             self.show_notice("用法：/chart 600519", error=True)
             return
         try:
-            data = kline_data(self.agent.runtime.context, code)
+            # one bar per column of the widest chart the screen allows
+            data = kline_data(self.agent.runtime.context, code, days=max(120, self.size.width))
         except ToolFailure as exc:
             self.show_notice(exc.message, error=True)
             return
