@@ -416,3 +416,37 @@ async def test_chart_fills_a_wide_screen_and_help_names_chart_once(configured, h
         for command in ("/chart", "/model"):
             (line,) = [line for line in help_text.splitlines() if command in line]
             assert line.count(command) == 1, line
+
+
+def waiting_rows(app) -> list[str]:
+    from wyckoff.cli.tui.widgets import WaitingRow
+
+    return [str(row.render()) for row in app.query(WaitingRow)]
+
+
+@pytest.mark.asyncio
+async def test_a_slow_first_token_shows_a_waiting_row_with_seconds(configured):
+    configured.script(
+        Reply(tool_calls=[("check_background_tasks", {})], stall_s=1.5),
+        Reply(text="没有后台任务。", stall_s=1.5),
+    )
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "有后台任务吗")
+        await wait_until(pilot, lambda: any("1s" in row for row in waiting_rows(app)))
+        assert "等待模型回复" in waiting_rows(app)[0]
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        await pilot.pause(0.3)  # the second model call starts after the tool ran: waiting again
+        assert len(waiting_rows(app)) == 1
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert waiting_rows(app) == []
+
+
+@pytest.mark.asyncio
+async def test_the_agent_loading_shows_a_waiting_row(configured):
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: any("正在加载" in row for row in waiting_rows(app)))
+        await wait_until(pilot, lambda: app.agent is not None)
+        await pilot.pause(0.1)
+        assert waiting_rows(app) == []

@@ -28,6 +28,8 @@ from wyckoff.cli.tui.screens import (
     SetupScreen,
 )
 from wyckoff.cli.tui.widgets import (
+    LOADING_AGENT,
+    WAITING_FOR_MODEL,
     AssistantMessage,
     BackgroundPanel,
     Notice,
@@ -36,6 +38,7 @@ from wyckoff.cli.tui.widgets import (
     ThinkingBlock,
     ToolRow,
     UserMessage,
+    WaitingRow,
 )
 
 BUILTIN_COMMANDS = {
@@ -96,6 +99,7 @@ class WyckoffApp(App):
         self._waiting_workers: set[threading.Event] = set()
         self.queued_text: str | None = None
         self.loading_agent = False
+        self._waiting: WaitingRow | None = None
 
     # --- layout and start -----------------------------------------------------------------
 
@@ -128,7 +132,8 @@ class WyckoffApp(App):
         from wyckoff.errors import WyckoffError
 
         self.loading_agent = True
-        self.call_from_thread(self.query_one(StatusBar).update, " 正在加载模型与工具……")
+        self.call_from_thread(self.query_one(StatusBar).update, f" {LOADING_AGENT}……")
+        self.call_from_thread(self.show_waiting, LOADING_AGENT)
         try:
             agent = open_agent(
                 model_id=self.model_id,
@@ -140,6 +145,7 @@ class WyckoffApp(App):
             source = resolve_source(agent.config)
         except WyckoffError as exc:
             self.loading_agent = False
+            self.call_from_thread(self.end_waiting)
             self.call_from_thread(self.show_notice, exc.message, True)
             self.call_from_thread(self.query_one(StatusBar).update, " 没有可用的模型")
             return
@@ -147,6 +153,7 @@ class WyckoffApp(App):
 
     def _agent_ready(self, agent, source: str) -> None:
         self.agent, self.data_source, self.loading_agent = agent, source, False
+        self.end_waiting()
         agent.runtime.background.listeners.append(
             lambda event: self.post_message(TaskUpdated(event))
         )
@@ -255,6 +262,7 @@ class WyckoffApp(App):
     def run_turn(self) -> None:
         self.turn_running = True
         self._assistant = self._thinking = self._stream = None
+        self.show_waiting(WAITING_FOR_MODEL)
         self._worker_turn()
 
     @work(thread=True, exclusive=True, group="turn")
@@ -306,6 +314,10 @@ class WyckoffApp(App):
 
     async def _show_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
+        if kind == "model_start":
+            self.show_waiting(WAITING_FOR_MODEL)
+        elif kind not in ("usage", "retry"):  # the model has answered (or the turn ended)
+            self.end_waiting()
         if kind == "text_delta":
             await self._write_text(event["text"])
         elif kind == "thinking_delta":
@@ -452,6 +464,7 @@ class WyckoffApp(App):
         self.refresh_status()
 
     def action_clear_screen(self) -> None:
+        self.end_waiting()
         self.query_one("#chat").remove_children()
 
     def action_resume(self) -> None:
@@ -555,6 +568,16 @@ class WyckoffApp(App):
         chat = self.query_one("#chat", VerticalScroll)
         chat.mount(widget)
         chat.scroll_end(animate=False)
+
+    def show_waiting(self, label: str) -> None:
+        if self._waiting is None:
+            self._waiting = WaitingRow(label)
+            self.mount_chat(self._waiting)
+
+    def end_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.remove()
+            self._waiting = None
 
     def show_notice(self, text: str, error: bool = False) -> None:
         self.mount_chat(Notice(text, error=error))
