@@ -450,3 +450,55 @@ async def test_the_agent_loading_shows_a_waiting_row(configured):
         await wait_until(pilot, lambda: app.agent is not None)
         await pilot.pause(0.1)
         assert waiting_rows(app) == []
+
+
+def test_every_tool_summarizes_its_result_in_one_line():
+    from wyckoff.cli.builtin_tools import default_registry
+
+    registry = default_registry()
+    assert [name for name in registry.names if registry.get(name).summarize is None] == []
+
+
+@pytest.mark.asyncio
+async def test_tool_rows_summarize_results_in_chinese(configured, home):
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
+    configured.script(
+        Reply(
+            tool_calls=[
+                ("get_market_overview", {}),
+                ("search_stock_by_name", {"keyword": "平安银行"}),
+            ]
+        ),
+        Reply(text="看完了。"),
+    )
+    app = create_app()
+    async with app.run_test(size=(160, 30)) as pilot:
+        await submit(pilot, "大盘和平安银行怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        overview, search = [row.outcome for row in app.query(ToolRow)]
+    assert "上证指数" in overview and "市场状态" in overview and "演示数据" in overview
+    assert search.startswith("找到 1 只：平安银行（000001）") and "演示数据" in search
+    assert "{" not in overview + search
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("decision", "outcome"), [("allow", "已添加 600519 贵州茅台"), ("deny", "已拒绝")]
+)
+async def test_portfolio_change_rows_say_what_happened(configured, decision, outcome):
+    from wyckoff.cli.runtime import Approval
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "记录买入 100 股茅台")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        app.screen.dismiss(Approval(decision))
+        await wait_until(pilot, lambda: not app.turn_running)
+        row = app.query_one(ToolRow)
+    assert row.outcome.startswith(outcome), row.outcome
+    assert "用户拒绝了" not in row.outcome  # the sentence written for the model stays with it

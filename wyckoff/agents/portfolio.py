@@ -300,6 +300,18 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
     return market.envelope(panel.as_of, positions=rows, cash=cash, equity=round(value, 2))
 
 
+def summarize_positions(result: dict[str, Any]) -> str:
+    positions = result["positions"]
+    if not positions:
+        return f"持仓为空，现金 {result['cash']:,.2f}"
+    line = f"{len(positions)} 只持仓，现金 {result['cash']:,.2f}"
+    labels = [p["health_label"].split(" ")[-1] for p in positions if p.get("health_label")]
+    if labels:
+        counts = {label: labels.count(label) for label in dict.fromkeys(labels)}
+        line += "；" + "、".join(f"{label} {n}" for label, n in counts.items())
+    return line
+
+
 class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash"]
     code: str | None = Field(default=None, description="6 位代码（set_cash 不需要）")
@@ -346,6 +358,23 @@ def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dic
         raise ToolFailure(exc.message) from None
 
 
+def summarize_change(result: dict[str, Any]) -> str:
+    """What a portfolio change did, in the user's words: '已加仓 600519 贵州茅台 100 股，现持 300 股 @ 1533.33'."""
+    before, after = result["before"], result["after"]
+    if result["action"] == "set_cash":
+        return f"现金 {before['cash']:,.2f} → {after['cash']:,.2f}"
+    stock = f"{(after or before)['code']} {(after or before)['name']}"
+    if result["action"] == "remove":
+        return f"已删除 {stock}（原 {before['shares']} 股）"
+    holding = f"现持 {after['shares']} 股 @ {after['cost_price']:.2f}"
+    if after.get("stop_loss"):
+        holding += f"，止损 {after['stop_loss']:.2f}"
+    if result["action"] == "add" and before:
+        return f"已加仓 {stock} {after['shares'] - before['shares']} 股，{holding}"
+    verb = "已添加" if result["action"] == "add" else "已修改"
+    return f"{verb} {stock}，{holding}"
+
+
 PORTFOLIO_TOOLS = (
     ToolSpec(
         "portfolio",
@@ -355,6 +384,7 @@ PORTFOLIO_TOOLS = (
         "查看持仓",
         concurrency_safe=True,
         timeout_s=120,
+        summarize=summarize_positions,
     ),
     ToolSpec(
         "update_portfolio",
@@ -364,5 +394,6 @@ PORTFOLIO_TOOLS = (
         "修改持仓",
         requires_approval=True,
         timeout_s=30,
+        summarize=summarize_change,
     ),
 )

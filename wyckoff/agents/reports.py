@@ -140,6 +140,13 @@ def generate_ai_report(params: ReportParams, context: ToolContext) -> dict[str, 
     return result
 
 
+def summarize_report(result: dict[str, Any]) -> str:
+    groups = [
+        f"{category} {len(codes)}" for category, codes in result["categories"].items() if codes
+    ]
+    return f"{len(result['stocks'])} 只：" + "、".join(groups)
+
+
 class DecisionParams(BaseModel):
     candidate_codes: list[str] = Field(
         default_factory=list,
@@ -251,6 +258,14 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
     return result
 
 
+def summarize_decision(result: dict[str, Any]) -> str:
+    actions = [order["action"] for order in result["orders"]]
+    if not actions:
+        return f"没有建议，市场状态 {result['regime']}"
+    counts = "、".join(f"{action} {actions.count(action)}" for action in dict.fromkeys(actions))
+    return f"{len(actions)} 条建议：{counts}（未执行任何交易）"
+
+
 def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]]) -> None:
     """The model's one-line rationale per order; the numbers stay as computed."""
     fallback = {o["code"]: "；".join(o.get("basis") or []) for o in orders}
@@ -302,6 +317,7 @@ REPORT_TOOLS = (
         "AI 研报",
         background=True,
         timeout_s=600,
+        summarize=summarize_report,
     ),
     ToolSpec(
         "generate_strategy_decision",
@@ -311,5 +327,6 @@ REPORT_TOOLS = (
         "攻防决策",
         background=True,
         timeout_s=600,
+        summarize=summarize_decision,
     ),
 )

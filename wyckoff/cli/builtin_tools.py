@@ -61,6 +61,13 @@ def read_tool_result(params: ReadToolResultParams, context: ToolContext) -> dict
     }
 
 
+def summarize_read(result: dict[str, Any]) -> str:
+    more = "，还有后续" if result["more"] else ""
+    return (
+        f"读取第 {result['offset']:,}–{result['end']:,} 字符（共 {result['total_chars']:,}）{more}"
+    )
+
+
 READ_TOOL_RESULT = ToolSpec(
     name="read_tool_result",
     description="分段读取一个被保存到磁盘的完整工具结果（结果过长时工具只返回开头和路径）。",
@@ -69,6 +76,7 @@ READ_TOOL_RESULT = ToolSpec(
     title="读取完整结果",
     concurrency_safe=True,
     timeout_s=10,
+    summarize=summarize_read,
 )
 
 
@@ -107,6 +115,12 @@ def ask_user(params: AskUserParams, context: ToolContext) -> dict[str, Any]:
     return result
 
 
+def summarize_answer(result: dict[str, Any]) -> str:
+    if result["status"] == "answered":
+        return f"用户回答：{result['answer']}"
+    return "无界面模式，没有询问用户" if result["status"] == "unavailable" else "用户跳过了问题"
+
+
 ASK_USER = ToolSpec(
     name="ask_user",
     description="向用户提问并等待回答（可给选项）。需要用户同意某个操作时，在 action 中写明确切的工具和参数。",
@@ -114,6 +128,7 @@ ASK_USER = ToolSpec(
     func=ask_user,
     title="询问用户",
     timeout_s=3600,
+    summarize=summarize_answer,
 )
 
 
@@ -140,6 +155,7 @@ RESTORE_CONTEXT_ARCHIVE = ToolSpec(
     title="恢复归档",
     concurrency_safe=True,
     timeout_s=10,
+    summarize=lambda result: f"恢复了 {len(result['messages'])} 条消息",
 )
 
 RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER, RESTORE_CONTEXT_ARCHIVE)

@@ -143,4 +143,5 @@ EXECUTE_SKILL = ToolSpec(
     "执行技能",
     concurrency_safe=True,
     timeout_s=10,
+    summarize=lambda result: f"已载入技能 /{result['skill']} 的指令",
 )

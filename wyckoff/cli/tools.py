@@ -59,6 +59,7 @@ class ToolContext:
 
 
 ToolFunction = Callable[[Any, ToolContext], Any]
+ResultSummary = Callable[[Any], str]  # the tool's return value -> one Chinese line for people
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class ToolSpec:
     requires_approval: bool = False
     background: bool = False
     timeout_s: float = 60.0
+    summarize: ResultSummary | None = None
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
@@ -103,6 +105,7 @@ class ToolOutcome:
     ref: str | None = None
     task_id: str | None = None
     raw: Any = None
+    summary: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -121,6 +124,7 @@ class ToolOutcome:
                 "elapsed_s": round(self.elapsed_s, 3),
                 "ref": self.ref,
                 "task_id": self.task_id,
+                "summary": self.summary,
             }
         return {
             "type": "tool_error",
@@ -162,6 +166,19 @@ class ToolRegistry:
     def title(self, name: str) -> str:
         spec = self._specs.get(name)
         return spec.title if spec else name
+
+    def summarize(self, name: str, value: Any) -> str | None:
+        """The tool's one-line summary of a result (marked when it is demo data); None when
+        the tool has none or the value is not what it expects."""
+        spec = self._specs.get(name)
+        if spec is None or spec.summarize is None:
+            return None
+        try:
+            line = spec.summarize(value)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return None
+        demo = isinstance(value, dict) and value.get("source") == "demo"
+        return f"{line}（演示数据）" if demo else line
 
     def validate(self, call: dict[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
         """The spec and parsed arguments of a call, or the error to send back to the model."""
@@ -228,8 +245,10 @@ class ToolRegistry:
         elapsed_s: float,
         context: ToolContext,
         task_id: str | None = None,
+        summary: str | None = None,
     ) -> ToolOutcome:
-        """Serialise a result; one over MAX_RESULT_CHARS is written whole to disk."""
+        """Serialise a result, with its summary unless one is given; one over
+        MAX_RESULT_CHARS is written whole to disk."""
         text = (
             value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         )
@@ -241,7 +260,14 @@ class ToolRegistry:
                 f'需要更多时调用 read_tool_result(ref="{ref}", offset={RESULT_HEAD_CHARS})。]'
             )
         return ToolOutcome(
-            call_id, name, result=text, elapsed_s=elapsed_s, ref=ref, task_id=task_id, raw=value
+            call_id,
+            name,
+            result=text,
+            elapsed_s=elapsed_s,
+            ref=ref,
+            task_id=task_id,
+            raw=value,
+            summary=summary or self.summarize(name, value),
         )
 
 

@@ -100,6 +100,7 @@ class WyckoffApp(App):
         self.queued_text: str | None = None
         self.loading_agent = False
         self._waiting: WaitingRow | None = None
+        self._denied_calls: set[str] = set()
 
     # --- layout and start -----------------------------------------------------------------
 
@@ -371,13 +372,14 @@ class WyckoffApp(App):
         row = self._rows.get(event["id"])
         if row is None:
             return
-        if event["type"] == "tool_error":
+        if event["id"] in self._denied_calls:
+            row.finish("已拒绝", event["elapsed_s"], failed=True)
+        elif event["type"] == "tool_error":
             row.finish(event["error"].splitlines()[0][:100], event["elapsed_s"], failed=True)
-            return
-        summary, chart_code = summarize_result(event["name"], event["result"])
-        if event.get("task_id"):
-            summary = f"后台运行中（{event['task_id']}）"
-        row.finish(summary, event["elapsed_s"], chart_code=chart_code)
+        else:
+            row.finish(
+                event.get("summary") or "完成", event["elapsed_s"], chart_code=chart_code_of(event)
+            )
 
     def _on_done(self, event: dict[str, Any]) -> None:
         self.turn_running = False
@@ -420,7 +422,10 @@ class WyckoffApp(App):
     # --- approvals and questions (called on the worker thread) ------------------------------
 
     def _confirm_from_worker(self, request: dict[str, Any]):
-        return self._modal_from_worker(ApprovalScreen(request))
+        approval = self._modal_from_worker(ApprovalScreen(request))
+        if approval.decision == "deny":  # its row says so, not the text written for the model
+            self._denied_calls.add(request["id"])
+        return approval
 
     def _ask_from_worker(self, question: dict[str, Any]) -> dict[str, Any]:
         return self._modal_from_worker(AskUserScreen(question))
@@ -605,31 +610,14 @@ class WyckoffApp(App):
         )
 
 
-def summarize_result(name: str, result: str) -> tuple[str, str | None]:
-    """A one-line outcome for a tool row, and the stock code to chart when there is one."""
+def chart_code_of(event: dict[str, Any]) -> str | None:
+    """The stock a finished analyze_stock call was about, for its K-line hint."""
+    if event["name"] != "analyze_stock":
+        return None
     try:
-        data = json.loads(result)
-    except json.JSONDecodeError:
-        return " ".join(result.split())[:80], None
-    if not isinstance(data, dict):
-        return str(data)[:80], None
-    demo = "（演示数据）" if data.get("source") == "demo" else ""
-    if name == "analyze_stock" and "code" in data:
-        health = data.get("health_label") or ""
-        return (
-            f"{data['code']} {data.get('name', '')} 收盘 {data.get('close', '')} {health}{demo}".strip(),
-            data["code"],
-        )
-    if name == "screen_stocks" and "summary" in data:
-        return f"候选 {data['summary']['report_candidates']} 只{demo}", None
-    if "tasks" in data:
-        return f"{len(data['tasks'])} 个后台任务", None
-    if "positions" in data:
-        return f"{len(data['positions'])} 只持仓{demo}", None
-    if "results" in data:
-        return f"{len(data['results'])} 条结果{demo}", None
-    keys = ", ".join(list(data)[:4])
-    return f"{{{keys}}}{demo}", None
+        return json.loads(event["result"]).get("code")
+    except (json.JSONDecodeError, AttributeError):
+        return None
 
 
 def create_app(
