@@ -502,3 +502,20 @@ async def test_portfolio_change_rows_say_what_happened(configured, decision, out
         row = app.query_one(ToolRow)
     assert row.outcome.startswith(outcome), row.outcome
     assert "用户拒绝了" not in row.outcome  # the sentence written for the model stays with it
+
+
+@pytest.mark.asyncio
+async def test_model_command_sees_a_model_added_in_another_shell(configured):
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "/model")
+        await pilot.pause(0.1)
+        assert "second" not in notices(app)[-1]
+        add_scripted_model(configured, "second")  # `wyckoff model add` in another terminal
+        await submit(pilot, "/model")
+        await pilot.pause(0.1)
+        assert "second: openai / gpt-4.1" in notices(app)[-1]
+        await submit(pilot, "/model second")
+        await pilot.pause(0.1)
+        assert notices(app)[-1] == "已切换到模型 second。"
+        assert app.agent.runtime.provider.name == "second"

@@ -101,6 +101,7 @@ class WyckoffApp(App):
         self.loading_agent = False
         self._waiting: WaitingRow | None = None
         self._denied_calls: set[str] = set()
+        self._config_stamp: int | None = None
 
     # --- layout and start -----------------------------------------------------------------
 
@@ -513,17 +514,30 @@ class WyckoffApp(App):
             f"上下文约 {used:,} / {window:,} token（{used / window:.0%}）；本会话 输入 {usage['input_tokens']:,} 输出 {usage['output_tokens']:,} 缓存读 {usage['cache_read_tokens']:,} 缓存写 {usage['cache_write_tokens']:,}"
         )
 
+    def fresh_config(self):
+        """The config as on disk, re-read when the file changed: a model added in another
+        shell (`wyckoff model add`) can be listed and chosen without a restart."""
+        from wyckoff.config import config_path, load_config
+
+        path = config_path(self.agent.home)
+        stamp = path.stat().st_mtime_ns if path.exists() else 0
+        if stamp != self._config_stamp:
+            self.agent.config, self._config_stamp = load_config(self.agent.home), stamp
+        return self.agent.config
+
     def switch_model(self, model_id: str) -> None:
         from wyckoff.cli.model_registry import build_provider
+        from wyckoff.config import effective_config
 
+        config = self.fresh_config()
         if not model_id:
             lines = [
                 f"{'* ' if m.id == self.agent.runtime.provider.name else '  '}{m.id}: {m.provider} / {m.model}"
-                for m in self.agent.config.models
+                for m in effective_config(config).models
             ]
             self.show_notice("模型（/model ID 切换）：\n" + "\n".join(lines))
             return
-        provider = build_provider(self.agent.config, model_id)
+        provider = build_provider(config, model_id)
         self.agent.runtime.provider = provider
         self.agent.runtime.context.provider = provider
         self.show_notice(f"已切换到模型 {model_id}。")
