@@ -519,3 +519,28 @@ async def test_model_command_sees_a_model_added_in_another_shell(configured):
         await pilot.pause(0.1)
         assert notices(app)[-1] == "已切换到模型 second。"
         assert app.agent.runtime.provider.name == "second"
+
+
+@pytest.mark.asyncio
+async def test_command_palette_is_chinese_with_every_command_model_and_skill(configured):
+    from textual.command import CommandPalette
+    from textual.widgets import Input, OptionList
+
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        assert app.screen.query_one(Input).placeholder.startswith("搜索")
+        options = app.screen.query_one(OptionList)
+        await wait_until(pilot, lambda: options.option_count > 0)
+        await pilot.pause(0.3)
+        titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        listed = {title.split()[0] for title in titles}
+        assert {"/help", "/model", "/chart", "/resume", "/quit", "/checkup", "/screen"} <= listed
+        assert not [t for t in titles if t.split()[0] in ("Theme", "Quit", "Keys", "Screenshot")]
+        await pilot.press(*"/chart")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+        assert app.query_one("#prompt").text == "/chart "

@@ -15,6 +15,7 @@ from typing import Any
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
@@ -40,6 +41,7 @@ from wyckoff.cli.tui.widgets import (
     UserMessage,
     WaitingRow,
 )
+from wyckoff.config import effective_config
 
 BUILTIN_COMMANDS = {
     "/help": "显示命令、技能和提示模板",
@@ -53,6 +55,7 @@ BUILTIN_COMMANDS = {
     "/chart": "打开 K 线图（后接代码或名称，如 600519）",
     "/quit": "退出",
 }
+COMMANDS_WITH_ARGUMENT = ("/chart",)
 TEXT_FLUSH_S = 0.1
 WELCOME = "Wyckoff · A 股威科夫投研智能体。输入问题后回车；/help 查看命令；Esc 取消当前回答；Ctrl+Q 退出。"
 
@@ -252,12 +255,45 @@ class WyckoffApp(App):
         self.mount_chat(Markdown("\n".join(lines), classes="help"))
 
     def get_system_commands(self, screen):
-        yield from super().get_system_commands(screen)
+        """The Ctrl+P palette: every slash command, model and skill, in Chinese (Textual's own
+        English entries are left out). Choosing one does what typing it would do."""
         for command, description in BUILTIN_COMMANDS.items():
-            if command not in ("/model", "/chart"):
+            if command in COMMANDS_WITH_ARGUMENT:
                 yield SystemCommand(
-                    f"{command} {description}", description, lambda c=command: self.run_command(c)
+                    f"{command} {description}",
+                    "填入输入框，补上参数后回车",
+                    lambda c=command: self.fill_prompt(f"{c} "),
                 )
+            else:
+                yield SystemCommand(
+                    f"{command} {description}", "命令", lambda c=command: self.dispatch_text(c)
+                )
+        if self.agent is None:
+            return
+        for model in effective_config(self.agent.config).models:
+            yield SystemCommand(
+                f"/model {model.id} 切换到模型 {model.id}（{model.provider} / {model.model}）",
+                "模型",
+                lambda m=model.id: self.dispatch_text(f"/model {m}"),
+            )
+        for skill in self.agent.skills.skills.values():
+            yield SystemCommand(
+                f"/{skill.name} {skill.description}",
+                "技能",
+                lambda name=skill.name: self.dispatch_text(f"/{name}"),
+            )
+
+    def action_command_palette(self) -> None:
+        if not CommandPalette.is_open(self):
+            self.push_screen(
+                CommandPalette(placeholder="搜索命令、模型和技能…", id="--command-palette")
+            )
+
+    def fill_prompt(self, text: str) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.load_text(text)
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
 
     # --- the turn ------------------------------------------------------------------------
 
