@@ -544,3 +544,17 @@ async def test_command_palette_is_chinese_with_every_command_model_and_skill(con
         await pilot.press("enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
         assert app.query_one("#prompt").text == "/chart "
+
+
+@pytest.mark.asyncio
+async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(configured, home):
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "记录买入 100 股茅台")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=5)
+    assert json.loads(cli("portfolio", "list", "--json").stdout)["positions"] == []
