@@ -392,6 +392,25 @@ async def test_resume_list_takes_arrows_and_enter_at_once(configured):
 
 
 @pytest.mark.asyncio
+async def test_resumed_tool_rows_show_their_summary(configured, home):
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
+    configured.script(Reply(tool_calls=[("get_market_overview", {})]), Reply(text="中性。"))
+    app = create_app()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        app.resume(session)
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        row = app.query_one(ToolRow)
+    assert "市场状态" in row.outcome and row.outcome.endswith("（历史）")
+
+
+@pytest.mark.asyncio
 async def test_chart_fills_a_wide_screen_and_help_names_chart_once(configured, home):
     from textual.widgets import Markdown
 

@@ -601,6 +601,11 @@ class WyckoffApp(App):
     # --- rendering helpers -----------------------------------------------------------------
 
     def render_history(self) -> None:
+        observations = {
+            m.get("tool_call_id"): str(m.get("content") or "")
+            for m in self.agent.conversation
+            if m["role"] == "tool"
+        }
         for message in self.agent.conversation:
             role, content = message["role"], str(message.get("content") or "")
             if role == "user" and not content.startswith("[SYSTEM NOTIFICATION"):
@@ -617,7 +622,19 @@ class WyckoffApp(App):
                     call.get("args") or {},
                 )
                 self.mount_chat(row)
-                self.call_after_refresh(row.finish, "（历史）", 0.0)
+                outcome, failed = self._history_outcome(call, observations.get(call["id"], ""))
+                row.finish(outcome, 0.0, failed=failed)
+
+    def _history_outcome(self, call: dict[str, Any], observation: str) -> tuple[str, bool]:
+        """A resumed call's row: the tool's summary of what it returned, or that it failed
+        (not the error text, which was written for the model)."""
+        if observation.startswith("工具错误："):
+            return "未成功（历史）", True
+        try:
+            summary = self.agent.runtime.registry.summarize(call["name"], json.loads(observation))
+        except json.JSONDecodeError:  # a result too long to keep whole, or plain text
+            summary = None
+        return f"{summary or '完成'}（历史）", False
 
     def mount_chat(self, widget) -> None:
         chat = self.query_one("#chat", VerticalScroll)

@@ -162,7 +162,7 @@ class SetupScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Label(Text("欢迎使用 Wyckoff！先添加一个模型。", style="bold"))
             yield Static(
-                "也可以退出后设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / DEEPSEEK_API_KEY 再启动。",
+                "Esc 退出；也可以退出后设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / DEEPSEEK_API_KEY 再启动。",
                 classes="hint",
             )
             yield Select(
