@@ -17,6 +17,7 @@ from wyckoff.cli.tui.widgets import (
     StatusBar,
     ToolRow,
     UserMessage,
+    WaitingRow,
 )
 
 
@@ -24,6 +25,15 @@ from wyckoff.cli.tui.widgets import (
 def configured(home, openai_server):
     add_scripted_model(openai_server)
     return openai_server
+
+
+@pytest.fixture
+def demo_market(home):
+    """The synthetic demo market, chosen as the data source (labelled DEMO everywhere)."""
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
 
 
 async def submit(pilot, text: str, wait_ready: bool = True) -> None:
@@ -46,6 +56,10 @@ async def wait_until(pilot, condition, timeout: float = 15.0) -> None:
 
 def notices(app) -> list[str]:
     return [str(n.render()) for n in app.query(Notice)]
+
+
+def waiting_rows(app) -> list[str]:
+    return [str(row.render()) for row in app.query(WaitingRow)]
 
 
 @pytest.mark.asyncio
@@ -139,6 +153,14 @@ def _approval_script(server) -> None:
     server.script(Reply(tool_calls=[call]), Reply(text="好的。"))
 
 
+async def reach_approval(pilot) -> None:
+    """Ask for the scripted portfolio change and wait for its approval dialog."""
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    await submit(pilot, "记录买入 100 股茅台")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ApprovalScreen))
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("button", "held"), [("#allow", 1), ("#deny", 0)])
 async def test_approval_dialog_allow_and_deny(configured, home, button, held):
@@ -209,7 +231,7 @@ async def test_escape_cancels_the_running_turn(configured):
 async def test_new_chat_resets_and_resume_restores(configured):
     from wyckoff.cli.tui.screens import ResumeScreen
 
-    configured.script(Reply(text="第一段对话的回答"))
+    configured.script(Reply(text="第一段对话的回答"), Reply(text="第二段对话的回答"))
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "第一段对话")
@@ -219,10 +241,15 @@ async def test_new_chat_resets_and_resume_restores(configured):
         await pilot.pause(0.1)
         assert not app.query(UserMessage) and len(app.agent.conversation) == 0
         assert app.agent.conversation.session_id != first_session
+        await submit(pilot, "第二段对话")
+        await wait_until(
+            pilot, lambda: not app.turn_running and len(app.query(AssistantMessage)) == 1
+        )
         await submit(pilot, "/resume")
         await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
-        app.screen.dismiss(first_session)
-        await wait_until(pilot, lambda: app.query(UserMessage))
+        await pilot.press("down", "enter")  # newest first; no Tab needed to reach the list
+        await wait_until(pilot, lambda: not isinstance(app.screen, ResumeScreen))
+        await pilot.pause(0.1)
         assert str(app.query(UserMessage).first().render()) == "第一段对话"
         assert (
             app.agent.conversation.session_id == first_session and len(app.agent.conversation) == 2
@@ -283,19 +310,20 @@ async def test_first_run_without_a_model_shows_setup(home):
 
 
 @pytest.mark.asyncio
-async def test_chart_command_opens_a_kline_chart(configured, home):
+async def test_chart_command_opens_a_kline_chart(configured, demo_market):
     from wyckoff.cli.tui.screens import ChartScreen
     from wyckoff.cli.tui.widgets import KLineChart
-    from wyckoff.engine.sources import ensure_demo
 
-    ensure_demo(home, limit=100)
-    cli("data", "use", "demo")
     app = create_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 45)) as pilot:
         await submit(pilot, "/chart 平安银行")
         await wait_until(pilot, lambda: isinstance(app.screen, ChartScreen))
-        chart = str(app.screen.query_one(KLineChart).render())
+        await pilot.pause(0.2)
+        widget = app.screen.query_one(KLineChart)
+        chart = str(widget.render())
         assert "000001 平安银行" in chart and "MA50" in chart and "DEMO" in chart and "█" in chart
+        volume_row = next(line for line in chart.splitlines() if "量" in line)
+        assert len(volume_row.rstrip()) >= widget.size.width - 2  # candles up to the right edge
         await pilot.press("escape")
         await submit(pilot, "/chart 不存在的股票")
         await pilot.pause(0.2)
@@ -326,6 +354,9 @@ async def test_help_lists_commands_skills_and_templates(configured):
 
         help_text = app.query(".help").first(Markdown).source
         assert "/resume" in help_text and "/checkup" in help_text and "deep-dive" in help_text
+        for command in ("/chart", "/model"):  # named once, not "/chart /chart CODE"
+            (line,) = [line for line in help_text.splitlines() if command in line]
+            assert line.count(command) == 1, line
 
 
 @pytest.mark.asyncio
@@ -371,32 +402,7 @@ def test_without_a_terminal_the_tui_points_to_ask(home):
 
 
 @pytest.mark.asyncio
-async def test_resume_list_takes_arrows_and_enter_at_once(configured):
-    from wyckoff.cli.tui.screens import ResumeScreen
-
-    configured.script(Reply(text="第一段的回答"), Reply(text="第二段的回答"))
-    app = create_app()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await submit(pilot, "第一段")
-        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
-        first = app.agent.conversation.session_id
-        await submit(pilot, "/new")
-        await submit(pilot, "第二段")
-        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
-        await submit(pilot, "/resume")
-        await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
-        await pilot.press("down", "enter")  # newest first: ↓ moves to the older session
-        await wait_until(pilot, lambda: not isinstance(app.screen, ResumeScreen))
-        assert app.agent.conversation.session_id == first
-        assert str(app.query(UserMessage).first().render()) == "第一段"
-
-
-@pytest.mark.asyncio
-async def test_resumed_tool_rows_show_their_summary(configured, home):
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
-    cli("data", "use", "demo")
+async def test_resumed_tool_rows_show_their_summary(configured, demo_market):
     configured.script(Reply(tool_calls=[("get_market_overview", {})]), Reply(text="中性。"))
     app = create_app()
     async with app.run_test(size=(140, 30)) as pilot:
@@ -408,39 +414,6 @@ async def test_resumed_tool_rows_show_their_summary(configured, home):
         await wait_until(pilot, lambda: app.query(ToolRow))
         row = app.query_one(ToolRow)
     assert "市场状态" in row.outcome and row.outcome.endswith("（历史）")
-
-
-@pytest.mark.asyncio
-async def test_chart_fills_a_wide_screen_and_help_names_chart_once(configured, home):
-    from textual.widgets import Markdown
-
-    from wyckoff.cli.tui.screens import ChartScreen
-    from wyckoff.cli.tui.widgets import KLineChart
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
-    cli("data", "use", "demo")
-    app = create_app()
-    async with app.run_test(size=(160, 45)) as pilot:
-        await submit(pilot, "/chart 000001")
-        await wait_until(pilot, lambda: isinstance(app.screen, ChartScreen))
-        await pilot.pause(0.2)
-        chart = app.screen.query_one(KLineChart)
-        volume_row = next(line for line in str(chart.render()).splitlines() if "量" in line)
-        assert len(volume_row.rstrip()) >= chart.size.width - 2  # candles up to the right edge
-        await pilot.press("escape")
-        await submit(pilot, "/help")
-        await pilot.pause(0.2)
-        help_text = app.query(".help").first(Markdown).source
-        for command in ("/chart", "/model"):
-            (line,) = [line for line in help_text.splitlines() if command in line]
-            assert line.count(command) == 1, line
-
-
-def waiting_rows(app) -> list[str]:
-    from wyckoff.cli.tui.widgets import WaitingRow
-
-    return [str(row.render()) for row in app.query(WaitingRow)]
 
 
 @pytest.mark.asyncio
@@ -479,11 +452,7 @@ def test_every_tool_summarizes_its_result_in_one_line():
 
 
 @pytest.mark.asyncio
-async def test_tool_rows_summarize_results_in_chinese(configured, home):
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
-    cli("data", "use", "demo")
+async def test_tool_rows_summarize_results_in_chinese(configured, demo_market):
     configured.script(
         Reply(
             tool_calls=[
@@ -509,13 +478,11 @@ async def test_tool_rows_summarize_results_in_chinese(configured, home):
 )
 async def test_portfolio_change_rows_say_what_happened(configured, decision, outcome):
     from wyckoff.cli.runtime import Approval
-    from wyckoff.cli.tui.screens import ApprovalScreen
 
     _approval_script(configured)
     app = create_app()
     async with app.run_test(size=(120, 30)) as pilot:
-        await submit(pilot, "记录买入 100 股茅台")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await reach_approval(pilot)
         app.screen.dismiss(Approval(decision))
         await wait_until(pilot, lambda: not app.turn_running)
         row = app.query_one(ToolRow)
@@ -567,13 +534,10 @@ async def test_command_palette_is_chinese_with_every_command_model_and_skill(con
 
 @pytest.mark.asyncio
 async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(configured, home):
-    from wyckoff.cli.tui.screens import ApprovalScreen
-
     _approval_script(configured)
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await submit(pilot, "记录买入 100 股茅台")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await reach_approval(pilot)
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not app.is_running, timeout=5)
     assert json.loads(cli("portfolio", "list", "--json").stdout)["positions"] == []

@@ -248,7 +248,7 @@ class WyckoffApp(App):
         ]
         lines += [
             "",
-            "**按键**：Enter 发送 · Ctrl+J 换行 · ↑/↓ 历史 · Tab 补全命令 · Esc 取消 · Ctrl+P 命令面板 · Ctrl+N 新对话 · Ctrl+L 清屏 · Ctrl+Q 退出",
+            "**按键**：Enter 发送 · Ctrl+J 换行 · ↑/↓ 历史 · Tab 补全命令 · Esc 取消回答或关闭对话框 · Ctrl+P 命令面板（命令、模型、技能） · Ctrl+N 新对话 · Ctrl+L 清屏 · Ctrl+Q 退出（对话框里也是退出）",
         ]
         from textual.widgets import Markdown
 
@@ -401,6 +401,9 @@ class WyckoffApp(App):
     async def _end_text(self, discard: bool = False) -> None:
         if self._stream is not None:
             await self._stream.stop()
+            # the last Markdown blocks get their height on the next layout: keep them in view
+            chat = self.query_one("#chat")
+            self.call_after_refresh(chat.scroll_end, animate=False)
         if discard and self._assistant is not None:
             await self._assistant.remove()
         self._assistant = self._stream = None
