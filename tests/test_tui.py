@@ -427,9 +427,11 @@ async def test_a_slow_first_token_shows_a_waiting_row_with_seconds(configured):
         await submit(pilot, "有后台任务吗")
         await wait_until(pilot, lambda: any("1s" in row for row in waiting_rows(app)))
         assert "等待模型回复" in waiting_rows(app)[0]
-        await wait_until(pilot, lambda: app.query(ToolRow))
-        await pilot.pause(0.3)  # the second model call starts after the tool ran: waiting again
-        assert len(waiting_rows(app)) == 1
+        # the second model call starts after the tool ran: a waiting row again, below the tool row
+        await wait_until(
+            pilot,
+            lambda: app.query(ToolRow) and app.query_one(ToolRow).outcome and waiting_rows(app),
+        )
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         assert waiting_rows(app) == []
 
