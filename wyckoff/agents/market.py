@@ -587,6 +587,13 @@ def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
 # --- query_history ------------------------------------------------------------------------------
 
 
+HISTORY_KINDS = {"recommendation": "推荐记录", "signal": "信号", "archive": "压缩归档"}
+
+
+def summarize_history_query(result: dict[str, Any]) -> str:
+    return f"{len(result['rows'])} 条{HISTORY_KINDS[result['source']]}"
+
+
 class HistoryQueryParams(BaseModel):
     source: Literal["recommendation", "signal", "archive"] = Field(
         description="recommendation 推荐记录；signal 待确认信号；archive 压缩归档"
@@ -623,13 +630,6 @@ def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str,
         if table == "signals" and row["status"] == "pending" and row["expires_on"] < today:
             row["status"] = "expired"
     return {"source": params.source, "rows": rows}
-
-
-HISTORY_KINDS = {"recommendation": "推荐记录", "signal": "信号", "archive": "压缩归档"}
-
-
-def summarize_history_query(result: dict[str, Any]) -> str:
-    return f"{len(result['rows'])} 条{HISTORY_KINDS[result['source']]}"
 
 
 class NoParams(BaseModel):

@@ -298,9 +298,9 @@ class WyckoffApp(App):
     # --- the turn ------------------------------------------------------------------------
 
     def run_turn(self) -> None:
+        self.show_waiting(WAITING_FOR_MODEL)
         self.turn_running = True
         self._assistant = self._thinking = self._stream = None
-        self.show_waiting(WAITING_FOR_MODEL)
         self._worker_turn()
 
     @work(thread=True, exclusive=True, group="turn")
@@ -401,9 +401,6 @@ class WyckoffApp(App):
     async def _end_text(self, discard: bool = False) -> None:
         if self._stream is not None:
             await self._stream.stop()
-            # the last Markdown blocks get their height on the next layout: keep them in view
-            chat = self.query_one("#chat")
-            self.call_after_refresh(chat.scroll_end, animate=False)
         if discard and self._assistant is not None:
             await self._assistant.remove()
         self._assistant = self._stream = None
@@ -431,6 +428,8 @@ class WyckoffApp(App):
             self.show_notice("已达到工具调用轮数上限。", error=True)
         self.refresh_status()
         self.query_one(PromptInput).focus()
+        # the answer's last blocks get their height on the next layout: keep them in view
+        self.call_after_refresh(self.query_one("#chat").scroll_end, animate=False)
         if self.pending_notifications:
             self.continue_with_notifications()
 
