@@ -644,8 +644,8 @@ MARKET_TOOLS = (
         search_stock_by_name,
         "查找股票",
         concurrency_safe=True,
-        timeout_s=60,
         summarize=summarize_search,
+        timeout_s=60,
     ),
     ToolSpec(
         "analyze_stock",
@@ -654,8 +654,8 @@ MARKET_TOOLS = (
         analyze_stock,
         "个股诊断",
         concurrency_safe=True,
-        timeout_s=60,
         summarize=summarize_analysis,
+        timeout_s=60,
     ),
     ToolSpec(
         "get_market_overview",
@@ -664,8 +664,8 @@ MARKET_TOOLS = (
         get_market_overview,
         "大盘概览",
         concurrency_safe=True,
-        timeout_s=60,
         summarize=summarize_overview,
+        timeout_s=60,
     ),
     ToolSpec(
         "get_market_history",
@@ -674,8 +674,8 @@ MARKET_TOOLS = (
         get_market_history,
         "指数历史",
         concurrency_safe=True,
-        timeout_s=60,
         summarize=summarize_index_history,
+        timeout_s=60,
     ),
     ToolSpec(
         "screen_stocks",
@@ -684,8 +684,8 @@ MARKET_TOOLS = (
         screen_stocks,
         "全市场筛选",
         background=True,
-        timeout_s=600,
         summarize=summarize_screen,
+        timeout_s=600,
     ),
     ToolSpec(
         "run_backtest",
@@ -694,8 +694,8 @@ MARKET_TOOLS = (
         run_backtest_tool,
         "策略回测",
         background=True,
-        timeout_s=1800,
         summarize=summarize_backtest,
+        timeout_s=1800,
     ),
     ToolSpec(
         "query_history",
@@ -704,7 +704,7 @@ MARKET_TOOLS = (
         query_history,
         "查询历史",
         concurrency_safe=True,
-        timeout_s=30,
         summarize=summarize_history_query,
+        timeout_s=30,
     ),
 )

@@ -312,6 +312,23 @@ def summarize_positions(result: dict[str, Any]) -> str:
     return line
 
 
+def summarize_change(result: dict[str, Any]) -> str:
+    """What a portfolio change did, in the user's words: '已加仓 600519 贵州茅台 100 股，现持 300 股 @ 1533.33'."""
+    before, after = result["before"], result["after"]
+    if result["action"] == "set_cash":
+        return f"现金 {before['cash']:,.2f} → {after['cash']:,.2f}"
+    stock = f"{(after or before)['code']} {(after or before)['name']}"
+    if result["action"] == "remove":
+        return f"已删除 {stock}（原 {before['shares']} 股）"
+    holding = f"现持 {after['shares']} 股 @ {after['cost_price']:.2f}"
+    if after.get("stop_loss"):
+        holding += f"，止损 {after['stop_loss']:.2f}"
+    if result["action"] == "add" and before:
+        return f"已加仓 {stock} {after['shares'] - before['shares']} 股，{holding}"
+    verb = "已添加" if result["action"] == "add" else "已修改"
+    return f"{verb} {stock}，{holding}"
+
+
 class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash"]
     code: str | None = Field(default=None, description="6 位代码（set_cash 不需要）")
@@ -358,23 +375,6 @@ def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dic
         raise ToolFailure(exc.message) from None
 
 
-def summarize_change(result: dict[str, Any]) -> str:
-    """What a portfolio change did, in the user's words: '已加仓 600519 贵州茅台 100 股，现持 300 股 @ 1533.33'."""
-    before, after = result["before"], result["after"]
-    if result["action"] == "set_cash":
-        return f"现金 {before['cash']:,.2f} → {after['cash']:,.2f}"
-    stock = f"{(after or before)['code']} {(after or before)['name']}"
-    if result["action"] == "remove":
-        return f"已删除 {stock}（原 {before['shares']} 股）"
-    holding = f"现持 {after['shares']} 股 @ {after['cost_price']:.2f}"
-    if after.get("stop_loss"):
-        holding += f"，止损 {after['stop_loss']:.2f}"
-    if result["action"] == "add" and before:
-        return f"已加仓 {stock} {after['shares'] - before['shares']} 股，{holding}"
-    verb = "已添加" if result["action"] == "add" else "已修改"
-    return f"{verb} {stock}，{holding}"
-
-
 PORTFOLIO_TOOLS = (
     ToolSpec(
         "portfolio",
@@ -383,8 +383,8 @@ PORTFOLIO_TOOLS = (
         portfolio_tool,
         "查看持仓",
         concurrency_safe=True,
-        timeout_s=120,
         summarize=summarize_positions,
+        timeout_s=120,
     ),
     ToolSpec(
         "update_portfolio",
@@ -393,7 +393,7 @@ PORTFOLIO_TOOLS = (
         update_portfolio,
         "修改持仓",
         requires_approval=True,
-        timeout_s=30,
         summarize=summarize_change,
+        timeout_s=30,
     ),
 )

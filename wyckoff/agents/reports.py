@@ -147,6 +147,14 @@ def summarize_report(result: dict[str, Any]) -> str:
     return f"{len(result['stocks'])} 只：" + "、".join(groups)
 
 
+def summarize_decision(result: dict[str, Any]) -> str:
+    actions = [order["action"] for order in result["orders"]]
+    if not actions:
+        return f"没有建议，市场状态 {result['regime']}"
+    counts = "、".join(f"{action} {actions.count(action)}" for action in dict.fromkeys(actions))
+    return f"{len(actions)} 条建议：{counts}（未执行任何交易）"
+
+
 class DecisionParams(BaseModel):
     candidate_codes: list[str] = Field(
         default_factory=list,
@@ -258,14 +266,6 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
     return result
 
 
-def summarize_decision(result: dict[str, Any]) -> str:
-    actions = [order["action"] for order in result["orders"]]
-    if not actions:
-        return f"没有建议，市场状态 {result['regime']}"
-    counts = "、".join(f"{action} {actions.count(action)}" for action in dict.fromkeys(actions))
-    return f"{len(actions)} 条建议：{counts}（未执行任何交易）"
-
-
 def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]]) -> None:
     """The model's one-line rationale per order; the numbers stay as computed."""
     fallback = {o["code"]: "；".join(o.get("basis") or []) for o in orders}
@@ -316,8 +316,8 @@ REPORT_TOOLS = (
         generate_ai_report,
         "AI 研报",
         background=True,
-        timeout_s=600,
         summarize=summarize_report,
+        timeout_s=600,
     ),
     ToolSpec(
         "generate_strategy_decision",
@@ -326,7 +326,7 @@ REPORT_TOOLS = (
         generate_strategy_decision,
         "攻防决策",
         background=True,
-        timeout_s=600,
         summarize=summarize_decision,
+        timeout_s=600,
     ),
 )

@@ -258,6 +258,6 @@ CHECK_BACKGROUND_TASKS = ToolSpec(
     func=check_background_tasks,
     title="查看后台任务",
     concurrency_safe=True,
-    timeout_s=10,
     summarize=summarize_tasks,
+    timeout_s=10,
 )

@@ -75,8 +75,8 @@ READ_TOOL_RESULT = ToolSpec(
     func=read_tool_result,
     title="读取完整结果",
     concurrency_safe=True,
-    timeout_s=10,
     summarize=summarize_read,
+    timeout_s=10,
 )
 
 
@@ -127,8 +127,8 @@ ASK_USER = ToolSpec(
     params=AskUserParams,
     func=ask_user,
     title="询问用户",
-    timeout_s=3600,
     summarize=summarize_answer,
+    timeout_s=3600,
 )
 
 
@@ -154,8 +154,8 @@ RESTORE_CONTEXT_ARCHIVE = ToolSpec(
     func=restore_context_archive,
     title="恢复归档",
     concurrency_safe=True,
-    timeout_s=10,
     summarize=lambda result: f"恢复了 {len(result['messages'])} 条消息",
+    timeout_s=10,
 )
 
 RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER, RESTORE_CONTEXT_ARCHIVE)

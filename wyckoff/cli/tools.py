@@ -58,8 +58,8 @@ class ToolContext:
         return ToolContext(**values)
 
 
-ToolFunction = Callable[[Any, ToolContext], Any]
 ResultSummary = Callable[[Any], str]  # the tool's return value -> one Chinese line for people
+ToolFunction = Callable[[Any, ToolContext], Any]
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,8 @@ class ToolSpec:
     concurrency_safe: bool = False
     requires_approval: bool = False
     background: bool = False
-    timeout_s: float = 60.0
     summarize: ResultSummary | None = None
+    timeout_s: float = 60.0
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
@@ -104,8 +104,8 @@ class ToolOutcome:
     elapsed_s: float = 0.0
     ref: str | None = None
     task_id: str | None = None
-    raw: Any = None
     summary: str | None = None
+    raw: Any = None
 
     @property
     def ok(self) -> bool:
@@ -163,10 +163,6 @@ class ToolRegistry:
             self._schemas = [s.schema() for s in self._specs.values()]
         return [s for s in self._schemas if names is None or s["name"] in names]
 
-    def title(self, name: str) -> str:
-        spec = self._specs.get(name)
-        return spec.title if spec else name
-
     def summarize(self, name: str, value: Any) -> str | None:
         """The tool's one-line summary of a result (marked when it is demo data); None when
         the tool has none or the value is not what it expects."""
@@ -179,6 +175,10 @@ class ToolRegistry:
             return None
         demo = isinstance(value, dict) and value.get("source") == "demo"
         return f"{line}（演示数据）" if demo else line
+
+    def title(self, name: str) -> str:
+        spec = self._specs.get(name)
+        return spec.title if spec else name
 
     def validate(self, call: dict[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
         """The spec and parsed arguments of a call, or the error to send back to the model."""
@@ -235,7 +235,9 @@ class ToolRegistry:
         elapsed = time.monotonic() - started
         if "error" in box:
             return ToolOutcome(call_id, spec.name, error=box["error"], elapsed_s=elapsed)
-        return self.finish(call_id, spec.name, box.get("value"), elapsed, context)
+        outcome = self.finish(call_id, spec.name, box.get("value"), elapsed, context)
+        outcome.summary = self.summarize(spec.name, outcome.raw)
+        return outcome
 
     def finish(
         self,
@@ -245,10 +247,8 @@ class ToolRegistry:
         elapsed_s: float,
         context: ToolContext,
         task_id: str | None = None,
-        summary: str | None = None,
     ) -> ToolOutcome:
-        """Serialise a result, with its summary unless one is given; one over
-        MAX_RESULT_CHARS is written whole to disk."""
+        """Serialise a result; one over MAX_RESULT_CHARS is written whole to disk."""
         text = (
             value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         )
@@ -260,14 +260,7 @@ class ToolRegistry:
                 f'需要更多时调用 read_tool_result(ref="{ref}", offset={RESULT_HEAD_CHARS})。]'
             )
         return ToolOutcome(
-            call_id,
-            name,
-            result=text,
-            elapsed_s=elapsed_s,
-            ref=ref,
-            task_id=task_id,
-            raw=value,
-            summary=summary or self.summarize(name, value),
+            call_id, name, result=text, elapsed_s=elapsed_s, ref=ref, task_id=task_id, raw=value
         )
 
 
