@@ -632,10 +632,13 @@ class WyckoffApp(App):
         (not the error text, which was written for the model)."""
         if observation.startswith("工具错误："):
             return "未成功（历史）", True
+        # the JSON object the tool returned, also when it is stored inside a data marker
+        start, end = observation.find("{"), observation.rfind("}")
         try:
-            summary = self.agent.runtime.registry.summarize(call["name"], json.loads(observation))
+            value = json.loads(observation[start : end + 1]) if start >= 0 else None
         except json.JSONDecodeError:  # a result too long to keep whole, or plain text
-            summary = None
+            value = None
+        summary = self.agent.runtime.registry.summarize(call["name"], value)
         return f"{summary or '完成'}（历史）", False
 
     def mount_chat(self, widget) -> None:
