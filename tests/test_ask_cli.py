@@ -133,3 +133,15 @@ def test_sessions_and_traces_are_listed_shown_exported_and_forked(configured):
     assert traces[0]["session_id"] == session_id and traces[0]["status"] == "completed"
     lines = cli("trace", "show", traces[0]["id"]).stdout.splitlines()
     assert json.loads(lines[0])["type"] == "init" and json.loads(lines[-1])["type"] == "final"
+
+
+def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home):
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
+    configured.script(Reply(tool_calls=[("get_market_overview", {})]), Reply(text="偏强。"))
+    result = cli("ask", "大盘怎么样？")
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "✓ get_market_overview" in line]
+    assert "上证指数" in line and "市场状态" in line and "演示数据" in line

@@ -17,6 +17,7 @@ from wyckoff.cli.tui.widgets import (
     StatusBar,
     ToolRow,
     UserMessage,
+    WaitingRow,
 )
 
 
@@ -24,6 +25,15 @@ from wyckoff.cli.tui.widgets import (
 def configured(home, openai_server):
     add_scripted_model(openai_server)
     return openai_server
+
+
+@pytest.fixture
+def demo_market(home):
+    """The synthetic demo market, chosen as the data source (labelled DEMO everywhere)."""
+    from wyckoff.engine.sources import ensure_demo
+
+    ensure_demo(home, limit=100)
+    cli("data", "use", "demo")
 
 
 async def submit(pilot, text: str, wait_ready: bool = True) -> None:
@@ -46,6 +56,10 @@ async def wait_until(pilot, condition, timeout: float = 15.0) -> None:
 
 def notices(app) -> list[str]:
     return [str(n.render()) for n in app.query(Notice)]
+
+
+def waiting_rows(app) -> list[str]:
+    return [str(row.render()) for row in app.query(WaitingRow)]
 
 
 @pytest.mark.asyncio
@@ -160,6 +174,14 @@ def _approval_script(server) -> None:
     server.script(Reply(tool_calls=[call]), Reply(text="好的。"))
 
 
+async def reach_approval(pilot) -> None:
+    """Ask for the scripted portfolio change and wait for its approval dialog."""
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    await submit(pilot, "记录买入 100 股茅台")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ApprovalScreen))
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("button", "held"), [("#allow", 1), ("#deny", 0)])
 async def test_approval_dialog_allow_and_deny(configured, home, button, held):
@@ -230,7 +252,7 @@ async def test_escape_cancels_the_running_turn(configured):
 async def test_new_chat_resets_and_resume_restores(configured):
     from wyckoff.cli.tui.screens import ResumeScreen
 
-    configured.script(Reply(text="第一段对话的回答"))
+    configured.script(Reply(text="第一段对话的回答"), Reply(text="第二段对话的回答"))
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "第一段对话")
@@ -240,10 +262,15 @@ async def test_new_chat_resets_and_resume_restores(configured):
         await pilot.pause(0.1)
         assert not app.query(UserMessage) and len(app.agent.conversation) == 0
         assert app.agent.conversation.session_id != first_session
+        await submit(pilot, "第二段对话")
+        await wait_until(
+            pilot, lambda: not app.turn_running and len(app.query(AssistantMessage)) == 1
+        )
         await submit(pilot, "/resume")
         await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
-        app.screen.dismiss(first_session)
-        await wait_until(pilot, lambda: app.query(UserMessage))
+        await pilot.press("down", "enter")  # newest first; no Tab needed to reach the list
+        await wait_until(pilot, lambda: not isinstance(app.screen, ResumeScreen))
+        await pilot.pause(0.1)
         assert str(app.query(UserMessage).first().render()) == "第一段对话"
         assert (
             app.agent.conversation.session_id == first_session and len(app.agent.conversation) == 2
@@ -304,19 +331,20 @@ async def test_first_run_without_a_model_shows_setup(home):
 
 
 @pytest.mark.asyncio
-async def test_chart_command_opens_a_kline_chart(configured, home):
+async def test_chart_command_opens_a_kline_chart(configured, demo_market):
     from wyckoff.cli.tui.screens import ChartScreen
     from wyckoff.cli.tui.widgets import KLineChart
-    from wyckoff.engine.sources import ensure_demo
 
-    ensure_demo(home, limit=100)
-    cli("data", "use", "demo")
     app = create_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 45)) as pilot:
         await submit(pilot, "/chart 平安银行")
         await wait_until(pilot, lambda: isinstance(app.screen, ChartScreen))
-        chart = str(app.screen.query_one(KLineChart).render())
+        await pilot.pause(0.2)
+        widget = app.screen.query_one(KLineChart)
+        chart = str(widget.render())
         assert "000001 平安银行" in chart and "MA50" in chart and "DEMO" in chart and "█" in chart
+        volume_row = next(line for line in chart.splitlines() if "量" in line)
+        assert len(volume_row.rstrip()) >= widget.size.width - 2  # candles up to the right edge
         await pilot.press("escape")
         await submit(pilot, "/chart 不存在的股票")
         await pilot.pause(0.2)
@@ -347,6 +375,9 @@ async def test_help_lists_commands_skills_and_templates(configured):
 
         help_text = app.query(".help").first(Markdown).source
         assert "/resume" in help_text and "/checkup" in help_text and "deep-dive" in help_text
+        for command in ("/chart", "/model"):  # named once, not "/chart /chart CODE"
+            (line,) = [line for line in help_text.splitlines() if command in line]
+            assert line.count(command) == 1, line
 
 
 @pytest.mark.asyncio
@@ -367,3 +398,169 @@ async def test_ask_user_dialog_answers_the_model(configured):
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
     answer = json.loads(configured.bodies[1]["messages"][-1]["content"])
     assert answer == {"status": "answered", "answer": "200 股"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", ["escape", "ctrl+c", "ctrl+q"])
+async def test_first_run_setup_can_be_left(home, key):
+    from textual.widgets import Input
+
+    from wyckoff.cli.tui.screens import SetupScreen
+
+    app = create_app()
+    async with app.run_test(size=(100, 34)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+        app.screen.query_one("#model", Input).focus()  # typing in a field, then changing mind
+        await pilot.press(key)
+        await wait_until(pilot, lambda: not app.is_running, timeout=5)
+
+
+def test_without_a_terminal_the_tui_points_to_ask(home):
+    result = cli(input_text="")  # stdin and stdout are pipes
+    assert result.returncode == 2
+    assert "wyckoff ask" in result.stderr and "终端" in result.stderr
+    assert "\x1b" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.asyncio
+async def test_resumed_tool_rows_show_their_summary(configured, demo_market):
+    configured.script(Reply(tool_calls=[("get_market_overview", {})]), Reply(text="中性。"))
+    app = create_app()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        app.resume(session)
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        row = app.query_one(ToolRow)
+    assert "市场状态" in row.outcome and row.outcome.endswith("（历史）")
+
+
+@pytest.mark.asyncio
+async def test_a_slow_first_token_shows_a_waiting_row_with_seconds(configured):
+    configured.script(
+        Reply(tool_calls=[("check_background_tasks", {})], stall_s=1.5),
+        Reply(text="没有后台任务。", stall_s=1.5),
+    )
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "有后台任务吗")
+        await wait_until(pilot, lambda: any("1s" in row for row in waiting_rows(app)))
+        assert "等待模型回复" in waiting_rows(app)[0]
+        # the second model call starts after the tool ran: a waiting row again, below the tool row
+        await wait_until(
+            pilot,
+            lambda: app.query(ToolRow) and app.query_one(ToolRow).outcome and waiting_rows(app),
+        )
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert waiting_rows(app) == []
+
+
+@pytest.mark.asyncio
+async def test_the_agent_loading_shows_a_waiting_row(configured):
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: any("正在加载" in row for row in waiting_rows(app)))
+        await wait_until(pilot, lambda: app.agent is not None)
+        await pilot.pause(0.1)
+        assert waiting_rows(app) == []
+
+
+def test_every_tool_summarizes_its_result_in_one_line():
+    from wyckoff.cli.builtin_tools import default_registry
+
+    registry = default_registry()
+    assert [name for name in registry.names if registry.get(name).summarize is None] == []
+
+
+@pytest.mark.asyncio
+async def test_tool_rows_summarize_results_in_chinese(configured, demo_market):
+    configured.script(
+        Reply(
+            tool_calls=[
+                ("get_market_overview", {}),
+                ("search_stock_by_name", {"keyword": "平安银行"}),
+            ]
+        ),
+        Reply(text="看完了。"),
+    )
+    app = create_app()
+    async with app.run_test(size=(160, 30)) as pilot:
+        await submit(pilot, "大盘和平安银行怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        overview, search = [row.outcome for row in app.query(ToolRow)]
+    assert "上证指数" in overview and "市场状态" in overview and "演示数据" in overview
+    assert search.startswith("找到 1 只：平安银行（000001）") and "演示数据" in search
+    assert "{" not in overview + search
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("decision", "outcome"), [("allow", "已添加 600519 贵州茅台"), ("deny", "已拒绝")]
+)
+async def test_portfolio_change_rows_say_what_happened(configured, decision, outcome):
+    from wyckoff.cli.runtime import Approval
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await reach_approval(pilot)
+        app.screen.dismiss(Approval(decision))
+        await wait_until(pilot, lambda: not app.turn_running)
+        row = app.query_one(ToolRow)
+    assert row.outcome.startswith(outcome), row.outcome
+    assert "用户拒绝了" not in row.outcome  # the sentence written for the model stays with it
+
+
+@pytest.mark.asyncio
+async def test_model_command_sees_a_model_added_in_another_shell(configured):
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "/model")
+        await pilot.pause(0.1)
+        assert "second" not in notices(app)[-1]
+        add_scripted_model(configured, "second")  # `wyckoff model add` in another terminal
+        await submit(pilot, "/model")
+        await pilot.pause(0.1)
+        assert "second: openai / gpt-4.1" in notices(app)[-1]
+        await submit(pilot, "/model second")
+        await pilot.pause(0.1)
+        assert notices(app)[-1] == "已切换到模型 second。"
+        assert app.agent.runtime.provider.name == "second"
+
+
+@pytest.mark.asyncio
+async def test_command_palette_is_chinese_with_every_command_model_and_skill(configured):
+    from textual.command import CommandPalette
+    from textual.widgets import Input, OptionList
+
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        assert app.screen.query_one(Input).placeholder.startswith("搜索")
+        options = app.screen.query_one(OptionList)
+        await wait_until(pilot, lambda: options.option_count > 0)
+        await pilot.pause(0.3)
+        titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        listed = {title.split()[0] for title in titles}
+        assert {"/help", "/model", "/chart", "/resume", "/quit", "/checkup", "/screen"} <= listed
+        assert not [t for t in titles if t.split()[0] in ("Theme", "Quit", "Keys", "Screenshot")]
+        await pilot.press(*"/chart")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+        assert app.query_one("#prompt").text == "/chart "
+
+
+@pytest.mark.asyncio
+async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(configured, home):
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await reach_approval(pilot)
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=5)
+    assert json.loads(cli("portfolio", "list", "--json").stdout)["positions"] == []

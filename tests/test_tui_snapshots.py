@@ -127,6 +127,7 @@ def test_main_screen_after_an_answer(snap_compare, scripted_chat):
         status.show(
             "m", False, 3.0, usage, "baostock"
         )  # context share depends on today's date in the prompt
+        pilot.app.set_focus(None)  # no blinking cursor to catch mid-blink
         await pilot.pause(0.3)
 
     assert snap_compare(create_app(), terminal_size=(80, 24), run_before=ask)

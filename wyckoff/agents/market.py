@@ -144,6 +144,14 @@ def search_names(stocks, keyword: str, limit: int = 10) -> list[str]:
     return found[:limit]
 
 
+def signed_pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}%"
+
+
+def price_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
 def _latest_quote(panel, code: str) -> dict[str, Any]:
     import numpy as np
 
@@ -183,6 +191,17 @@ def search_stock_by_name(params: SearchParams, context: ToolContext) -> dict[str
         )
     note = None if results else f"没有找到与 '{params.keyword}' 匹配的股票。"
     return market.envelope(panel.as_of, results=results, **({"note": note} if note else {}))
+
+
+def summarize_search(result: dict[str, Any]) -> str:
+    found = result["results"]
+    if not found:
+        return "没有找到匹配的股票"
+    shown = "、".join(
+        f"{r['name']}（{r['code']}）{price_text(r['close'])} {signed_pct(r['pct_change'])}"
+        for r in found[:3]
+    )
+    return f"找到 {len(found)} 只：{shown}"
 
 
 # --- analyze_stock ----------------------------------------------------------------------------
@@ -236,6 +255,15 @@ def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]
     return market.envelope(
         panel.as_of, name=name, industry=panel.stocks.loc[code, "industry"], **result
     )
+
+
+def summarize_analysis(result: dict[str, Any]) -> str:
+    stock = f"{result['code']} {result['name']}"
+    if "bars" in result:
+        bars = result["bars"]
+        return f"{stock} 最近 {len(bars)} 根日线，最新收盘 {bars[-1]['close']:.2f}"
+    health = result["health_label"].split(" ")[-1]
+    return f"{stock} 收盘 {result['close']:.2f}，{health}，{result['phase']}"
 
 
 def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, Any]:
@@ -315,6 +343,17 @@ def get_market_overview(params: BaseModel, context: ToolContext) -> dict[str, An
     )
 
 
+def summarize_overview(result: dict[str, Any]) -> str:
+    regime = result["regime"]
+    parts = [
+        f"{i['name']} {i['close']:.2f} {signed_pct(i['pct_change'])}" for i in result["indices"][:1]
+    ]
+    breadth = result["advance_decline"]
+    parts.append(f"涨 {breadth['up']} 跌 {breadth['down']}")
+    parts.append(f"市场状态 {regime['regime']}（{regime['label']}）")
+    return "，".join(parts)
+
+
 class HistoryParams(BaseModel):
     index: str = Field(default="000001.SH", description="指数代码，如 000001.SH、399006.SZ")
     days: int = Field(default=60, ge=5, le=250)
@@ -377,6 +416,14 @@ def get_market_history(params: HistoryParams, context: ToolContext) -> dict[str,
     )
 
 
+def summarize_index_history(result: dict[str, Any]) -> str:
+    summary = result["summary"]
+    return (
+        f"{result['name']} 近 {len(result['rows'])} 日 {signed_pct(summary['period_return_pct'])}，"
+        f"最大回撤 {summary['max_drawdown_pct']:.2f}%"
+    )
+
+
 # --- screen_stocks (background) ------------------------------------------------------------------
 
 
@@ -429,6 +476,14 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
         symbols_for_report=symbols,
         next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
         data_caveats=panel.caveats,
+    )
+
+
+def summarize_screen(result: dict[str, Any]) -> str:
+    summary = result["summary"]
+    return (
+        f"扫描 {summary['total_scanned']} 只，候选 {summary['report_candidates']} 只，"
+        f"市场状态 {result['regime']}（{result['trade_mode']}）"
     )
 
 
@@ -546,6 +601,14 @@ def _backtest_progress(
     context.progress("逐日回测", day, fraction)
 
 
+def summarize_backtest(result: dict[str, Any]) -> str:
+    period, account = result["period"], result["cash_portfolio"]
+    return (
+        f"{period['start']} 至 {period['end']}：复利收益 {signed_pct(account['total_return_pct'])}，"
+        f"最大回撤 {account['max_drawdown_pct']:.2f}%"
+    )
+
+
 def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
     if not wanted:
         return default
@@ -557,6 +620,13 @@ def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
 
 
 # --- query_history ------------------------------------------------------------------------------
+
+
+HISTORY_KINDS = {"recommendation": "推荐记录", "signal": "信号", "archive": "压缩归档"}
+
+
+def summarize_history_query(result: dict[str, Any]) -> str:
+    return f"{len(result['rows'])} 条{HISTORY_KINDS[result['source']]}"
 
 
 class HistoryQueryParams(BaseModel):
@@ -624,6 +694,7 @@ MARKET_TOOLS = (
         search_stock_by_name,
         "查找股票",
         concurrency_safe=True,
+        summarize=summarize_search,
         timeout_s=60,
     ),
     ToolSpec(
@@ -633,6 +704,7 @@ MARKET_TOOLS = (
         analyze_stock,
         "个股诊断",
         concurrency_safe=True,
+        summarize=summarize_analysis,
         timeout_s=60,
     ),
     ToolSpec(
@@ -642,6 +714,7 @@ MARKET_TOOLS = (
         get_market_overview,
         "大盘概览",
         concurrency_safe=True,
+        summarize=summarize_overview,
         timeout_s=60,
     ),
     ToolSpec(
@@ -651,6 +724,7 @@ MARKET_TOOLS = (
         get_market_history,
         "指数历史",
         concurrency_safe=True,
+        summarize=summarize_index_history,
         timeout_s=60,
     ),
     ToolSpec(
@@ -660,6 +734,7 @@ MARKET_TOOLS = (
         screen_stocks,
         "全市场筛选",
         background=True,
+        summarize=summarize_screen,
         timeout_s=600,
     ),
     ToolSpec(
@@ -669,6 +744,7 @@ MARKET_TOOLS = (
         run_backtest_tool,
         "策略回测",
         background=True,
+        summarize=summarize_backtest,
         timeout_s=1800,
     ),
     ToolSpec(
@@ -678,6 +754,7 @@ MARKET_TOOLS = (
         query_history,
         "查询历史",
         concurrency_safe=True,
+        summarize=summarize_history_query,
         timeout_s=30,
     ),
 )

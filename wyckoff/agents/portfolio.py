@@ -376,6 +376,35 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
     return market.envelope(panel.as_of, positions=rows, cash=cash, equity=round(value, 2))
 
 
+def summarize_positions(result: dict[str, Any]) -> str:
+    positions = result["positions"]
+    if not positions:
+        return f"持仓为空，现金 {result['cash']:,.2f}"
+    line = f"{len(positions)} 只持仓，现金 {result['cash']:,.2f}"
+    labels = [p["health_label"].split(" ")[-1] for p in positions if p.get("health_label")]
+    if labels:
+        counts = {label: labels.count(label) for label in dict.fromkeys(labels)}
+        line += "；" + "、".join(f"{label} {n}" for label, n in counts.items())
+    return line
+
+
+def summarize_change(result: dict[str, Any]) -> str:
+    """What a portfolio change did, in the user's words: '已加仓 600519 贵州茅台 100 股，现持 300 股 @ 1533.33'."""
+    before, after = result["before"], result["after"]
+    if result["action"] == "set_cash":
+        return f"现金 {before['cash']:,.2f} → {after['cash']:,.2f}"
+    stock = f"{(after or before)['code']} {(after or before)['name']}"
+    if result["action"] == "remove":
+        return f"已删除 {stock}（原 {before['shares']} 股）"
+    holding = f"现持 {after['shares']} 股 @ {after['cost_price']:.2f}"
+    if after.get("stop_loss"):
+        holding += f"，止损 {after['stop_loss']:.2f}"
+    if result["action"] == "add" and before:
+        return f"已加仓 {stock} {after['shares'] - before['shares']} 股，{holding}"
+    verb = "已添加" if result["action"] == "add" else "已修改"
+    return f"{verb} {stock}，{holding}"
+
+
 class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash"]
     code: str | None = Field(default=None, description="6 位代码或股票名称（set_cash 不需要）")
@@ -477,6 +506,7 @@ PORTFOLIO_TOOLS = (
         portfolio_tool,
         "查看持仓",
         concurrency_safe=True,
+        summarize=summarize_positions,
         timeout_s=120,
     ),
     ToolSpec(
@@ -486,6 +516,7 @@ PORTFOLIO_TOOLS = (
         update_portfolio,
         "修改持仓",
         requires_approval=True,
+        summarize=summarize_change,
         timeout_s=30,
         describe=describe_update,
     ),

@@ -151,6 +151,21 @@ def generate_ai_report(params: ReportParams, context: ToolContext) -> dict[str, 
     return result
 
 
+def summarize_report(result: dict[str, Any]) -> str:
+    groups = [
+        f"{category} {len(codes)}" for category, codes in result["categories"].items() if codes
+    ]
+    return f"{len(result['stocks'])} 只：" + "、".join(groups)
+
+
+def summarize_decision(result: dict[str, Any]) -> str:
+    actions = [order["action"] for order in result["orders"]]
+    if not actions:
+        return f"没有建议，市场状态 {result['regime']}"
+    counts = "、".join(f"{action} {actions.count(action)}" for action in dict.fromkeys(actions))
+    return f"{len(actions)} 条建议：{counts}（未执行任何交易）"
+
+
 class DecisionParams(BaseModel):
     candidate_codes: list[str] = Field(
         default_factory=list,
@@ -350,6 +365,7 @@ REPORT_TOOLS = (
         generate_ai_report,
         "AI 研报",
         background=True,
+        summarize=summarize_report,
         timeout_s=600,
     ),
     ToolSpec(
@@ -359,6 +375,7 @@ REPORT_TOOLS = (
         generate_strategy_decision,
         "攻防决策",
         background=True,
+        summarize=summarize_decision,
         timeout_s=600,
     ),
 )

@@ -41,6 +41,14 @@ def root(
     """不带子命令时打开终端界面 / with no command, open the TUI."""
     if ctx.invoked_subcommand is not None:
         return
+    from wyckoff.cli.output import is_interactive
+    from wyckoff.errors import UsageError
+
+    if not is_interactive():
+        raise UsageError(
+            "终端界面需要在终端里运行（输入或输出被管道/重定向了）。"
+            '脚本里请用 `wyckoff ask "问题"`，或 `wyckoff --help` 查看命令。'
+        )
     from wyckoff.cli.tui.app import create_app
 
     create_app(model_id=model, session_id=session, continue_latest=continue_latest).run()

@@ -278,6 +278,23 @@ def check_background_tasks(
     return {"tasks": rows}
 
 
+TASK_STATUS_LABELS = {
+    "running": "运行中",
+    "completed": "已完成",
+    "failed": "失败",
+    "cancelled": "已取消",
+}
+
+
+def summarize_tasks(result: dict[str, Any]) -> str:
+    tasks = result["tasks"]
+    if not tasks:
+        return "没有后台任务"
+    statuses = [TASK_STATUS_LABELS.get(t["status"], t["status"]) for t in tasks]
+    counts = "、".join(f"{label} {statuses.count(label)}" for label in dict.fromkeys(statuses))
+    return f"{len(tasks)} 个后台任务：{counts}"
+
+
 CHECK_BACKGROUND_TASKS = ToolSpec(
     name="check_background_tasks",
     description="查看后台任务（全市场筛选、研报、回测等）的状态、进度和结果。",
@@ -285,5 +302,6 @@ CHECK_BACKGROUND_TASKS = ToolSpec(
     func=check_background_tasks,
     title="查看后台任务",
     concurrency_safe=True,
+    summarize=summarize_tasks,
     timeout_s=10,
 )

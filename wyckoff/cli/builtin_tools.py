@@ -61,6 +61,13 @@ def read_tool_result(params: ReadToolResultParams, context: ToolContext) -> dict
     }
 
 
+def summarize_read(result: dict[str, Any]) -> str:
+    more = "，还有后续" if result["more"] else ""
+    return (
+        f"读取第 {result['offset']:,}–{result['end']:,} 字符（共 {result['total_chars']:,}）{more}"
+    )
+
+
 READ_TOOL_RESULT = ToolSpec(
     name="read_tool_result",
     description="分段读取一个被保存到磁盘的完整工具结果（结果过长时工具只返回开头和路径）。",
@@ -68,6 +75,7 @@ READ_TOOL_RESULT = ToolSpec(
     func=read_tool_result,
     title="读取完整结果",
     concurrency_safe=True,
+    summarize=summarize_read,
     timeout_s=10,
 )
 
@@ -112,12 +120,19 @@ def ask_user(params: AskUserParams, context: ToolContext) -> dict[str, Any]:
     return result
 
 
+def summarize_answer(result: dict[str, Any]) -> str:
+    if result["status"] == "answered":
+        return f"用户回答：{result['answer']}"
+    return "无界面模式，没有询问用户" if result["status"] == "unavailable" else "用户跳过了问题"
+
+
 ASK_USER = ToolSpec(
     name="ask_user",
     description="向用户提问并等待回答（可给选项）。需要用户同意某个操作时，在 action 中写明确切的工具和参数。",
     params=AskUserParams,
     func=ask_user,
     title="询问用户",
+    summarize=summarize_answer,
     timeout_s=3600,
     output_is_data=False,  # the user's own answer
 )
@@ -145,6 +160,7 @@ RESTORE_CONTEXT_ARCHIVE = ToolSpec(
     func=restore_context_archive,
     title="恢复归档",
     concurrency_safe=True,
+    summarize=lambda result: f"恢复了 {len(result['messages'])} 条消息",
     timeout_s=10,
 )
 

@@ -42,6 +42,7 @@ class ToolResult(TypedDict):
     elapsed_s: float
     ref: str | None
     task_id: str | None
+    summary: str | None  # one Chinese line for people, from the tool's ToolSpec.summarize
 
 
 class ToolError(TypedDict):

@@ -588,9 +588,11 @@ class AgentRuntime:
                     "status": "running",
                     "message": f"{spec.title}已在后台开始运行。完成后会自动通知；也可用 check_background_tasks 查看进度。",
                 }
-                return self.registry.finish(
+                outcome = self.registry.finish(
                     call["id"], spec.name, started, 0.0, context, task_id=task.id
                 )
+                outcome.summary = f"已在后台运行（{task.id}）"
+                return outcome
             return self.registry.run(spec, params, context, call["id"])
         finally:
             self._call_cancels.discard(cancel)

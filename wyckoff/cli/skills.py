@@ -152,5 +152,6 @@ EXECUTE_SKILL = ToolSpec(
     execute_skill,
     "执行技能",
     concurrency_safe=True,
+    summarize=lambda result: f"已载入技能 /{result['skill']} 的指令",
     timeout_s=10,
 )

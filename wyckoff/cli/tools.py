@@ -60,6 +60,7 @@ class ToolContext:
         return ToolContext(**values)
 
 
+ResultSummary = Callable[[Any], str]  # the tool's return value -> one Chinese line for people
 ToolFunction = Callable[[Any, ToolContext], Any]
 # The action a call would take as one Chinese sentence, from its validated arguments and
 # the current state (e.g. "删除持仓 600519 贵州茅台（1000 股）"): what consent dialogs show.
@@ -76,6 +77,7 @@ class ToolSpec:
     concurrency_safe: bool = False
     requires_approval: bool = False
     background: bool = False
+    summarize: ResultSummary | None = None
     timeout_s: float = 60.0
     describe: ActionDescriber | None = None  # every risky tool has one (else: title + JSON)
     output_is_data: bool = True  # False only when the result is the user's own words
@@ -109,6 +111,7 @@ class ToolOutcome:
     elapsed_s: float = 0.0
     ref: str | None = None
     task_id: str | None = None
+    summary: str | None = None
     raw: Any = None
     marked: bool = False  # the result reaches the model inside the untrusted-data marker
 
@@ -132,6 +135,7 @@ class ToolOutcome:
                 "elapsed_s": round(self.elapsed_s, 3),
                 "ref": self.ref,
                 "task_id": self.task_id,
+                "summary": self.summary,
             }
         return {
             "type": "tool_error",
@@ -169,6 +173,19 @@ class ToolRegistry:
         if self._schemas is None:
             self._schemas = [s.schema() for s in self._specs.values()]
         return [s for s in self._schemas if names is None or s["name"] in names]
+
+    def summarize(self, name: str, value: Any) -> str | None:
+        """The tool's one-line summary of a result (marked when it is demo data); None when
+        the tool has none or the value is not what it expects."""
+        spec = self._specs.get(name)
+        if spec is None or spec.summarize is None:
+            return None
+        try:
+            line = spec.summarize(value)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return None
+        demo = isinstance(value, dict) and value.get("source") == "demo"
+        return f"{line}（演示数据）" if demo else line
 
     def title(self, name: str) -> str:
         spec = self._specs.get(name)
@@ -239,7 +256,9 @@ class ToolRegistry:
         elapsed = time.monotonic() - started
         if "error" in box:
             return ToolOutcome(call_id, spec.name, error=box["error"], elapsed_s=elapsed)
-        return self.finish(call_id, spec.name, box.get("value"), elapsed, context)
+        outcome = self.finish(call_id, spec.name, box.get("value"), elapsed, context)
+        outcome.summary = self.summarize(spec.name, outcome.raw)
+        return outcome
 
     def finish(
         self,

@@ -137,8 +137,8 @@ class TextRenderer:
         elif kind == "tool_start":
             self._note(f"→ {event['title']} {_short_args(event['args'])}")
         elif kind == "tool_result":
-            suffix = f"（后台任务 {event['task_id']}）" if event["task_id"] else ""
-            self._note(f"  ✓ {event['name']} {event['elapsed_s']:.2f}s{suffix}")
+            summary = f"：{event['summary']}" if event.get("summary") else ""
+            self._note(f"  ✓ {event['name']} {event['elapsed_s']:.2f}s{summary}")
         elif kind == "tool_error":
             self._note(f"  ✗ {event['name']}：{event['error']}")
         elif kind == "provider_switch":

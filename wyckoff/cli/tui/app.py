@@ -15,6 +15,7 @@ from typing import Any
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import AwaitMount
@@ -29,6 +30,8 @@ from wyckoff.cli.tui.screens import (
     SetupScreen,
 )
 from wyckoff.cli.tui.widgets import (
+    LOADING_AGENT,
+    WAITING_FOR_MODEL,
     AssistantMessage,
     BackgroundPanel,
     Notice,
@@ -37,20 +40,23 @@ from wyckoff.cli.tui.widgets import (
     ThinkingBlock,
     ToolRow,
     UserMessage,
+    WaitingRow,
 )
+from wyckoff.config import effective_config
 
 BUILTIN_COMMANDS = {
     "/help": "显示命令、技能和提示模板",
     "/new": "开始新对话",
     "/clear": "清屏（不影响对话历史）",
-    "/model": "列出模型；/model ID 切换模型",
+    "/model": "列出模型；后接模型 id 切换",
     "/resume": "恢复保存的会话",
     "/fork": "从当前会话分出新会话",
     "/compact": "立即压缩上下文",
     "/token": "显示上下文与用量",
-    "/chart": "/chart CODE 打开 K 线图",
+    "/chart": "打开 K 线图（后接代码或名称，如 600519）",
     "/quit": "退出",
 }
+COMMANDS_WITH_ARGUMENT = ("/chart",)
 TEXT_FLUSH_S = 0.1
 WELCOME = "Wyckoff · A 股威科夫投研智能体。输入问题后回车；/help 查看命令；Esc 取消当前回答；Ctrl+Q 退出。"
 
@@ -75,7 +81,7 @@ class WyckoffApp(App):
         Binding("escape", "cancel_turn", "取消", show=False),
         Binding("ctrl+n", "new_chat", "新对话"),
         Binding("ctrl+l", "clear_screen", "清屏"),
-        Binding("ctrl+q", "quit", "退出"),
+        Binding("ctrl+q", "quit", "退出", priority=True),  # from any dialog too
     ]
 
     def __init__(
@@ -96,6 +102,9 @@ class WyckoffApp(App):
         self._waiting_workers: set[threading.Event] = set()
         self.queued_text: str | None = None
         self.loading_agent = False
+        self._waiting: WaitingRow | None = None
+        self._denied_calls: set[str] = set()
+        self._config_stamp: int | None = None
 
     # --- layout and start -----------------------------------------------------------------
 
@@ -128,7 +137,8 @@ class WyckoffApp(App):
         from wyckoff.errors import WyckoffError
 
         self.loading_agent = True
-        self.call_from_thread(self.query_one(StatusBar).update, " 正在加载模型与工具……")
+        self.call_from_thread(self.query_one(StatusBar).update, f" {LOADING_AGENT}……")
+        self.call_from_thread(self.show_waiting, LOADING_AGENT)
         try:
             agent = open_agent(
                 model_id=self.model_id,
@@ -140,6 +150,7 @@ class WyckoffApp(App):
             source = resolve_source(agent.config)
         except WyckoffError as exc:
             self.loading_agent = False
+            self.call_from_thread(self.end_waiting)
             self.call_from_thread(self.show_notice, exc.message, True)
             self.call_from_thread(self.query_one(StatusBar).update, " 没有可用的模型")
             return
@@ -147,6 +158,7 @@ class WyckoffApp(App):
 
     def _agent_ready(self, agent, source: str) -> None:
         self.agent, self.data_source, self.loading_agent = agent, source, False
+        self.end_waiting()
         agent.runtime.background.listeners.append(
             lambda event: self.post_message(TaskUpdated(event))
         )
@@ -236,23 +248,57 @@ class WyckoffApp(App):
         ]
         lines += [
             "",
-            "**按键**：Enter 发送 · Ctrl+J 换行 · ↑/↓ 历史 · Tab 补全命令 · Esc 取消 · Ctrl+P 命令面板 · Ctrl+N 新对话 · Ctrl+L 清屏 · Ctrl+Q 退出",
+            "**按键**：Enter 发送 · Ctrl+J 换行 · ↑/↓ 历史 · Tab 补全命令 · Esc 取消回答或关闭对话框 · Ctrl+P 命令面板（命令、模型、技能） · Ctrl+N 新对话 · Ctrl+L 清屏 · Ctrl+Q 退出（对话框里也是退出）",
         ]
         from textual.widgets import Markdown
 
         self.mount_chat(Markdown("\n".join(lines), classes="help"))
 
     def get_system_commands(self, screen):
-        yield from super().get_system_commands(screen)
+        """The Ctrl+P palette: every slash command, model and skill, in Chinese (Textual's own
+        English entries are left out). Choosing one does what typing it would do."""
         for command, description in BUILTIN_COMMANDS.items():
-            if command not in ("/model", "/chart"):
+            if command in COMMANDS_WITH_ARGUMENT:
                 yield SystemCommand(
-                    f"{command} {description}", description, lambda c=command: self.run_command(c)
+                    f"{command} {description}",
+                    "填入输入框，补上参数后回车",
+                    lambda c=command: self.fill_prompt(f"{c} "),
                 )
+            else:
+                yield SystemCommand(
+                    f"{command} {description}", "命令", lambda c=command: self.dispatch_text(c)
+                )
+        if self.agent is None:
+            return
+        for model in effective_config(self.agent.config).models:
+            yield SystemCommand(
+                f"/model {model.id} 切换到模型 {model.id}（{model.provider} / {model.model}）",
+                "模型",
+                lambda m=model.id: self.dispatch_text(f"/model {m}"),
+            )
+        for skill in self.agent.skills.skills.values():
+            yield SystemCommand(
+                f"/{skill.name} {skill.description}",
+                "技能",
+                lambda name=skill.name: self.dispatch_text(f"/{name}"),
+            )
+
+    def action_command_palette(self) -> None:
+        if not CommandPalette.is_open(self):
+            self.push_screen(
+                CommandPalette(placeholder="搜索命令、模型和技能…", id="--command-palette")
+            )
+
+    def fill_prompt(self, text: str) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.load_text(text)
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
 
     # --- the turn ------------------------------------------------------------------------
 
     def run_turn(self) -> None:
+        self.show_waiting(WAITING_FOR_MODEL)
         self.turn_running = True
         self._assistant = self._thinking = None
         self._worker_turn()
@@ -306,6 +352,10 @@ class WyckoffApp(App):
 
     async def _show_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
+        if kind == "model_start":
+            self.show_waiting(WAITING_FOR_MODEL)
+        elif kind not in ("usage", "retry"):  # the model has answered (or the turn ended)
+            self.end_waiting()
         if kind == "text_delta":
             await self._write_text(event["text"])
         elif kind == "thinking_delta":
@@ -357,13 +407,14 @@ class WyckoffApp(App):
         row = self._rows.get(event["id"])
         if row is None:
             return
-        if event["type"] == "tool_error":
+        if event["id"] in self._denied_calls:
+            row.finish("已拒绝", event["elapsed_s"], failed=True)
+        elif event["type"] == "tool_error":
             row.finish(event["error"].splitlines()[0][:100], event["elapsed_s"], failed=True)
-            return
-        summary, chart_code = summarize_result(event["name"], event["result"])
-        if event.get("task_id"):
-            summary = f"后台运行中（{event['task_id']}）"
-        row.finish(summary, event["elapsed_s"], chart_code=chart_code)
+        else:
+            row.finish(
+                event.get("summary") or "完成", event["elapsed_s"], chart_code=chart_code_of(event)
+            )
 
     def _on_done(self, event: dict[str, Any]) -> None:
         self.turn_running = False
@@ -375,6 +426,8 @@ class WyckoffApp(App):
             self.show_notice("已达到工具调用轮数上限。", error=True)
         self.refresh_status()
         self.query_one(PromptInput).focus()
+        # the answer's last blocks get their height on the next layout: keep them in view
+        self.call_after_refresh(self.query_one("#chat").scroll_end, animate=False)
         if self.pending_notifications:
             self.continue_with_notifications()
 
@@ -406,7 +459,10 @@ class WyckoffApp(App):
     # --- approvals and questions (called on the worker thread) ------------------------------
 
     def _confirm_from_worker(self, request: dict[str, Any]):
-        return self._modal_from_worker(ApprovalScreen(request))
+        approval = self._modal_from_worker(ApprovalScreen(request))
+        if approval.decision == "deny":  # its row says so, not the text written for the model
+            self._denied_calls.add(request["id"])
+        return approval
 
     def _ask_from_worker(self, question: dict[str, Any]) -> dict[str, Any]:
         return self._modal_from_worker(AskUserScreen(question))
@@ -451,6 +507,7 @@ class WyckoffApp(App):
         self.refresh_status()
 
     def action_clear_screen(self) -> None:
+        self.end_waiting()
         self.query_one("#chat").remove_children()
 
     def action_resume(self) -> None:
@@ -501,17 +558,30 @@ class WyckoffApp(App):
             f"上下文约 {used:,} / {window:,} token（{used / window:.0%}）；本会话 输入 {usage['input_tokens']:,} 输出 {usage['output_tokens']:,} 缓存读 {usage['cache_read_tokens']:,} 缓存写 {usage['cache_write_tokens']:,}"
         )
 
+    def fresh_config(self):
+        """The config as on disk, re-read when the file changed: a model added in another
+        shell (`wyckoff model add`) can be listed and chosen without a restart."""
+        from wyckoff.config import config_path, load_config
+
+        path = config_path(self.agent.home)
+        stamp = path.stat().st_mtime_ns if path.exists() else 0
+        if stamp != self._config_stamp:
+            self.agent.config, self._config_stamp = load_config(self.agent.home), stamp
+        return self.agent.config
+
     def switch_model(self, model_id: str) -> None:
         from wyckoff.cli.model_registry import build_provider
+        from wyckoff.config import effective_config
 
+        config = self.fresh_config()
         if not model_id:
             lines = [
                 f"{'* ' if m.id == self.agent.runtime.provider.name else '  '}{m.id}: {m.provider} / {m.model}"
-                for m in self.agent.config.models
+                for m in effective_config(config).models
             ]
             self.show_notice("模型（/model ID 切换）：\n" + "\n".join(lines))
             return
-        provider = build_provider(self.agent.config, model_id)
+        provider = build_provider(config, model_id)
         self.agent.runtime.provider = provider
         self.agent.runtime.context.provider = provider
         self.show_notice(f"已切换到模型 {model_id}。")
@@ -525,7 +595,8 @@ class WyckoffApp(App):
             self.show_notice("用法：/chart 600519", error=True)
             return
         try:
-            data = kline_data(self.agent.runtime.context, code)
+            # one bar per column of the widest chart the screen allows
+            data = kline_data(self.agent.runtime.context, code, days=max(120, self.size.width))
         except ToolFailure as exc:
             self.show_notice(exc.message, error=True)
             return
@@ -538,6 +609,11 @@ class WyckoffApp(App):
     # --- rendering helpers -----------------------------------------------------------------
 
     def render_history(self) -> None:
+        observations = {
+            m.get("tool_call_id"): str(m.get("content") or "")
+            for m in self.agent.conversation
+            if m["role"] == "tool"
+        }
         for message in self.agent.conversation:
             role, content = message["role"], str(message.get("content") or "")
             if role == "user" and not content.startswith("[SYSTEM NOTIFICATION"):
@@ -554,13 +630,38 @@ class WyckoffApp(App):
                     call.get("args") or {},
                 )
                 self.mount_chat(row)
-                self.call_after_refresh(row.finish, "（历史）", 0.0)
+                outcome, failed = self._history_outcome(call, observations.get(call["id"], ""))
+                row.finish(outcome, 0.0, failed=failed)
+
+    def _history_outcome(self, call: dict[str, Any], observation: str) -> tuple[str, bool]:
+        """A resumed call's row: the tool's summary of what it returned, or that it failed
+        (not the error text, which was written for the model)."""
+        if observation.startswith("工具错误："):
+            return "未成功（历史）", True
+        # the JSON object the tool returned, also when it is stored inside a data marker
+        start, end = observation.find("{"), observation.rfind("}")
+        try:
+            value = json.loads(observation[start : end + 1]) if start >= 0 else None
+        except json.JSONDecodeError:  # a result too long to keep whole, or plain text
+            value = None
+        summary = self.agent.runtime.registry.summarize(call["name"], value)
+        return f"{summary or '完成'}（历史）", False
 
     def mount_chat(self, widget) -> AwaitMount:
         chat = self.query_one("#chat", VerticalScroll)
         mounted = chat.mount(widget)
         chat.scroll_end(animate=False)
         return mounted
+
+    def show_waiting(self, label: str) -> None:
+        if self._waiting is None:
+            self._waiting = WaitingRow(label)
+            self.mount_chat(self._waiting)
+
+    def end_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.remove()
+            self._waiting = None
 
     def show_notice(self, text: str, error: bool = False) -> None:
         self.mount_chat(Notice(text, error=error))
@@ -588,31 +689,14 @@ class WyckoffApp(App):
         )
 
 
-def summarize_result(name: str, result: str) -> tuple[str, str | None]:
-    """A one-line outcome for a tool row, and the stock code to chart when there is one."""
+def chart_code_of(event: dict[str, Any]) -> str | None:
+    """The stock a finished analyze_stock call was about, for its K-line hint."""
+    if event["name"] != "analyze_stock":
+        return None
     try:
-        data = json.loads(result)
-    except json.JSONDecodeError:
-        return " ".join(result.split())[:80], None
-    if not isinstance(data, dict):
-        return str(data)[:80], None
-    demo = "（演示数据）" if data.get("source") == "demo" else ""
-    if name == "analyze_stock" and "code" in data:
-        health = data.get("health_label") or ""
-        return (
-            f"{data['code']} {data.get('name', '')} 收盘 {data.get('close', '')} {health}{demo}".strip(),
-            data["code"],
-        )
-    if name == "screen_stocks" and "summary" in data:
-        return f"候选 {data['summary']['report_candidates']} 只{demo}", None
-    if "tasks" in data:
-        return f"{len(data['tasks'])} 个后台任务", None
-    if "positions" in data:
-        return f"{len(data['positions'])} 只持仓{demo}", None
-    if "results" in data:
-        return f"{len(data['results'])} 条结果{demo}", None
-    keys = ", ".join(list(data)[:4])
-    return f"{{{keys}}}{demo}", None
+        return json.loads(event["result"]).get("code")
+    except (json.JSONDecodeError, AttributeError):
+        return None
 
 
 def create_app(

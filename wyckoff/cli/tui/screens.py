@@ -183,6 +183,7 @@ class ChartScreen(ModalScreen[None]):
 
 class ResumeScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "取消")]
+    AUTO_FOCUS = "#sessions"  # ↓ and Enter work at once, no Tab first
 
     def __init__(self, sessions: list[dict[str, Any]]) -> None:
         super().__init__()
@@ -209,14 +210,26 @@ class ResumeScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+SETUP_LEFT = (
+    "没有添加模型，已退出。可以用 `wyckoff model add` 添加模型，"
+    "或设置 ANTHROPIC_API_KEY 等环境变量后再运行 wyckoff。"
+)
+
+
 class SetupScreen(ModalScreen[bool]):
-    """First run with no model: add one with the same validation as `wyckoff model add`."""
+    """First run with no model: add one with the same validation as `wyckoff model add`.
+    Esc, Ctrl+C and Ctrl+Q leave Wyckoff: without a model there is nothing to go back to."""
+
+    BINDINGS = [
+        Binding("escape", "leave", "退出", show=False),
+        Binding("ctrl+c", "leave", "退出", show=False, priority=True),
+    ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(Text("欢迎使用 Wyckoff！先添加一个模型。", style="bold"))
             yield Static(
-                "也可以退出后设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / DEEPSEEK_API_KEY 再启动。",
+                "Esc 退出；也可以退出后设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / DEEPSEEK_API_KEY 再启动。",
                 classes="hint",
             )
             yield Select(
@@ -237,9 +250,12 @@ class SetupScreen(ModalScreen[bool]):
                 yield Button("保存", id="save", variant="success")
                 yield Button("退出", id="quit")
 
+    def action_leave(self) -> None:
+        self.app.exit(message=SETUP_LEFT)
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "quit":
-            self.app.exit()
+            self.action_leave()
             return
         from pydantic import ValidationError
 

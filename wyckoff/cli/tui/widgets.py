@@ -4,6 +4,7 @@ panel, the prompt and the K-line chart."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from rich.text import Text
@@ -15,6 +16,8 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, ProgressBar, Static, TextArea
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+WAITING_FOR_MODEL = "等待模型回复"
+LOADING_AGENT = "正在加载模型与工具"
 
 
 class UserMessage(Static):
@@ -46,6 +49,32 @@ class Notice(Static):
 
     def __init__(self, text: str, error: bool = False) -> None:
         super().__init__(Text(text), classes="notice error" if error else "notice")
+
+
+class WaitingRow(Static):
+    """A spinner with the seconds waited: shown until the model's first output arrives, or
+    while the model and tools are loading, so a slow start never looks like a hang."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(classes="waiting-row")
+        self.label = label
+        self.started = time.monotonic()
+        self.frame = 0
+
+    def on_mount(self) -> None:
+        self._tick()
+        self.set_interval(0.1, self._tick)
+
+    def _tick(self) -> None:
+        self.frame += 1
+        waited = int(time.monotonic() - self.started)
+        self.update(
+            Text.assemble(
+                (f"{SPINNER[self.frame % len(SPINNER)]} ", "yellow"),
+                f"{self.label}… {waited}s",
+                ("  Esc 取消" if self.label == WAITING_FOR_MODEL else "", "dim"),
+            )
+        )
 
 
 class ToolRow(Static):
