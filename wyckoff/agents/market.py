@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from wyckoff.agents import results
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.config import DEFAULT_CONFIG, MAIN_INDICES, board_of
 from wyckoff.engine.funnel import trigger_groups
@@ -589,6 +590,8 @@ MARKET_TOOLS = (
         "查找股票",
         concurrency_safe=True,
         timeout_s=60,
+        output=results.SearchResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "analyze_stock",
@@ -598,6 +601,8 @@ MARKET_TOOLS = (
         "个股诊断",
         concurrency_safe=True,
         timeout_s=60,
+        output=results.AnalyzeResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "get_market_overview",
@@ -607,6 +612,8 @@ MARKET_TOOLS = (
         "大盘概览",
         concurrency_safe=True,
         timeout_s=60,
+        output=results.OverviewResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "get_market_history",
@@ -616,6 +623,8 @@ MARKET_TOOLS = (
         "指数历史",
         concurrency_safe=True,
         timeout_s=60,
+        output=results.IndexHistoryResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "screen_stocks",
@@ -625,6 +634,8 @@ MARKET_TOOLS = (
         "全市场筛选",
         background=True,
         timeout_s=600,
+        output=results.ScreenResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "run_backtest",
@@ -634,6 +645,8 @@ MARKET_TOOLS = (
         "策略回测",
         background=True,
         timeout_s=1800,
+        output=results.BacktestResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "query_history",
@@ -643,5 +656,7 @@ MARKET_TOOLS = (
         "查询历史",
         concurrency_safe=True,
         timeout_s=30,
+        output=results.HistoryQueryResult,
+        mcp_tier=1,
     ),
 )

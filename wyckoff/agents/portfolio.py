@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from wyckoff.agents import results
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
 
@@ -402,6 +403,8 @@ PORTFOLIO_TOOLS = (
         "查看持仓",
         concurrency_safe=True,
         timeout_s=120,
+        output=results.PortfolioResult,
+        mcp_tier=3,
     ),
     ToolSpec(
         "update_portfolio",
@@ -411,6 +414,8 @@ PORTFOLIO_TOOLS = (
         "修改持仓",
         requires_approval=True,
         timeout_s=30,
+        output=results.PortfolioChange,
+        mcp_tier=3,
         describe=describe_update,
     ),
 )

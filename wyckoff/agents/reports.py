@@ -341,6 +341,7 @@ REPORT_TOOLS = (
         "AI 研报",
         background=True,
         timeout_s=600,
+        mcp_tier=3,
     ),
     ToolSpec(
         "generate_strategy_decision",
@@ -350,5 +351,6 @@ REPORT_TOOLS = (
         "攻防决策",
         background=True,
         timeout_s=600,
+        mcp_tier=3,
     ),
 )
