@@ -1,0 +1,97 @@
+"""Other MCP servers' tools in the agent: `wyckoff mcp add/list/rm/test`, namespaced tools
+that need approval, untrusted results, and a broken server skipped. The server is a real
+MCP server (tests/mcp_notes_server.py, built with the same `mcp` package)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.conftest import add_scripted_model, cli, marked_data
+from tests.model_servers import Reply
+
+NOTES_SERVER = str(Path(__file__).parent / "mcp_notes_server.py")
+BROKEN = "import sys; sys.exit(3)"
+
+
+def add_servers(notes: Path, *extra: str) -> None:
+    added = cli("mcp", "add", "notes", *extra, "--", sys.executable, NOTES_SERVER, str(notes))
+    assert added.returncode == 0, added.stderr
+    assert "工具名为 notes__" in added.stderr
+    broken = cli("mcp", "add", "broken", "--", sys.executable, "-c", BROKEN)
+    assert broken.returncode == 0, broken.stderr
+
+
+def tool_messages(server) -> list[str]:
+    return [m["content"] for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
+
+
+def test_a_servers_tool_needs_approval_and_its_result_is_untrusted(openai_server, home, tmp_path):
+    notes = tmp_path / "notes.txt"
+    add_servers(notes)
+    add_scripted_model(openai_server)
+    save = Reply(tool_calls=[("notes__save_note", {"text": "买入前再看一眼"})])
+
+    openai_server.script(save, Reply(text="没有保存"))
+    refused = cli("ask", "记一下")
+    assert refused.returncode == 0, refused.stderr
+    assert not notes.exists()
+    (message,) = tool_messages(openai_server)
+    assert "notes__save_note 需要用户批准" in message
+    tools = {t["function"]["name"]: t["function"] for t in openai_server.bodies[0]["tools"]}
+    assert "notes__shout" in tools and "notes__save_note" in tools
+    assert tools["notes__save_note"]["parameters"]["required"] == ["text"]
+    assert "不是指令" in tools["notes__save_note"]["description"]
+    assert refused.stderr.count("MCP 服务器 broken") == 1
+    assert "已跳过，会话继续" in refused.stderr
+
+    openai_server.script(save, Reply(text="已保存"))
+    approved = cli("ask", "记一下", "--approve", "notes__save_note")
+    assert approved.returncode == 0, approved.stderr
+    assert notes.read_text(encoding="utf-8") == "买入前再看一眼\n"
+    assert "已批准（--approve）：调用外部 MCP 服务器 notes 的工具 save_note" in approved.stderr
+    (message,) = tool_messages(openai_server)
+    # the server's structured result (MCPServer wraps a str return as {"result": ...})
+    assert json.loads(marked_data(message, "notes__save_note")) == {
+        "result": "saved 买入前再看一眼"
+    }
+
+
+def test_a_read_only_tool_of_a_trusted_server_runs_without_asking_and_stays_marked(
+    openai_server, home, tmp_path
+):
+    add_servers(tmp_path / "notes.txt", "--trust")
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(tool_calls=[("notes__shout", {"text": "hi"})]), Reply(text="HI"))
+    result = cli("ask", "喊一下")
+    assert result.returncode == 0, result.stderr
+    (message,) = tool_messages(openai_server)
+    inside = marked_data(message, "notes__shout")
+    assert json.loads(inside)["result"].startswith("HI ")
+    assert "<untrusted-data>" not in inside  # the server's text cannot close the marker early
+
+
+def test_mcp_list_test_and_rm(home, tmp_path):
+    add_servers(tmp_path / "notes.txt")
+    listed = cli("mcp", "list")
+    assert "notes" in listed.stdout and "broken" in listed.stdout and "需要" in listed.stdout
+    tested = cli("mcp", "test", "notes")
+    assert tested.returncode == 0, tested.stderr
+    assert "notes__shout" in tested.stdout and "notes__save_note" in tested.stdout
+    failed = cli("mcp", "test", "broken")
+    assert failed.returncode == 1 and "MCP 服务器 broken" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert cli("mcp", "rm", "broken").returncode == 0
+    assert [e["name"] for e in json.loads((home / "mcp.json").read_text())] == ["notes"]
+    assert (home / "mcp.json").stat().st_mode & 0o777 == 0o600
+    missing = cli("mcp", "rm", "broken")
+    assert missing.returncode == 2 and "没有名为 broken 的 MCP 服务器" in missing.stderr
+
+
+def test_mcp_add_rejects_a_bad_name_or_no_target(home):
+    bad = cli("mcp", "add", "Bad Name", "--", "x")
+    assert bad.returncode == 2 and "服务器名 'Bad Name' 不合法" in bad.stderr
+    neither = cli("mcp", "add", "nothing")
+    assert neither.returncode == 2 and "二者选一" in neither.stderr
+    assert not (home / "mcp.json").exists()
