@@ -21,7 +21,7 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_client_server_memory_streams
 from pydantic import BaseModel
@@ -172,14 +172,23 @@ class Answer:
         return types.ElicitResult(action=self.action, content=content)
 
 
-def call_update(home: Path, answer: Answer | None) -> types.CallToolResult:
+ERAS = ["handshake", "2026-07-28"]
+
+
+def call_update(home: Path, answer: Answer | None, era: str) -> types.CallToolResult:
+    """update_portfolio from a client of either protocol era: the handshake era asks with a
+    server request mid-call, 2026-07-28 with an input-required round the client answers."""
     options = {"elicitation_callback": answer} if answer else {}
+    arguments = {"action": "set_cash", "cash": 12345}
 
     async def main():
-        async with stdio_session(home, "--tier", "3", **options) as session:
-            return await session.call_tool(
-                "update_portfolio", {"action": "set_cash", "cash": 12345}
-            )
+        if era == "handshake":
+            async with stdio_session(home, "--tier", "3", **options) as session:
+                return await session.call_tool("update_portfolio", arguments)
+        server = StdioServerParameters(command=SCRIPT, args=["--tier", "3"], env=server_env(home))
+        async with Client(server, **options) as client:
+            assert client.session.protocol_version == era
+            return await client.call_tool("update_portfolio", arguments)
 
     return run(main)
 
@@ -191,9 +200,10 @@ def saved_cash(home: Path) -> tuple[float, int]:
     return (float(row[0]) if row else 0.0), changes
 
 
-def test_update_portfolio_runs_only_after_the_clients_user_agrees_to_the_sentence(home):
+@pytest.mark.parametrize("era", ERAS)
+def test_update_portfolio_runs_only_after_the_clients_user_agrees_to_the_sentence(home, era):
     answer = Answer("accept")
-    result = call_update(home, answer)
+    result = call_update(home, answer, era)
     assert answer.shown == ["Wyckoff 请求执行：把现金从 0.00 元改为 12,345.00 元。同意吗？"]
     assert not result.is_error, text_of(result)
     assert result.structured_content == {
@@ -209,8 +219,10 @@ def test_update_portfolio_runs_only_after_the_clients_user_agrees_to_the_sentenc
     [Answer("decline"), Answer("cancel"), Answer("accept", confirm=False)],
     ids=["declined", "dismissed", "submitted-unticked"],
 )
-def test_update_portfolio_changes_nothing_without_a_yes(home, answer):
-    result = call_update(home, answer)
+@pytest.mark.parametrize("era", ERAS)
+def test_update_portfolio_changes_nothing_without_a_yes(home, answer, era):
+    answer.shown.clear()
+    result = call_update(home, answer, era)
     assert len(answer.shown) == 1
     assert result.is_error
     assert (
@@ -220,8 +232,9 @@ def test_update_portfolio_changes_nothing_without_a_yes(home, answer):
     assert saved_cash(home) == (0.0, 0)
 
 
-def test_update_portfolio_is_refused_when_the_client_cannot_ask_its_user(home):
-    result = call_update(home, None)
+@pytest.mark.parametrize("era", ERAS)
+def test_update_portfolio_is_refused_when_the_client_cannot_ask_its_user(home, era):
+    result = call_update(home, None, era)
     assert result.is_error
     assert "不支持 elicitation" in text_of(result) and "什么也没有改变" in text_of(result)
     assert saved_cash(home) == (0.0, 0)
@@ -368,3 +381,41 @@ def test_readme_tool_table_matches_the_tool_definitions():
     assert readme_with_table(readme, tool_table(default_registry())) == readme, (
         "README 的工具表与 ToolSpec 不一致：运行 python -m wyckoff.cli.tool_table --write"
     )
+
+
+def test_a_yes_to_one_action_cannot_be_replayed_for_another(home):
+    """2026-07-28: the answer comes back with the retried call; it only counts for the
+    arguments the user was shown."""
+    yes = types.ElicitResult(action="accept", content={"confirm": True})
+
+    async def main():
+        server = StdioServerParameters(command=SCRIPT, args=["--tier", "3"], env=server_env(home))
+        async with Client(server, elicitation_callback=Answer("accept")) as client:
+            session = client.session
+            shown = {"action": "set_cash", "cash": 1}
+            question = await session.call_tool("update_portfolio", shown, allow_input_required=True)
+            assert isinstance(question, types.InputRequiredResult)
+            (request,) = question.input_requests.values()
+            assert "把现金从 0.00 元改为 1.00 元" in request.params.message
+            swapped = await session.call_tool(
+                "update_portfolio",
+                {"action": "set_cash", "cash": 99_999_999},
+                input_responses=dict.fromkeys(question.input_requests, yes),
+                request_state=question.request_state,
+                allow_input_required=True,
+            )
+            forged = await session.call_tool(
+                "update_portfolio",
+                shown,
+                input_responses=dict.fromkeys(question.input_requests, yes),
+                request_state="made-up",
+                allow_input_required=True,
+            )
+            return swapped, forged
+
+    swapped, forged = run(main)
+    assert isinstance(swapped, types.InputRequiredResult)  # asked again, about 99,999,999
+    (request,) = swapped.input_requests.values()
+    assert "99,999,999.00 元" in request.params.message
+    assert isinstance(forged, types.InputRequiredResult)
+    assert saved_cash(home) == (0.0, 0)

@@ -11,7 +11,10 @@ action as the spec's Chinese sentence; without an answer nothing runs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
+import secrets
 import threading
 import uuid
 from typing import Any
@@ -24,13 +27,16 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.lowlevel import Server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
+from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, canonical_args, json_schema
 
 SERVER_NAME = "wyckoff"
 TIERS = {1: "本地历史", 2: "行情与引擎", 3: "用户数据与模型"}
 DEFAULT_TIER = 2
+CONSENT_KEY = "consent"
+CONSENT_KEY_SECRET = secrets.token_bytes(32)  # per process: a binding cannot be forged
 NO_ELICITATION = (
     "{title}（{name}）需要用户确认，但当前 MCP 客户端不支持 elicitation（向用户确认），"
     "所以没有执行，什么也没有改变。请在支持 elicitation 的客户端中调用，或在 wyckoff 终端里操作。"
@@ -76,11 +82,11 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         spec = specs.get(params.name)
         if spec is None:
             return failure(f"wyckoff-mcp 在 tier {tier} 没有名为 {params.name} 的工具。")
-        return await run_call(ctx, spec, params.arguments or {}, context)
+        return await run_call(ctx, spec, params, context)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = specs.get(name)
@@ -100,16 +106,21 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
 
 
 async def run_call(
-    ctx: ServerRequestContext, spec: ToolSpec, arguments: dict[str, Any], context: ToolContext
-) -> types.CallToolResult:
-    checked = context.registry.validate({"name": spec.name, "args": arguments})
+    ctx: ServerRequestContext,
+    spec: ToolSpec,
+    request: types.CallToolRequestParams,
+    context: ToolContext,
+) -> types.CallToolResult | types.InputRequiredResult:
+    checked = context.registry.validate({"name": spec.name, "args": request.arguments or {}})
     if isinstance(checked, str):
         return failure(checked)
     _, params = checked
     if spec.requires_approval:
-        refusal = await ask_consent(ctx, spec, arguments, context)
-        if refusal:
-            return failure(refusal)
+        answer = await ask_consent(ctx, request, spec, context)
+        if isinstance(answer, str):
+            return failure(answer)
+        if answer is not None:  # the question; the client retries with the user's answer
+            return answer
     call = context.for_call(cancel_event=threading.Event(), on_progress=progress_sender(ctx))
     try:
         outcome = await anyio.to_thread.run_sync(
@@ -153,20 +164,55 @@ def progress_sender(ctx: ServerRequestContext):
     return send
 
 
-async def ask_consent(
-    ctx: ServerRequestContext, spec: ToolSpec, arguments: dict[str, Any], context: ToolContext
-) -> str | None:
-    """None when the client's user agreed to exactly this call; else why it was not run."""
+def can_elicit(ctx: ServerRequestContext) -> bool:
     capabilities = ctx.session.client_capabilities
-    if capabilities is None or capabilities.elicitation is None or not ctx.session.can_send_request:
+    if capabilities is None or capabilities.elicitation is None:
+        return False
+    return is_modern(ctx) or ctx.session.can_send_request
+
+
+def is_modern(ctx: ServerRequestContext) -> bool:
+    """2026-07-28+ connections ask through InputRequiredResult rounds, not server requests."""
+    return ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+async def ask_consent(
+    ctx: ServerRequestContext,
+    request: types.CallToolRequestParams,
+    spec: ToolSpec,
+    context: ToolContext,
+) -> str | types.InputRequiredResult | None:
+    """None when the client's user agreed to exactly this call; else why it was not run, or
+    (2026-07-28+) the question to put to the user before the client retries the call."""
+    if not can_elicit(ctx):
         return NO_ELICITATION.format(title=spec.title, name=spec.name)
+    arguments = request.arguments or {}
     sentence = context.registry.describe(spec.name, arguments, context)
-    answer = await ctx.session.elicit_form(
+    question = types.ElicitRequestFormParams(
         message=f"Wyckoff 请求执行：{sentence}。同意吗？",
         requested_schema=render_elicitation_schema(Consent),
-        related_request_id=ctx.request_id,
     )
-    agreed = answer.action == "accept" and bool((answer.content or {}).get("confirm"))
-    if agreed:
+    if is_modern(ctx):
+        binding = consent_binding(spec.name, arguments, sentence)
+        answer = (request.input_responses or {}).get(CONSENT_KEY)
+        if request.request_state != binding or not isinstance(answer, types.ElicitResult):
+            return types.InputRequiredResult(
+                input_requests={CONSENT_KEY: types.ElicitRequest(params=question)},
+                request_state=binding,
+            )
+    else:
+        answer = await ctx.session.elicit_form(
+            message=question.message,
+            requested_schema=question.requested_schema,
+            related_request_id=ctx.request_id,
+        )
+    if answer.action == "accept" and bool((answer.content or {}).get("confirm")):
         return None
     return f"用户没有同意「{sentence}」，没有执行，什么也没有改变。"
+
+
+def consent_binding(name: str, arguments: dict[str, Any], sentence: str) -> str:
+    """Ties a retried call's answer to the very action the user was shown: another tool,
+    other arguments or a changed book (a different sentence) mean asking again."""
+    message = f"{name}\n{canonical_args(arguments)}\n{sentence}".encode()
+    return hmac.new(CONSENT_KEY_SECRET, message, hashlib.sha256).hexdigest()
