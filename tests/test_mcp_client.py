@@ -13,6 +13,7 @@ from tests.model_servers import Reply
 
 NOTES_SERVER = str(Path(__file__).parent / "mcp_notes_server.py")
 BROKEN = "import sys; sys.exit(3)"
+SILENT = "import time; time.sleep(120)"
 
 
 def add_servers(notes: Path, *extra: str) -> None:
@@ -95,3 +96,40 @@ def test_mcp_add_rejects_a_bad_name_or_no_target(home):
     neither = cli("mcp", "add", "nothing")
     assert neither.returncode == 2 and "二者选一" in neither.stderr
     assert not (home / "mcp.json").exists()
+
+
+def test_a_server_that_never_answers_is_skipped_after_its_timeout(openai_server, home):
+    silent = cli("mcp", "add", "silent", "--timeout", "2", "--", sys.executable, "-c", SILENT)
+    assert silent.returncode == 0, silent.stderr
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(text="照常回答"))
+    result = cli("ask", "你好")
+    assert result.returncode == 0, result.stderr
+    assert "照常回答" in result.stdout
+    assert result.stderr.count("MCP 服务器 silent") == 1
+    assert "2 秒内没有响应" in result.stderr
+
+
+def test_tool_flags_follow_the_servers_annotations_and_trust(home, tmp_path):
+    """In process: read-only tools may run in parallel, the rest never; approval unless
+    the server is trusted."""
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.mcp.client import ServerEntry, add_server, attach_mcp_servers
+
+    home.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, NOTES_SERVER, str(tmp_path / "notes.txt")]
+    add_server(home, ServerEntry(name="notes", command=command))
+    add_server(home, ServerEntry(name="trusted", command=command, trust=True))
+    registry = default_registry()
+    assert attach_mcp_servers(registry, home) == []
+    flags = {
+        name: (registry.get(name).concurrency_safe, registry.get(name).requires_approval)
+        for name in registry.names
+        if "__" in name
+    }
+    assert flags == {
+        "notes__shout": (True, True),
+        "notes__save_note": (False, True),
+        "trusted__shout": (True, False),
+        "trusted__save_note": (False, False),
+    }

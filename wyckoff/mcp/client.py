@@ -29,7 +29,7 @@ CONFIG_FILE = "mcp.json"
 LOG_DIR = "logs"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,29}$")
 SEPARATOR = "__"
-CONNECT_TIMEOUT_S = 20.0
+CONNECT_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 120.0
 
 
@@ -39,6 +39,7 @@ class ServerEntry(BaseModel):
     url: str | None = Field(default=None, description="streamable HTTP 地址")
     bearer_env: str | None = Field(default=None, description="存放 Bearer token 的环境变量名")
     trust: bool = Field(default=False, description="True 时调用不需要批准")
+    timeout_s: float = Field(default=CONNECT_TIMEOUT_S, gt=0, description="启动并列出工具的时限")
 
     def target(self) -> str:
         return self.url or " ".join(self.command or [])
@@ -114,7 +115,7 @@ async def open_session(entry: ServerEntry, home: Path):
             params = StdioServerParameters(command=command[0], args=command[1:])
             read, write = await stack.enter_async_context(stdio_client(params, errlog=log))
         session = await stack.enter_async_context(ClientSession(read, write))
-        with anyio.fail_after(CONNECT_TIMEOUT_S):
+        with anyio.fail_after(entry.timeout_s):
             await session.initialize()
         yield session
 
@@ -154,7 +155,7 @@ class RemoteServers:
         session = context.__enter__()
         self._open.append(context)
         self.sessions[entry.name] = session
-        return self.portal.call(partial(_bounded, CONNECT_TIMEOUT_S, list_all_tools, session))
+        return self.portal.call(partial(_bounded, entry.timeout_s, list_all_tools, session))
 
     def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
         session = self.sessions[server]
@@ -266,7 +267,7 @@ def unavailable(entry: ServerEntry, exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError):
-        reason = f"{CONNECT_TIMEOUT_S:g} 秒内没有响应"
+        reason = f"{entry.timeout_s:g} 秒内没有响应（可用 `wyckoff mcp add … --timeout 秒` 放宽）"
     else:
         reason = f"{type(exc).__name__}: {exc}"[:300]
     return f"MCP 服务器 {entry.name}（{entry.target()}）无法使用：{reason}"

@@ -26,14 +26,25 @@ def add(
     trust: Annotated[
         bool, typer.Option("--trust", help="它的工具调用不再需要批准（只对你信任的服务器）")
     ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="启动并列出工具的时限（秒），超时即跳过")
+    ] = 30.0,
 ) -> None:
     """添加服务器：`wyckoff mcp add NAME -- 命令 参数…` 或 `wyckoff mcp add NAME --url URL`。"""
     from wyckoff.cli.output import print_notice
     from wyckoff.config import wyckoff_home
+    from wyckoff.errors import UsageError
     from wyckoff.mcp.client import ServerEntry, add_server
 
+    if timeout <= 0:
+        raise UsageError("--timeout 必须大于 0 秒。")
     entry = ServerEntry(
-        name=name, command=command or None, url=url, bearer_env=bearer_env, trust=trust
+        name=name,
+        command=command or None,
+        url=url,
+        bearer_env=bearer_env,
+        trust=trust,
+        timeout_s=timeout,
     )
     add_server(wyckoff_home(), entry)
     approval = "调用不需要批准（--trust）" if trust else "每次调用都需要批准"
