@@ -240,6 +240,22 @@ def test_update_portfolio_is_refused_when_the_client_cannot_ask_its_user(home, e
     assert saved_cash(home) == (0.0, 0)
 
 
+@asynccontextmanager
+async def in_process_session(server):
+    """A real ClientSession on the server over in-memory streams (handshake era)."""
+    async with (
+        create_client_server_memory_streams() as (client_streams, server_streams),
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(
+            lambda: server.run(*server_streams, server.create_initialization_options())
+        )
+        async with ClientSession(*client_streams) as session:
+            await session.initialize()
+            yield session
+        group.cancel_scope.cancel()
+
+
 class WaitParams(BaseModel):
     pass
 
@@ -265,40 +281,56 @@ def test_client_cancellation_stops_the_running_tool(home):
     server = build_server(ToolContext(home=home, registry=registry), tier=2)
 
     async def main():
-        async with (
-            create_client_server_memory_streams() as (client_streams, server_streams),
-            anyio.create_task_group() as group,
-        ):
-            group.start_soon(
-                lambda: server.run(*server_streams, server.create_initialization_options())
-            )
-            async with ClientSession(*client_streams) as session:
-                await session.initialize()
-                started = anyio.Event()
+        async with in_process_session(server) as session:
+            started = anyio.Event()
 
-                async def on_progress(value, total, message) -> None:
-                    started.set()
+            async def on_progress(value, total, message) -> None:
+                started.set()
 
-                call_scope = anyio.CancelScope()
+            call_scope = anyio.CancelScope()
 
-                async def call() -> None:
-                    with call_scope:
-                        await session.call_tool(
-                            "wait_for_cancel", {}, progress_callback=on_progress
-                        )
+            async def call() -> None:
+                with call_scope:
+                    await session.call_tool("wait_for_cancel", {}, progress_callback=on_progress)
 
+            async with anyio.create_task_group() as group:
                 group.start_soon(call)
                 await started.wait()
                 call_scope.cancel()
-                # checked while the connection is open: closing it would cancel the call too
-                seen = await anyio.to_thread.run_sync(stopped.wait, 30)
-                still_serving = [t.name for t in (await session.list_tools()).tools]
-            group.cancel_scope.cancel()
+            # checked while the connection is open: closing it would cancel the call too
+            seen = await anyio.to_thread.run_sync(stopped.wait, 30)
+            still_serving = [t.name for t in (await session.list_tools()).tools]
         return seen, still_serving
 
     seen, still_serving = run(main)
     assert seen, "the tool never saw the client's cancellation"
     assert still_serving == ["wait_for_cancel"]
+
+
+class LeakyResult(BaseModel):
+    echo: str
+
+
+def test_results_and_errors_never_carry_a_known_secret(home, monkeypatch):
+    secret = "sk-live-0123456789abcdefghij"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+
+    def leaky(params: WaitParams, context: ToolContext) -> dict:
+        if context.state.setdefault("calls", 0):
+            raise RuntimeError(f"upstream said: bad key {secret}")
+        context.state["calls"] = 1
+        return {"echo": f"key={secret}"}
+
+    spec = ToolSpec("leaky", "泄露", WaitParams, leaky, "泄露", output=LeakyResult, mcp_tier=2)
+    server = build_server(ToolContext(home=home, registry=ToolRegistry([spec])), tier=2)
+
+    async def main():
+        async with in_process_session(server) as session:
+            return [await session.call_tool("leaky", {}) for _ in range(2)]
+
+    shown, failed = run(main)
+    assert shown.structured_content == {"echo": "key=***"} and secret not in text_of(shown)
+    assert failed.is_error and secret not in text_of(failed) and "***" in text_of(failed)
 
 
 def free_port() -> int:

@@ -31,6 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, canonical_args, json_schema
+from wyckoff.config import redact_text, redact_value
 
 SERVER_NAME = "wyckoff"
 TIERS = {1: "本地历史", 2: "行情与引擎", 3: "用户数据与模型"}
@@ -74,6 +75,7 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
     """An MCP server for the tools of `tier` and below, all run with `context`."""
     specs = {spec.name: spec for spec in served_specs(context.registry, tier)}
     tools = [mcp_tool(spec) for spec in specs.values()]
+    input_schemas = {tool.name: tool.input_schema for tool in tools}
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -88,10 +90,6 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
             return failure(f"wyckoff-mcp 在 tier {tier} 没有名为 {params.name} 的工具。")
         return await run_call(ctx, spec, params, context)
 
-    def input_schema(name: str) -> dict[str, Any] | None:
-        spec = specs.get(name)
-        return spec.schema()["parameters"] if spec else None
-
     return Server(
         SERVER_NAME,
         title="Wyckoff A 股威科夫工具",
@@ -99,7 +97,7 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
             "Wyckoff 的 A 股行情、威科夫引擎与持仓工具。结果中的 source 是数据源；"
             "source 为 demo 时是本地合成的演示数据，引用结论时必须说明。"
         ),
-        get_tool_input_schema=input_schema,
+        get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -134,16 +132,16 @@ async def run_call(
         return failure(outcome.error or "")
     value = outcome.raw
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    structured = json.loads(text) if spec.output is not None else None
+    structured = redact_value(json.loads(text)) if spec.output is not None else None
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured
+        content=[types.TextContent(type="text", text=redact_text(text))],
+        structured_content=structured,
     )
 
 
 def failure(message: str) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=message)], is_error=True
-    )
+    text = redact_text(message)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def progress_sender(ctx: ServerRequestContext):
