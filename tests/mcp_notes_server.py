@@ -1,11 +1,13 @@
-"""A small MCP server for the client tests: `shout` (read-only) and `save_note`, which
-appends to the file named by its first argument. Run as `python mcp_notes_server.py FILE`."""
+"""A small MCP server for the client tests: `shout` (read-only), `save_note`, which
+appends to the file named by its first argument, and `wait`, which marks that file when
+cancelled. Run as `python mcp_notes_server.py FILE`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
@@ -25,6 +27,17 @@ def save_note(text: str) -> str:
     with NOTES.open("a", encoding="utf-8") as notes:
         notes.write(text + "\n")
     return f"saved {text}"
+
+
+@server.tool()
+async def wait(seconds: float) -> str:
+    """Waits; a cancelled wait writes "cancelled" to the notes file."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        NOTES.write_text("cancelled\n", encoding="utf-8")
+        raise
+    return "waited"
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import add_scripted_model, cli, marked_data
@@ -132,4 +133,30 @@ def test_tool_flags_follow_the_servers_annotations_and_trust(home, tmp_path):
         "notes__save_note": (False, True),
         "trusted__shout": (True, False),
         "trusted__save_note": (False, False),
+        "notes__wait": (False, True),
+        "trusted__wait": (False, False),
     }
+
+
+def test_cancelling_a_call_cancels_it_on_the_server(home, tmp_path):
+    import threading
+
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.mcp.client import ServerEntry, add_server, attach_mcp_servers
+
+    home.mkdir(parents=True, exist_ok=True)
+    notes = tmp_path / "notes.txt"
+    add_server(home, ServerEntry(name="slow", command=[sys.executable, NOTES_SERVER, str(notes)]))
+    registry = default_registry()
+    assert attach_mcp_servers(registry, home) == []
+    spec, params = registry.validate({"name": "slow__wait", "args": {"seconds": 60}})
+    context = ToolContext(home=home, registry=registry)
+    threading.Timer(1.0, context.cancel_event.set).start()
+    outcome = registry.run(spec, params, context, "call-1")
+    assert outcome.error == "已被用户取消。"
+    for _ in range(300):  # the server notices the cancellation on its own schedule
+        if notes.exists():
+            break
+        time.sleep(0.1)
+    assert notes.read_text(encoding="utf-8") == "cancelled\n"

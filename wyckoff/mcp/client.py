@@ -11,6 +11,7 @@ server that fails to start or to answer in time is reported once and skipped.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -157,9 +158,19 @@ class RemoteServers:
         self.sessions[entry.name] = session
         return self.portal.call(partial(_bounded, entry.timeout_s, list_all_tools, session))
 
-    def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+    def call(self, server: str, tool: str, args: dict[str, Any], context: ToolContext) -> Any:
+        """The server's CallToolResult; the user's cancel cancels the request on the server."""
         session = self.sessions[server]
-        return self.portal.call(partial(_bounded, CALL_TIMEOUT_S, session.call_tool, tool, args))
+        pending = self.portal.start_task_soon(
+            partial(_bounded, CALL_TIMEOUT_S, session.call_tool, tool, args)
+        )
+        while True:
+            try:
+                return pending.result(timeout=0.05)
+            except concurrent.futures.TimeoutError:
+                if context.cancelled():
+                    pending.cancel()  # the SDK tells the server (notifications/cancelled)
+                    raise ToolFailure("已被用户取消。") from None
 
     def close(self) -> None:
         for context in reversed(self._open):
@@ -204,7 +215,7 @@ def remote_spec(servers: RemoteServers, entry: ServerEntry, tool: Any) -> ToolSp
     read_only = bool(tool.annotations and tool.annotations.read_only_hint)
 
     def call(params: BaseModel, context: ToolContext) -> Any:
-        result = servers.call(entry.name, tool.name, params.model_dump())
+        result = servers.call(entry.name, tool.name, params.model_dump(), context)
         text = "\n".join(getattr(block, "text", "") for block in result.content).strip()
         if result.is_error:
             raise ToolFailure(
