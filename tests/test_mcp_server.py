@@ -391,6 +391,22 @@ def test_http_on_loopback_requires_the_bearer_token_and_serves_the_tools(http_se
     assert "演示数据" in result.structured_content["data_note"]
 
 
+def test_wyckoff_uses_wyckoff_mcp_over_http_as_another_mcp_server(http_server, home):
+    """The client side against wyckoff-mcp over HTTP: the token is read from the named
+    variable when connecting, never written to mcp.json."""
+    added = cli("mcp", "add", "self", "--url", http_server, "--bearer-env", "SELF_TOKEN")
+    assert added.returncode == 0, added.stderr
+    assert TOKEN not in (home / "mcp.json").read_text()
+    tested = cli("mcp", "test", "self", env={"SELF_TOKEN": TOKEN})
+    assert tested.returncode == 0, tested.stderr
+    assert "self__get_market_overview" in tested.stdout and "是" in tested.stdout
+    unset = cli("mcp", "test", "self")
+    assert unset.returncode == 1 and "环境变量 SELF_TOKEN 没有设置" in unset.stderr
+    wrong = cli("mcp", "test", "self", env={"SELF_TOKEN": "not-the-token-at-all"})
+    assert wrong.returncode == 1 and "需要有效的 Bearer token" in wrong.stderr
+    assert "Traceback" not in unset.stderr + wrong.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [({}, "请先设置环境变量 WYCKOFF_MCP_TOKEN"), ({"WYCKOFF_MCP_TOKEN": "short"}, "太短")],

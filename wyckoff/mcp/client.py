@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolRegistry, ToolSpec, canonical_args
-from wyckoff.errors import ConfigError, UsageError
+from wyckoff.errors import ConfigError, UsageError, WyckoffError
 
 CONFIG_FILE = "mcp.json"
 LOG_DIR = "logs"
@@ -104,7 +104,12 @@ async def open_session(entry: ServerEntry, home: Path):
 
             headers = {}
             if entry.bearer_env:
-                headers["Authorization"] = f"Bearer {os.environ.get(entry.bearer_env, '')}"
+                token = os.environ.get(entry.bearer_env, "").strip()
+                if not token:
+                    raise ConfigError(
+                        f"环境变量 {entry.bearer_env} 没有设置（它是这个服务器的 Bearer token）"
+                    )
+                headers["Authorization"] = f"Bearer {token}"
             client = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
             read, write = await stack.enter_async_context(
                 streamable_http_client(entry.url, http_client=client)
@@ -277,7 +282,9 @@ def unavailable(entry: ServerEntry, exc: BaseException) -> str:
     """Why a server cannot be used, in one sentence (the first cause of a task group's)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, WyckoffError):
+        reason = exc.message
+    elif isinstance(exc, TimeoutError):
         reason = f"{entry.timeout_s:g} 秒内没有响应（可用 `wyckoff mcp add … --timeout 秒` 放宽）"
     else:
         reason = f"{type(exc).__name__}: {exc}"[:300]

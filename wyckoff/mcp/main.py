@@ -18,6 +18,7 @@ from wyckoff.errors import UsageError, WyckoffError
 TOKEN_VARIABLE = "WYCKOFF_MCP_TOKEN"
 MIN_TOKEN_CHARS = 16
 DEFAULT_PORT = 8765
+REFUSED = "需要有效的 Bearer token（Authorization: Bearer …），请求被拒绝。"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -145,8 +146,8 @@ class BearerGate:
             if not hmac.compare_digest(given, self.expected):
                 from starlette.responses import JSONResponse
 
-                response = JSONResponse(
-                    {"error": "需要有效的 Bearer token（Authorization: Bearer …）。"},
+                response = JSONResponse(  # a JSON-RPC error, so MCP clients show the sentence
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": REFUSED}},
                     status_code=401,
                     headers={"WWW-Authenticate": "Bearer"},
                 )
