@@ -160,3 +160,16 @@ def test_cancelling_a_call_cancels_it_on_the_server(home, tmp_path):
             break
         time.sleep(0.1)
     assert notes.read_text(encoding="utf-8") == "cancelled\n"
+
+
+def test_a_broken_mcp_json_is_reported_and_the_session_goes_on(openai_server, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "mcp.json").write_text("[{oops", encoding="utf-8")
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(text="照常回答"))
+    result = cli("ask", "你好")
+    assert result.returncode == 0, result.stderr
+    assert "照常回答" in result.stdout
+    assert "mcp.json 格式不对" in result.stderr and "没有加载任何 MCP 服务器" in result.stderr
+    listed = cli("mcp", "list")
+    assert listed.returncode == 2 and "mcp.json 格式不对" in listed.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import copy
 import json
 import os
 import re
@@ -210,7 +211,7 @@ def remote_params(schema: dict[str, Any]) -> type[BaseModel]:
 
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return json.loads(json.dumps(published))
+            return copy.deepcopy(published)
 
     return RemoteArguments
 
@@ -263,7 +264,10 @@ def attach_mcp_servers(registry: ToolRegistry, home: Path) -> list[str]:
 
 
 def connect_all(home: Path) -> tuple[list[ToolSpec], list[str]]:
-    entries = load_servers(home)
+    try:
+        entries = load_servers(home)
+    except ConfigError as exc:  # a broken mcp.json costs its servers, not the session
+        return [], [f"{exc.message}这次没有加载任何 MCP 服务器。"]
     if not entries:
         return [], []
     servers = RemoteServers(home)
