@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from wyckoff.agents import results
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.config import MAIN_INDICES, board_of
 
@@ -696,6 +697,8 @@ MARKET_TOOLS = (
         concurrency_safe=True,
         summarize=summarize_search,
         timeout_s=60,
+        output=results.SearchResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "analyze_stock",
@@ -706,6 +709,8 @@ MARKET_TOOLS = (
         concurrency_safe=True,
         summarize=summarize_analysis,
         timeout_s=60,
+        output=results.AnalyzeResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "get_market_overview",
@@ -716,6 +721,8 @@ MARKET_TOOLS = (
         concurrency_safe=True,
         summarize=summarize_overview,
         timeout_s=60,
+        output=results.OverviewResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "get_market_history",
@@ -726,6 +733,8 @@ MARKET_TOOLS = (
         concurrency_safe=True,
         summarize=summarize_index_history,
         timeout_s=60,
+        output=results.IndexHistoryResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "screen_stocks",
@@ -736,6 +745,8 @@ MARKET_TOOLS = (
         background=True,
         summarize=summarize_screen,
         timeout_s=600,
+        output=results.ScreenResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "run_backtest",
@@ -746,6 +757,8 @@ MARKET_TOOLS = (
         background=True,
         summarize=summarize_backtest,
         timeout_s=1800,
+        output=results.BacktestResult,
+        mcp_tier=2,
     ),
     ToolSpec(
         "query_history",
@@ -756,5 +769,7 @@ MARKET_TOOLS = (
         concurrency_safe=True,
         summarize=summarize_history_query,
         timeout_s=30,
+        output=results.HistoryQueryResult,
+        mcp_tier=1,
     ),
 )

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from wyckoff.agents import results
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
 
@@ -508,6 +509,8 @@ PORTFOLIO_TOOLS = (
         concurrency_safe=True,
         summarize=summarize_positions,
         timeout_s=120,
+        output=results.PortfolioResult,
+        mcp_tier=3,
     ),
     ToolSpec(
         "update_portfolio",
@@ -518,6 +521,8 @@ PORTFOLIO_TOOLS = (
         requires_approval=True,
         summarize=summarize_change,
         timeout_s=30,
+        output=results.PortfolioChange,
+        mcp_tier=3,
         describe=describe_update,
     ),
 )

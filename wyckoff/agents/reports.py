@@ -367,6 +367,7 @@ REPORT_TOOLS = (
         background=True,
         summarize=summarize_report,
         timeout_s=600,
+        mcp_tier=3,
     ),
     ToolSpec(
         "generate_strategy_decision",
@@ -377,5 +378,6 @@ REPORT_TOOLS = (
         background=True,
         summarize=summarize_decision,
         timeout_s=600,
+        mcp_tier=3,
     ),
 )

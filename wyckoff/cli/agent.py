@@ -21,6 +21,7 @@ class Agent:
     home: Path
     config: Any
     skills: Any
+    mcp_warnings: list[str]  # configured MCP servers that could not be used
 
 
 def open_agent(
@@ -38,6 +39,7 @@ def open_agent(
     from wyckoff.cli.model_registry import build_provider
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.mcp.client import attach_mcp_servers
     from wyckoff.store import Store
 
     home = wyckoff_home()
@@ -47,6 +49,7 @@ def open_agent(
     chat_log = ChatLog(store)
     conversation = _conversation(chat_log, session_id, continue_latest)
     registry = default_registry()
+    mcp_warnings = attach_mcp_servers(registry, home)
     skills = SkillLibrary(home)
     unknown = sorted(set(approve or []) - set(registry.names))
     if unknown:
@@ -68,7 +71,7 @@ def open_agent(
         skills_reminder=lambda: skills.reminder(),
     )
     runtime.context.state["skills"] = skills
-    return Agent(runtime, conversation, chat_log, home, config, skills)
+    return Agent(runtime, conversation, chat_log, home, config, skills, mcp_warnings)
 
 
 def _conversation(chat_log: ChatLog, session_id: str | None, continue_latest: bool) -> Conversation:

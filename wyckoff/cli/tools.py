@@ -81,6 +81,10 @@ class ToolSpec:
     timeout_s: float = 60.0
     describe: ActionDescriber | None = None  # every risky tool has one (else: title + JSON)
     output_is_data: bool = True  # False only when the result is the user's own words
+    output: type[BaseModel] | None = None  # the result's shape, when it is stable
+    mcp_tier: int | None = (
+        None  # 1 local history, 2 market/engine, 3 user data/LLM; None: not served
+    )
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""

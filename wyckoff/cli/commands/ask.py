@@ -72,7 +72,7 @@ def ask(
         approve=[n.strip() for n in (approve or "").split(",") if n.strip()],
         approve_all=approve_all,
     )
-    for line in agent.skills.warnings + agent.skills.notices:
+    for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
         sys.stderr.write(line + "\n")
     content = agent.skills.slash_message(text) or text.strip()
     agent.conversation.append({"role": "user", "content": content})

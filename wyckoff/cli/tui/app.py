@@ -162,8 +162,8 @@ class WyckoffApp(App):
         agent.runtime.background.listeners.append(
             lambda event: self.post_message(TaskUpdated(event))
         )
-        for line in agent.skills.warnings + agent.skills.notices:
-            self.show_notice(line, error=line in agent.skills.warnings)
+        for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
+            self.show_notice(line, error=line not in agent.skills.notices)
         self.query_one(PromptInput).commands = [
             *BUILTIN_COMMANDS,
             *(f"/{name}" for name in agent.skills.skills),

@@ -1,0 +1,469 @@
+"""`wyckoff-mcp` driven by the real `mcp` client SDK: as a subprocess over stdio and over
+streamable HTTP on 127.0.0.1, and in process for cancellation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.memory import create_client_server_memory_streams
+from pydantic import BaseModel
+
+from tests.conftest import NETGUARD, cli
+from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.tool_table import README, readme_with_table, tool_table
+from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
+from wyckoff.engine.sources import ensure_demo
+from wyckoff.mcp.server import build_server
+from wyckoff.store import Store
+
+SCRIPT = shutil.which("wyckoff-mcp", path=str(Path(sys.executable).parent))
+TOKEN = "test-token-0123456789abcdef"
+TIER_1 = ["query_history"]
+TIER_2 = [
+    "search_stock_by_name",
+    "analyze_stock",
+    "get_market_overview",
+    "get_market_history",
+    "screen_stocks",
+    "run_backtest",
+    "query_history",
+]
+TIER_3 = [
+    *TIER_2,
+    "portfolio",
+    "update_portfolio",
+    "generate_ai_report",
+    "generate_strategy_decision",
+]
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory) -> Path:
+    """A home on the demo market (400 synthetic stocks), shared by the read-only tests."""
+    path = tmp_path_factory.mktemp("mcp") / "home"
+    path.mkdir()
+    ensure_demo(path, limit=400)
+    assert cli("data", "use", "demo", env={"WYCKOFF_HOME": str(path)}).returncode == 0
+    return path
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    python_path = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "WYCKOFF_HOME": str(home), "PYTHONPATH": python_path, **extra}
+
+
+@asynccontextmanager
+async def stdio_session(home: Path, *args: str, **session_options: Any):
+    params = StdioServerParameters(command=SCRIPT, args=list(args), env=server_env(home))
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, **session_options) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def run(main) -> Any:
+    async def bounded():
+        with anyio.fail_after(120):
+            return await main()
+
+    return anyio.run(bounded)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [(["--tier", "1"], TIER_1), ([], TIER_2), (["--tier", "3"], TIER_3)],
+    ids=["tier1", "default-tier2", "tier3"],
+)
+def test_each_tier_lists_its_tools_with_the_registrys_definitions(home, args, expected):
+    async def main():
+        async with stdio_session(home, *args) as session:
+            return (await session.list_tools()).tools
+
+    tools = run(main)
+    assert sorted(t.name for t in tools) == sorted(expected)
+    registry = default_registry()
+    for tool in tools:
+        spec = registry.get(tool.name)
+        assert tool.title == spec.title and tool.description == spec.description
+        assert tool.input_schema == spec.schema()["parameters"]
+        assert tool.output_schema == (json_schema(spec.output) if spec.output else None)
+        assert tool.annotations.destructive_hint == spec.requires_approval
+
+
+def test_tier2_tools_run_on_the_demo_market_with_structured_output_and_the_demo_label(demo_home):
+    registry = default_registry()
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async def main():
+        results = {}
+        async with stdio_session(demo_home) as session:
+            found = await session.call_tool("search_stock_by_name", {"keyword": "银行"})
+            results["search_stock_by_name"] = found
+            first = found.structured_content["results"][0]["code"]
+            calls = [
+                ("analyze_stock", {"code": first}),
+                ("analyze_stock", {"code": first, "mode": "price", "days": 5}),
+                ("get_market_overview", {}),
+                ("get_market_history", {"days": 10}),
+                ("run_backtest", {}),
+            ]
+            for name, args in calls:
+                results[f"{name}{args.get('mode', '')}"] = await session.call_tool(name, args)
+            results["screen_stocks"] = await session.call_tool(
+                "screen_stocks", {}, progress_callback=on_progress
+            )
+            refused = await session.call_tool("portfolio", {})
+        return results, refused
+
+    results, refused = run(main)
+    for key, result in results.items():
+        name = key.removesuffix("price")
+        assert not result.is_error, text_of(result)
+        structured = result.structured_content
+        registry.get(name).output.model_validate(structured)
+        assert json.loads(text_of(result)) == structured
+        assert structured["source"] == "demo"
+        assert "演示数据" in structured["data_note"] and "演示数据" in text_of(result)
+    assert len(results["analyze_stockprice"].structured_content["bars"]) == 5
+    assert results["analyze_stock"].structured_content["health_label"]
+    assert results["screen_stocks"].structured_content["summary"]["total_scanned"] == 400
+    values = [value for value, _, _ in progress]
+    assert len(progress) >= 3 and values == sorted(values) and all(t == 100 for _, t, _ in progress)
+    assert any("全市场漏斗" in (message or "") for _, _, message in progress)
+    assert refused.is_error and "没有名为 portfolio 的工具" in text_of(refused)
+
+
+class Answer:
+    """A client's elicitation callback: records what the user was shown, answers as told."""
+
+    def __init__(self, action: str, confirm: bool = True) -> None:
+        self.action, self.confirm, self.shown = action, confirm, []
+
+    async def __call__(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.shown.append(params.message)
+        content = {"confirm": self.confirm} if self.action == "accept" else None
+        return types.ElicitResult(action=self.action, content=content)
+
+
+ERAS = ["handshake", "2026-07-28"]
+
+
+def call_update(home: Path, answer: Answer | None, era: str) -> types.CallToolResult:
+    """update_portfolio from a client of either protocol era: the handshake era asks with a
+    server request mid-call, 2026-07-28 with an input-required round the client answers."""
+    options = {"elicitation_callback": answer} if answer else {}
+    arguments = {"action": "set_cash", "cash": 12345}
+
+    async def main():
+        if era == "handshake":
+            async with stdio_session(home, "--tier", "3", **options) as session:
+                return await session.call_tool("update_portfolio", arguments)
+        server = StdioServerParameters(command=SCRIPT, args=["--tier", "3"], env=server_env(home))
+        async with Client(server, **options) as client:
+            assert client.session.protocol_version == era
+            return await client.call_tool("update_portfolio", arguments)
+
+    return run(main)
+
+
+def saved_cash(home: Path) -> tuple[float, int]:
+    store = Store.in_home(home)
+    row = store.conn.execute("SELECT amount FROM portfolio_cash WHERE id = 1").fetchone()
+    changes = store.conn.execute("SELECT COUNT(*) FROM portfolio_history").fetchone()[0]
+    return (float(row[0]) if row else 0.0), changes
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_update_portfolio_runs_only_after_the_clients_user_agrees_to_the_sentence(home, era):
+    answer = Answer("accept")
+    result = call_update(home, answer, era)
+    assert answer.shown == ["Wyckoff 请求执行：把现金从 0.00 元改为 12,345.00 元。同意吗？"]
+    assert not result.is_error, text_of(result)
+    assert result.structured_content == {
+        "action": "set_cash",
+        "before": {"cash": 0.0},
+        "after": {"cash": 12345.0},
+    }
+    assert saved_cash(home) == (12345.0, 1)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [Answer("decline"), Answer("cancel"), Answer("accept", confirm=False)],
+    ids=["declined", "dismissed", "submitted-unticked"],
+)
+@pytest.mark.parametrize("era", ERAS)
+def test_update_portfolio_changes_nothing_without_a_yes(home, answer, era):
+    answer.shown.clear()
+    result = call_update(home, answer, era)
+    assert len(answer.shown) == 1
+    assert result.is_error
+    assert (
+        text_of(result)
+        == "用户没有同意「把现金从 0.00 元改为 12,345.00 元」，没有执行，什么也没有改变。"
+    )
+    assert saved_cash(home) == (0.0, 0)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_update_portfolio_is_refused_when_the_client_cannot_ask_its_user(home, era):
+    result = call_update(home, None, era)
+    assert result.is_error
+    assert "不支持 elicitation" in text_of(result) and "什么也没有改变" in text_of(result)
+    assert saved_cash(home) == (0.0, 0)
+
+
+@asynccontextmanager
+async def in_process_session(server):
+    """A real ClientSession on the server over in-memory streams (handshake era)."""
+    async with (
+        create_client_server_memory_streams() as (client_streams, server_streams),
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(
+            lambda: server.run(*server_streams, server.create_initialization_options())
+        )
+        async with ClientSession(*client_streams) as session:
+            await session.initialize()
+            yield session
+        group.cancel_scope.cancel()
+
+
+class WaitParams(BaseModel):
+    pass
+
+
+def test_client_cancellation_stops_the_running_tool(home):
+    """A tool that runs until told to stop: the client's cancel must reach it."""
+    stopped = threading.Event()
+
+    def wait_for_cancel(params: WaitParams, context: ToolContext) -> str:
+        step = 0
+        while not context.cancelled() and step < 3000:
+            context.progress("等待", f"第 {step} 步", min(step / 3000, 1))
+            step += 1
+            time.sleep(0.01)
+        if context.cancelled():
+            stopped.set()
+        return "finished"
+
+    spec = ToolSpec(
+        "wait_for_cancel", "等到取消", WaitParams, wait_for_cancel, "等待取消", mcp_tier=2
+    )
+    registry = ToolRegistry([spec])
+    server = build_server(ToolContext(home=home, registry=registry), tier=2)
+
+    async def main():
+        async with in_process_session(server) as session:
+            started = anyio.Event()
+
+            async def on_progress(value, total, message) -> None:
+                started.set()
+
+            call_scope = anyio.CancelScope()
+
+            async def call() -> None:
+                with call_scope:
+                    await session.call_tool("wait_for_cancel", {}, progress_callback=on_progress)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await started.wait()
+                call_scope.cancel()
+            # checked while the connection is open: closing it would cancel the call too
+            seen = await anyio.to_thread.run_sync(stopped.wait, 30)
+            still_serving = [t.name for t in (await session.list_tools()).tools]
+        return seen, still_serving
+
+    seen, still_serving = run(main)
+    assert seen, "the tool never saw the client's cancellation"
+    assert still_serving == ["wait_for_cancel"]
+
+
+class LeakyResult(BaseModel):
+    echo: str
+
+
+def test_results_and_errors_never_carry_a_known_secret(home, monkeypatch):
+    secret = "sk-live-0123456789abcdefghij"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+
+    def leaky(params: WaitParams, context: ToolContext) -> dict:
+        if context.state.setdefault("calls", 0):
+            raise RuntimeError(f"upstream said: bad key {secret}")
+        context.state["calls"] = 1
+        return {"echo": f"key={secret}"}
+
+    spec = ToolSpec("leaky", "泄露", WaitParams, leaky, "泄露", output=LeakyResult, mcp_tier=2)
+    server = build_server(ToolContext(home=home, registry=ToolRegistry([spec])), tier=2)
+
+    async def main():
+        async with in_process_session(server) as session:
+            return [await session.call_tool("leaky", {}) for _ in range(2)]
+
+    shown, failed = run(main)
+    assert shown.structured_content == {"echo": "key=***"} and secret not in text_of(shown)
+    assert failed.is_error and secret not in text_of(failed) and "***" in text_of(failed)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(demo_home) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [SCRIPT, "--http", "--port", str(port)],
+        env=server_env(demo_home, WYCKOFF_MCP_TOKEN=TOKEN),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        assert process.poll() is None, process.stderr.read()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_http_on_loopback_requires_the_bearer_token_and_serves_the_tools(http_server):
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    assert httpx.post(http_server, json=hello, headers=headers).status_code == 401
+    wrong = {**headers, "Authorization": "Bearer not-the-token-at-all"}
+    assert httpx.post(http_server, json=hello, headers=wrong).status_code == 401
+
+    async def main():
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+        async with (
+            client,
+            streamable_http_client(http_server, http_client=client) as (
+                read,
+                write,
+            ),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            result = await session.call_tool("get_market_overview", {})
+            return names, result
+
+    names, result = run(main)
+    assert sorted(names) == sorted(TIER_2)
+    assert not result.is_error and result.structured_content["source"] == "demo"
+    assert "演示数据" in result.structured_content["data_note"]
+
+
+def test_wyckoff_uses_wyckoff_mcp_over_http_as_another_mcp_server(http_server, home):
+    """The client side against wyckoff-mcp over HTTP: the token is read from the named
+    variable when connecting, never written to mcp.json."""
+    added = cli("mcp", "add", "self", "--url", http_server, "--bearer-env", "SELF_TOKEN")
+    assert added.returncode == 0, added.stderr
+    assert TOKEN not in (home / "mcp.json").read_text()
+    tested = cli("mcp", "test", "self", env={"SELF_TOKEN": TOKEN})
+    assert tested.returncode == 0, tested.stderr
+    assert "self__get_market_overview" in tested.stdout and "是" in tested.stdout
+    unset = cli("mcp", "test", "self")
+    assert unset.returncode == 1 and "环境变量 SELF_TOKEN 没有设置" in unset.stderr
+    wrong = cli("mcp", "test", "self", env={"SELF_TOKEN": "not-the-token-at-all"})
+    assert wrong.returncode == 1 and "需要有效的 Bearer token" in wrong.stderr
+    assert "Traceback" not in unset.stderr + wrong.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [({}, "请先设置环境变量 WYCKOFF_MCP_TOKEN"), ({"WYCKOFF_MCP_TOKEN": "short"}, "太短")],
+    ids=["no-token", "short-token"],
+)
+def test_http_beyond_loopback_refuses_to_start_without_a_real_token(home, env, message):
+    result = subprocess.run(
+        [SCRIPT, "--http", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=server_env(home, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_readme_tool_table_matches_the_tool_definitions():
+    readme = README.read_text(encoding="utf-8")
+    assert readme_with_table(readme, tool_table(default_registry())) == readme, (
+        "README 的工具表与 ToolSpec 不一致：运行 python -m wyckoff.cli.tool_table --write"
+    )
+
+
+def test_a_yes_to_one_action_cannot_be_replayed_for_another(home):
+    """2026-07-28: the answer comes back with the retried call; it only counts for the
+    arguments the user was shown."""
+    yes = types.ElicitResult(action="accept", content={"confirm": True})
+
+    async def main():
+        server = StdioServerParameters(command=SCRIPT, args=["--tier", "3"], env=server_env(home))
+        async with Client(server, elicitation_callback=Answer("accept")) as client:
+            session = client.session
+            shown = {"action": "set_cash", "cash": 1}
+            question = await session.call_tool("update_portfolio", shown, allow_input_required=True)
+            assert isinstance(question, types.InputRequiredResult)
+            (request,) = question.input_requests.values()
+            assert "把现金从 0.00 元改为 1.00 元" in request.params.message
+            swapped = await session.call_tool(
+                "update_portfolio",
+                {"action": "set_cash", "cash": 99_999_999},
+                input_responses=dict.fromkeys(question.input_requests, yes),
+                request_state=question.request_state,
+                allow_input_required=True,
+            )
+            forged = await session.call_tool(
+                "update_portfolio",
+                shown,
+                input_responses=dict.fromkeys(question.input_requests, yes),
+                request_state="made-up",
+                allow_input_required=True,
+            )
+            return swapped, forged
+
+    swapped, forged = run(main)
+    assert isinstance(swapped, types.InputRequiredResult)  # asked again, about 99,999,999
+    (request,) = swapped.input_requests.values()
+    assert "99,999,999.00 元" in request.params.message
+    assert isinstance(forged, types.InputRequiredResult)
+    assert saved_cash(home) == (0.0, 0)

@@ -1,0 +1,141 @@
+"""The shapes of tool results that are stable enough to promise (a ToolSpec's `output`).
+
+MCP clients receive them as the tool's output schema and validate structured results
+against it. Each model names the fields a caller can rely on and allows more, so a
+detail added to a result later does not break a client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class MarketResult(Open):
+    """Every market result: where the data came from, and the demo label."""
+
+    source: str = Field(description="数据源；demo 表示本地合成的演示数据")
+    as_of: str = Field(description="数据截至的交易日")
+    data_note: str | None = Field(default=None, description="演示数据的标注（仅 demo）")
+
+
+class StockQuote(Open):
+    code: str
+    name: str
+    industry: str | None = None
+    board: str | None = None
+    close: float | None = None
+    pct_change: float | None = None
+
+
+class SearchResult(MarketResult):
+    results: list[StockQuote]
+    note: str | None = None
+
+
+class DailyBar(Open):
+    date: str
+    open: float
+    high: float
+    low: float
+    close: float
+    volume: int
+    amount: float
+
+
+class AnalyzeResult(MarketResult):
+    code: str
+    name: str
+    health: str | None = Field(default=None, description="diagnose：健康度")
+    health_label: str | None = None
+    reasons: list[str] | None = Field(default=None, description="diagnose：健康度的理由")
+    phase: str | None = Field(default=None, description="diagnose：吸筹阶段")
+    stop: dict[str, Any] | None = Field(default=None, description="diagnose：止损位")
+    bars: list[DailyBar] | None = Field(default=None, description="price：最近日线（前复权）")
+
+
+class IndexQuote(Open):
+    code: str
+    name: str
+    close: float
+    pct_change: float
+    ret20_pct: float | None = None
+
+
+class OverviewResult(MarketResult):
+    indices: list[IndexQuote]
+    advance_decline: dict[str, int]
+    regime: dict[str, Any]
+
+
+class IndexRow(Open):
+    date: str
+    close: float
+    pct_change: float | None = None
+    amount: float
+
+
+class IndexHistoryResult(MarketResult):
+    index: str
+    name: str
+    summary: dict[str, float | int | None]
+    rows: list[IndexRow]
+
+
+class Candidate(Open):
+    code: str
+    name: str
+    industry: str | None = None
+    close: float
+    channels: list[str]
+    triggers: list[str]
+    score: float
+
+
+class ScreenResult(MarketResult):
+    board: str
+    summary: dict[str, int]
+    regime: str
+    regime_label: str
+    trade_mode: str
+    top_candidates: list[Candidate]
+    trigger_groups: dict[str, list[str]]
+    top_sectors: list[dict[str, Any]]
+    symbols_for_report: list[str]
+
+
+class BacktestResult(MarketResult):
+    period: dict[str, str]
+    params: dict[str, Any]
+    trades: int
+    win_rate_pct: float | None = None
+    avg_ret_pct: float | None = None
+    simple_view: dict[str, Any]
+    cash_portfolio: dict[str, Any]
+    trade_list: list[dict[str, Any]]
+    trade_list_note: str | None = None
+
+
+class HistoryQueryResult(Open):
+    source: str = Field(description="查询的历史：recommendation / signal / archive")
+    rows: list[dict[str, Any]]
+    note: str | None = None
+
+
+class PortfolioResult(Open):
+    positions: list[dict[str, Any]]
+    cash: float
+    note: str | None = None
+    source: str | None = Field(default=None, description="diagnose：行情数据源")
+    data_note: str | None = None
+
+
+class PortfolioChange(Open):
+    action: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None

@@ -1,0 +1,156 @@
+"""`wyckoff-mcp`: serve Wyckoff's tools over MCP.
+
+stdio by default (what Claude Code, Cursor and Codex launch); `--http` serves streamable
+HTTP on 127.0.0.1. Bound to any other address it requires a bearer token
+(WYCKOFF_MCP_TOKEN), and a token that is set is required on loopback too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import os
+import sys
+
+from wyckoff.errors import UsageError, WyckoffError
+
+TOKEN_VARIABLE = "WYCKOFF_MCP_TOKEN"
+MIN_TOKEN_CHARS = 16
+DEFAULT_PORT = 8765
+REFUSED = "需要有效的 Bearer token（Authorization: Bearer …），请求被拒绝。"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from wyckoff.mcp.server import DEFAULT_TIER, TIERS
+
+    tiers = "；".join(f"{n} {label}" for n, label in TIERS.items())
+    parser = argparse.ArgumentParser(
+        prog="wyckoff-mcp",
+        description="通过 MCP 把 Wyckoff 的工具提供给 Claude Code、Cursor、Codex 等外部智能体。",
+    )
+    parser.add_argument(
+        "--tier",
+        type=int,
+        choices=sorted(TIERS),
+        default=DEFAULT_TIER,
+        help=f"提供哪一层及以下的工具（{tiers}）；默认 {DEFAULT_TIER}，3 必须显式指定",
+    )
+    parser.add_argument("--http", action="store_true", help="用 streamable HTTP 代替 stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="--http 绑定的地址，默认 127.0.0.1")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="--http 的端口")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    os.umask(0o077)
+    args = parse_args(argv)
+    try:
+        token = http_token(args.host) if args.http else None
+        context = open_context(args.tier)
+        from wyckoff.mcp.server import build_server
+
+        server = build_server(context, args.tier)
+        if args.http:
+            serve_http(server, args.host, args.port, token, args.tier)
+        else:
+            serve_stdio(server)
+    except WyckoffError as exc:
+        sys.stderr.write(f"错误：{exc.message}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def http_token(host: str) -> str | None:
+    """The bearer token clients must send; required unless bound to loopback."""
+    token = os.environ.get(TOKEN_VARIABLE, "").strip() or None
+    if token is None and not is_loopback(host):
+        raise UsageError(
+            f"绑定到 {host} 会让其他机器也能调用你的工具：请先设置环境变量 {TOKEN_VARIABLE}"
+            f"（至少 {MIN_TOKEN_CHARS} 个字符的随机串），客户端用 Authorization: Bearer 发送它。"
+        )
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise UsageError(f"{TOKEN_VARIABLE} 太短：至少需要 {MIN_TOKEN_CHARS} 个字符。")
+    return token
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def open_context(tier: int):
+    """The ToolContext every call runs with: WYCKOFF_HOME's config, data source and store;
+    the configured model only at tier 3 (reports and decisions need one)."""
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.store import Store
+
+    home = wyckoff_home()
+    config = load_config(home)
+    provider = None
+    if tier >= 3:
+        from wyckoff.cli.model_registry import build_provider
+
+        try:
+            provider = build_provider(config)
+        except WyckoffError as exc:  # the model tools say so when called; the rest work
+            sys.stderr.write(
+                f"wyckoff-mcp：没有可用的模型（{exc.message}），研报与决策工具将报错。\n"
+            )
+    return ToolContext(
+        home=home, registry=default_registry(), store=Store.in_home(home), provider=provider
+    )
+
+
+def serve_stdio(server) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+def serve_http(server, host: str, port: int, token: str | None, tier: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    if token is not None:
+        app = BearerGate(app, token)
+    sys.stderr.write(
+        f"wyckoff-mcp：tier {tier}，http://{host}:{port}/mcp"
+        f"{'（需要 Bearer token）' if token else ''}\n"
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+class BearerGate:
+    """ASGI wrapper: an HTTP request without `Authorization: Bearer <token>` gets 401."""
+
+    def __init__(self, app, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                from starlette.responses import JSONResponse
+
+                response = JSONResponse(  # a JSON-RPC error, so MCP clients show the sentence
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": REFUSED}},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
