@@ -21,6 +21,57 @@ class Agent:
     home: Path
     config: Any
     skills: Any
+    memories: Any = None
+
+    def ask_model(self, system_prompt: str, text: str) -> str:
+        """One plain model call (memory extraction and dedup) on the current provider."""
+        reply = self.runtime.provider.chat([{"role": "user", "content": text}], [], system_prompt)
+        return reply["text"]
+
+    def recall(self, text: str) -> str:
+        """This turn's `<relevant-memories>` block; "记住：..." is saved first (add semantics).
+        A memory failure never stops the turn."""
+        from wyckoff.memory.extraction import remember, remember_request
+        from wyckoff.memory.recall import build_memory_context
+
+        try:
+            notes: tuple[str, ...] = ()
+            request = remember_request(text)
+            if request:
+                outcome = remember(
+                    self.memories, request, source_ref=f"chat_log:{self.conversation.session_id}"
+                )
+                notes = (_remember_note(outcome),)
+            return build_memory_context(self.memories, text, home=self.home, notes=notes)
+        except Exception:
+            return ""
+
+    def flush_before_compaction(self, head: list[dict[str, Any]]) -> None:
+        from wyckoff.memory.extraction import flush_memory_before_compaction
+
+        flush_memory_before_compaction(
+            self.memories, head, self.ask_model, session_id=self.conversation.session_id
+        )
+
+    def end_session(self, *, skip_layers: bool = False):
+        """Extract memories from the conversation being left, in the background."""
+        from wyckoff.memory.extraction import extract_in_background
+
+        return extract_in_background(
+            self.memories,
+            list(self.conversation),
+            self.ask_model,
+            session_id=self.conversation.session_id,
+            skip_layers=skip_layers,
+        )
+
+
+def _remember_note(outcome) -> str:
+    if outcome.status == "written":
+        return f"（用户刚才要求记住的内容已保存为长期记忆 {outcome.memory_id}。）"
+    if outcome.status == "duplicate":
+        return f"（用户刚才要求记住的内容与已有记忆 {outcome.duplicate_of} 相同，没有重复保存。）"
+    return f"（用户刚才要求记住的内容没有保存：{outcome.reason}。）"
 
 
 def open_agent(
@@ -38,6 +89,7 @@ def open_agent(
     from wyckoff.cli.model_registry import build_provider
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.memory.store import MemoryStore
     from wyckoff.store import Store
 
     home = wyckoff_home()
@@ -68,7 +120,10 @@ def open_agent(
         skills_reminder=lambda: skills.reminder(),
     )
     runtime.context.state["skills"] = skills
-    return Agent(runtime, conversation, chat_log, home, config, skills)
+    agent = Agent(runtime, conversation, chat_log, home, config, skills, MemoryStore(store))
+    runtime.memory_recall = agent.recall
+    runtime.memory_flush = agent.flush_before_compaction
+    return agent
 
 
 def _conversation(chat_log: ChatLog, session_id: str | None, continue_latest: bool) -> Conversation:
