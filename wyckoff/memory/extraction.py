@@ -11,6 +11,7 @@ it is about to cut the same way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
@@ -191,12 +192,11 @@ def extract_in_background(
     snapshot = [dict(m) for m in messages]
 
     def run() -> None:
-        try:
+        # on failure no marker is written: the same batch is tried at the next trigger
+        with contextlib.suppress(Exception):
             extract_session_memories(
                 memories, snapshot, ask, session_id=session_id, skip_layers=skip_layers
             )
-        except Exception:  # no marker written: the same batch is tried at the next trigger
-            pass
 
     thread = threading.Thread(target=run, name="memory-extraction", daemon=False)
     thread.start()

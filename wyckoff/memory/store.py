@@ -128,7 +128,8 @@ class MemoryStore:
             )
             if supersedes is not None:
                 conn.execute(
-                    "UPDATE agent_memory SET superseded_by = ? WHERE id = ?", (memory_id, supersedes)
+                    "UPDATE agent_memory SET superseded_by = ? WHERE id = ?",
+                    (memory_id, supersedes),
                 )
             self._prune(conn, memory_type)
         return memory_id

@@ -154,7 +154,10 @@ def search(
         print_table(
             f"匹配的记忆（{len(hits)} 条）",
             ["id", "类型", "内容", "管道", "得分"],
-            [[h.memory.id, h.memory.type, h.memory.content, h.pipeline, f"{h.score:.3f}"] for h in hits],
+            [
+                [h.memory.id, h.memory.type, h.memory.content, h.pipeline, f"{h.score:.3f}"]
+                for h in hits
+            ],
         )
 
 
