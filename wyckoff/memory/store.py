@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -98,8 +99,10 @@ class MemoryStore:
         metadata: dict[str, Any] | None = None,
         created_at: datetime | None = None,
         supersedes: int | None = None,
+        prune: bool = True,
     ) -> int:
-        """Write one memory (and mark `supersedes` as replaced by it); prunes its type."""
+        """Write one memory (and mark `supersedes` as replaced by it); prunes its type unless
+        `prune` is False (the benchmark fills a store far beyond the limits)."""
         check_type(memory_type)
         content = " ".join(content.split())[:MAX_CONTENT_CHARS]
         with self.store.transaction() as conn:
@@ -131,7 +134,8 @@ class MemoryStore:
                     "UPDATE agent_memory SET superseded_by = ? WHERE id = ?",
                     (memory_id, supersedes),
                 )
-            self._prune(conn, memory_type)
+            if prune:
+                self._prune(conn, memory_type)
         return memory_id
 
     def delete(self, memory_id: int) -> bool:
@@ -256,23 +260,25 @@ class MemoryStore:
         return [r[0] for r in rows]
 
     def ids_with_bigrams(self, terms: list[str], limit: int) -> list[tuple[int, int]]:
-        """(id, how many of the terms it holds), most terms first."""
-        marks = ",".join("?" * len(terms))
-        rows = self.store.conn.execute(
-            f"SELECT b.memory_id, COUNT(*) AS hits FROM agent_memory_bigrams b JOIN agent_memory m"
-            f" ON m.id = b.memory_id WHERE b.bigram IN ({marks}) AND m.superseded_by IS NULL"
-            " GROUP BY b.memory_id ORDER BY hits DESC, b.memory_id DESC LIMIT ?",
-            (*terms, limit),
-        )
-        return [(r[0], r[1]) for r in rows]
+        """(id, how many of the terms it holds), most terms first. Each term looks at its
+        newest 200 memories only, so a very common term costs no more than a rare one."""
+        hits: Counter[int] = Counter()
+        for term in terms:
+            rows = self.store.conn.execute(
+                "SELECT memory_id FROM agent_memory_bigrams WHERE bigram = ?"
+                " ORDER BY memory_id DESC LIMIT 200",
+                (term,),
+            )
+            hits.update(r[0] for r in rows)
+        return sorted(hits.items(), key=lambda item: (-item[1], -item[0]))[:limit]
 
     def ids_matching_fts(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
-        """(id, bm25 rank) for memories holding any of the 3+ character terms, best first."""
+        """(id, bm25 rank) for memories holding any of the 3+ character terms, best first
+        (superseded ones included: `by_ids` drops them)."""
         query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         rows = self.store.conn.execute(
-            "SELECT f.rowid, bm25(agent_memory_fts) AS rank FROM agent_memory_fts f"
-            " JOIN agent_memory m ON m.id = f.rowid"
-            " WHERE agent_memory_fts MATCH ? AND m.superseded_by IS NULL ORDER BY rank LIMIT ?",
+            "SELECT rowid, bm25(agent_memory_fts) AS rank FROM agent_memory_fts"
+            " WHERE agent_memory_fts MATCH ? ORDER BY rank LIMIT ?",
             (query, limit),
         )
         return [(r[0], r[1]) for r in rows]
