@@ -449,3 +449,47 @@ def test_remember_request_in_chat_is_saved_with_add_semantics(openai_server):
     assert [m["content"] for m in listed] == ["单票仓位不超过 15%"]
     assert "已保存为长期记忆" in openai_server.bodies[0]["messages"][-1]["content"]
     assert "没有重复保存" in openai_server.bodies[1]["messages"][-1]["content"]
+
+
+def test_ask_extracts_memories_when_the_session_ends(openai_server):
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("check_background_tasks", {})]),
+        Reply(text="宁德时代目前处于吸筹阶段。"),
+        Reply(text="[偏好] 用户不追涨，偏好尾盘二次确认"),
+    )
+    result = cli("ask", "宁德时代能买吗？我一般不追涨，喜欢尾盘二次确认")
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(cli("memory", "list", "--json").stdout)["memories"]
+    assert [m["content"] for m in listed] == ["用户不追涨，偏好尾盘二次确认"]
+    assert listed[0]["source_ref"].startswith("chat_log:") and listed[0]["codes"] == []
+    assert "只提取以后能稳定改善交易决策的信息" in json.dumps(
+        openai_server.bodies[2], ensure_ascii=False
+    )
+
+
+@pytest.mark.asyncio
+async def test_tui_new_chat_extracts_and_memory_command_and_status_show_them(openai_server):
+    from tests.test_tui import submit, wait_until
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.cli.tui.widgets import AssistantMessage, StatusBar
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("check_background_tasks", {})]),
+        Reply(text="没有后台任务。"),
+        Reply(text="[决策] 跌破确认支撑不买"),
+    )
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "有后台任务吗？跌破确认支撑我就不买")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert "记忆" not in str(app.query_one(StatusBar).render())
+        await submit(pilot, "/new")
+        await wait_until(pilot, lambda: app.agent.memories.count() == 1)
+        app.refresh_status()
+        assert "记忆 1" in str(app.query_one(StatusBar).render())
+        await submit(pilot, "/memory")
+        await pilot.pause(0.2)
+        shown = app.query(".help").last()
+        assert "跌破确认支撑不买" in shown.source
