@@ -187,6 +187,7 @@ def trace(
         f"记忆 {memory.id}（{memory.type}）：{memory.content}",
         f"来源：{memory.source_ref or '未知'}",
         f"提取方式：{meta.get('extractor', '未知')}",
+        *([f"提取自会话的前 {meta['messages']} 条消息"] if "messages" in meta else []),
         f"创建于：{memory.created_at}",
     ]
     if sources:
