@@ -447,8 +447,10 @@ def test_remember_request_in_chat_is_saved_with_add_semantics(openai_server):
     assert cli("ask", "记住：单票仓位不超过15%。").returncode == 0
     listed = json.loads(cli("memory", "list", "--json").stdout)["memories"]
     assert [m["content"] for m in listed] == ["单票仓位不超过 15%"]
-    assert "已保存为长期记忆" in openai_server.bodies[0]["messages"][-1]["content"]
-    assert "没有重复保存" in openai_server.bodies[1]["messages"][-1]["content"]
+    assert (
+        "要求记住一条偏好：已记住（记忆 1）" in openai_server.bodies[0]["messages"][-1]["content"]
+    )
+    assert "没有重复写入" in openai_server.bodies[1]["messages"][-1]["content"]
 
 
 def test_ask_extracts_memories_when_the_session_ends(openai_server):

@@ -41,7 +41,7 @@ class Agent:
                 outcome = remember(
                     self.memories, request, source_ref=f"chat_log:{self.conversation.session_id}"
                 )
-                notes = (_remember_note(outcome),)
+                notes = (f"（用户在本条消息里要求记住一条偏好：{outcome.sentence()}）",)
             return build_memory_context(self.memories, text, home=self.home, notes=notes)
         except Exception:
             return ""
@@ -64,14 +64,6 @@ class Agent:
             session_id=self.conversation.session_id,
             skip_layers=skip_layers,
         )
-
-
-def _remember_note(outcome) -> str:
-    if outcome.status == "written":
-        return f"（用户刚才要求记住的内容已保存为长期记忆 {outcome.memory_id}。）"
-    if outcome.status == "duplicate":
-        return f"（用户刚才要求记住的内容与已有记忆 {outcome.duplicate_of} 相同，没有重复保存。）"
-    return f"（用户刚才要求记住的内容没有保存：{outcome.reason}。）"
 
 
 def open_agent(

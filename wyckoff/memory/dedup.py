@@ -42,6 +42,14 @@ class AddOutcome:
     superseded: int | None = None
     reason: str = ""
 
+    def sentence(self) -> str:
+        """What happened, in one Chinese sentence."""
+        if self.status == "written":
+            return f"已记住（记忆 {self.memory_id}）。"
+        if self.status == "duplicate":
+            return f"已有相同或相似的记忆 {self.duplicate_of}，没有重复写入。"
+        return f"没有写入：{self.reason}。"
+
 
 def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()

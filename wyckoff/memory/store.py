@@ -285,13 +285,11 @@ class MemoryStore:
 
     # --- extraction markers and layer runs ------------------------------------------------------
 
+    def _exists(self, sql: str, value: str) -> bool:
+        return self.store.conn.execute(sql, (value,)).fetchone() is not None
+
     def has_marker(self, summary_hash: str) -> bool:
-        return (
-            self.store.conn.execute(
-                "SELECT 1 FROM memory_markers WHERE summary_hash = ?", (summary_hash,)
-            ).fetchone()
-            is not None
-        )
+        return self._exists("SELECT 1 FROM memory_markers WHERE summary_hash = ?", summary_hash)
 
     def add_marker(self, summary_hash: str, session_id: str | None, written: int) -> None:
         with self.store.transaction() as conn:
@@ -302,12 +300,7 @@ class MemoryStore:
             )
 
     def layer_run(self, source_hash: str) -> bool:
-        return (
-            self.store.conn.execute(
-                "SELECT 1 FROM memory_layer_runs WHERE source_hash = ?", (source_hash,)
-            ).fetchone()
-            is not None
-        )
+        return self._exists("SELECT 1 FROM memory_layer_runs WHERE source_hash = ?", source_hash)
 
     def last_layer_l1_id(self) -> int | None:
         row = self.store.conn.execute("SELECT MAX(newest_l1_id) FROM memory_layer_runs").fetchone()

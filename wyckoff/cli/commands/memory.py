@@ -107,16 +107,7 @@ def add(
     if json_output:
         print_json(outcome.__dict__)
     else:
-        typer.echo(outcome_sentence(outcome))
-
-
-def outcome_sentence(outcome) -> str:
-    """One Chinese sentence for an add's result (also used by the TUI)."""
-    if outcome.status == "written":
-        return f"已记住（记忆 {outcome.memory_id}）。"
-    if outcome.status == "duplicate":
-        return f"已有相同或相似的记忆 {outcome.duplicate_of}，没有重复写入。"
-    return f"没有写入：{outcome.reason}。"
+        typer.echo(outcome.sentence())
 
 
 @app.command("rm")
