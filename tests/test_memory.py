@@ -410,7 +410,7 @@ def test_memory_cli_add_list_show_search_rm_export():
 
 @pytest.mark.parametrize(
     "args",
-    [("show", "abc"), ("show", "42"), ("rm", "42"), ("add", "--type", "mood", "x"), ("list", "--type", "mood")],
+    [("show", "abc"), ("show", "42"), ("rm", "42"), ("add", "--type", "mood", "x"), ("list", "--type", "mood"), ("add", "  "), ("add", "长" * 501)],
 )  # fmt: skip
 def test_memory_cli_bad_input_is_one_chinese_sentence_with_exit_2(args):
     result = cli("memory", *args)

@@ -31,20 +31,28 @@ class Agent:
     def recall(self, text: str) -> str:
         """This turn's `<relevant-memories>` block; "记住：..." is saved first (add semantics).
         A memory failure never stops the turn."""
-        from wyckoff.memory.extraction import remember, remember_request
+        from wyckoff.memory.extraction import remember_request
         from wyckoff.memory.recall import build_memory_context
 
         try:
-            notes: tuple[str, ...] = ()
             request = remember_request(text)
-            if request:
-                outcome = remember(
-                    self.memories, request, source_ref=f"chat_log:{self.conversation.session_id}"
-                )
-                notes = (f"（用户在本条消息里要求记住一条偏好：{outcome.sentence()}）",)
+            notes = (self._remember(request),) if request else ()
             return build_memory_context(self.memories, text, home=self.home, notes=notes)
         except Exception:
             return ""
+
+    def _remember(self, request: str) -> str:
+        """Save what the user asked to remember; the note tells the model what happened."""
+        from wyckoff.errors import WyckoffError
+        from wyckoff.memory.extraction import remember
+
+        try:
+            outcome = remember(
+                self.memories, request, source_ref=f"chat_log:{self.conversation.session_id}"
+            )
+        except WyckoffError as exc:
+            return f"（用户在本条消息里要求记住一条偏好，但没有保存：{exc.message}）"
+        return f"（用户在本条消息里要求记住一条偏好：{outcome.sentence()}）"
 
     def flush_before_compaction(self, head: list[dict[str, Any]]) -> None:
         from wyckoff.memory.extraction import flush_memory_before_compaction

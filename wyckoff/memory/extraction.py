@@ -18,8 +18,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from wyckoff.errors import UsageError
 from wyckoff.memory.dedup import AddOutcome, AskModel, add_memory
-from wyckoff.memory.store import MemoryStore, check_type
+from wyckoff.memory.store import MAX_CONTENT_CHARS, MemoryStore, check_type
 
 MIN_MESSAGES = 4
 SUMMARY_LINES = 40
@@ -168,6 +169,11 @@ def remember(
     """An explicit add by the user (`memory add`, "记住：..."): deterministic dedup only, since
     the user asked for exactly this text to be kept."""
     check_type(memory_type)
+    content = " ".join(content.split())
+    if not content:
+        raise UsageError("记忆内容是空的：请写出要记住的内容。")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise UsageError(f"记忆太长（{len(content)} 字）：请精简到 {MAX_CONTENT_CHARS} 字以内。")
     return add_memory(
         memories, memory_type, content, source_ref=source_ref, metadata={"extractor": "user"}
     )
