@@ -312,11 +312,19 @@ def test_a_crash_during_extraction_loses_nothing_and_retries_later(memories, ope
             memories, research_session(), ask_via(openai_server), session_id="s1"
         )
     assert [m.content for m in memories.list_memories()] == ["单票仓位不超过 15%"]
-    openai_server.script(Reply(text="[决策] 跌破确认支撑不买"), Reply(text="NEW"))
+    openai_server.script(Reply(text="[决策] 跌破确认支撑不买"))
     retry = extract_session_memories(
         memories, research_session(), ask_via(openai_server), session_id="s1"
     )
     assert retry.written == 1 and len(memories.list_memories()) == 2
+    # a crash after the write but before the marker: the batch runs again, nothing doubles
+    with memories.store.transaction() as conn:
+        conn.execute("DELETE FROM memory_markers")
+    openai_server.script(Reply(text="[决策] 跌破确认支撑不买"))
+    again = extract_session_memories(
+        memories, research_session(), ask_via(openai_server), session_id="s1"
+    )
+    assert again.status == "done" and again.written == 0 and len(memories.list_memories()) == 2
 
 
 def test_flush_before_compaction_writes_preferences_and_never_fails(memories, openai_server):
