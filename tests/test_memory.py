@@ -503,3 +503,27 @@ async def test_tui_new_chat_extracts_and_memory_command_and_status_show_them(ope
         await pilot.pause(0.2)
         shown = app.query(".help").last()
         assert "跌破确认支撑不买" in shown.source
+
+
+def test_extraction_refreshes_layers_except_on_exit(memories, openai_server):
+    memories.insert("decision", "跌破确认支撑不买")
+    memories.insert("decision", "极端放量冲高回落不买")
+    openai_server.script(
+        Reply(text="[偏好] 用户不追涨"),
+        Reply(text="[画像] 用户重视本金安全，偏好二次确认"),
+    )
+    result = extract_session_memories(
+        memories, research_session(), ask_via(openai_server), session_id="s1"
+    )
+    assert result.written == 1 and result.layers_written == 1
+    assert memories.list_memories("persona")[0].metadata["source_l1_ids"] == [1, 2, 3]
+    openai_server.script(Reply(text="[偏好] 开盘半小时内不下单"), Reply(text="NEW"))
+    on_exit = extract_session_memories(
+        memories,
+        research_session("另一段"),
+        ask_via(openai_server),
+        session_id="s2",
+        skip_layers=True,
+    )
+    assert on_exit.written == 1 and on_exit.layers_written == 0
+    assert len(openai_server.requests) == 4  # no layer call on exit
