@@ -86,21 +86,23 @@ def search(
     if codes:
         merge(memories.ids_with_codes(codes), "code")
     terms = fts_terms(text)
+    loaded: dict[int, Memory] = {}
     if terms:
         found = memories.ids_matching_fts(terms, PIPELINE_LIMIT)
-        by_id = {m.id: m for m in memories.by_ids([i for i, _ in found])}
+        loaded = {m.id: m for m in memories.by_ids([i for i, _ in found])}
         # one shared 3-character window is too weak alone; it still counts as a keyword hit
         needed = min(2, len(terms))
         merge(
-            [i for i, _ in found if i in by_id and _shared(terms, by_id[i].content) >= needed],
+            [i for i, _ in found if i in loaded and _shared(terms, loaded[i].content) >= needed],
             "fts",
         )
     words = keywords(text)
     if words:
         merge([i for i, _ in memories.ids_with_bigrams(words, PIPELINE_LIMIT)], "keyword")
+    loaded.update((m.id, m) for m in memories.by_ids([i for i in best if i not in loaded]))
     hits = [
         Hit(m, best[m.id][0], best[m.id][1] * decay(m, now))
-        for m in memories.by_ids(list(best))
+        for m in (loaded[i] for i in best if i in loaded)
         if in_scope(m, codes)
     ]
     hits.sort(key=lambda h: (-h.score, -h.memory.id))

@@ -39,7 +39,7 @@ class Memory:
     content: str
     codes: list[str]
     source_ref: str
-    metadata: dict[str, Any]
+    metadata_json: str  # parsed on first use: recall looks at many rows, reads few
     created_at: str
     superseded_by: int | None
 
@@ -51,13 +51,18 @@ class Memory:
             content=row["content"],
             codes=[c for c in row["codes"].split(",") if c],
             source_ref=row["source_ref"],
-            metadata=json.loads(row["metadata"] or "{}"),
+            metadata_json=row["metadata"] or "{}",
             created_at=row["created_at"],
             superseded_by=row["superseded_by"],
         )
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return json.loads(self.metadata_json)
+
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        fields = {k: v for k, v in self.__dict__.items() if k != "metadata_json"}
+        return {**fields, "metadata": self.metadata}
 
     def age_days(self, now: datetime) -> float:
         created = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
@@ -261,12 +266,12 @@ class MemoryStore:
 
     def ids_with_bigrams(self, terms: list[str], limit: int) -> list[tuple[int, int]]:
         """(id, how many of the terms it holds), most terms first. Each term looks at its
-        newest 200 memories only, so a very common term costs no more than a rare one."""
+        newest 100 memories only, so a very common term costs no more than a rare one."""
         hits: Counter[int] = Counter()
         for term in terms:
             rows = self.store.conn.execute(
                 "SELECT memory_id FROM agent_memory_bigrams WHERE bigram = ?"
-                " ORDER BY memory_id DESC LIMIT 200",
+                " ORDER BY memory_id DESC LIMIT 100",
                 (term,),
             )
             hits.update(r[0] for r in rows)
