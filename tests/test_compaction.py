@@ -216,3 +216,43 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     assert ChatLog(store).load(conversation.session_id)[0]["content"].startswith("[对话摘要]")
     trace = next((home / "scratchpad").glob("*.jsonl")).read_text(encoding="utf-8")
     assert '"type": "compaction"' in trace
+
+
+def test_a_code_at_the_end_of_a_long_first_message_survives_as_an_anchor(home):
+    messages = research_conversation(60)
+    messages[0] = {
+        "role": "user",
+        "content": "这是我这周的复盘笔记：" + "大盘缩量震荡，板块轮动很快。" * 290 + "最后，重点盯 300750，止损设在 180。",
+    }  # fmt: skip
+    assert len(messages[0]["content"]) > 4_000
+    result = compact(
+        messages, window=20_000, summarize=lambda t: SUMMARY, home=home, session_id="s5"
+    )
+    anchors = result.messages[0]["content"].split("[动态保留片段]")[1].split("[可恢复归档]")[0]
+    first = next(line for line in anchors.splitlines() if "复盘笔记" in line)
+    assert "300750" in first and "止损设在 180" in first and len(first) <= 260  # fmt: skip
+
+
+def test_three_successive_compactions_keep_earlier_anchors_and_every_archive_ref(home):
+    messages = research_conversation(40)
+    refs = []
+    for round_number in range(3):
+        result = compact(
+            messages, window=16_000, summarize=lambda t: SUMMARY, home=home, session_id="s6"
+        )
+        refs.append(result.archive_ref)
+        more = research_conversation(40)[2:]
+        for message in more:  # fresh call ids for the new turns
+            for call in message.get("tool_calls") or []:
+                call["id"] += f"_r{round_number}"
+            if message.get("tool_call_id"):
+                message["tool_call_id"] += f"_r{round_number}"
+        messages = result.messages + more
+    opening = result.messages[0]["content"]
+    assert all(ref in opening for ref in refs)
+    assert "688981" in opening and "notes/semis/2026-q4.md" in opening  # the first session's anchor
+    assert opening.count("[对话摘要]") == 1 and opening.count("[动态保留片段]") == 1
+    metadata = json.loads(
+        (home / "context_archive" / "s6" / (refs[2].rsplit("/", 1)[1] + ".json")).read_text()
+    )
+    assert metadata["earlier_refs"] == refs[:2]  # fmt: skip

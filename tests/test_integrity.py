@@ -157,7 +157,8 @@ def test_a_background_task_of_a_killed_process_is_failed_not_running(home, opena
     assert killed.returncode == -signal.SIGKILL
     openai_server.script(Reply(tool_calls=[("check_background_tasks", {})]), Reply(text="好"))
     assert cli("ask", "筛选好了吗？", "--continue").returncode == 0
-    content = openai_server.bodies[-1]["messages"][-1]["content"]
+    agent_requests = [body for body in openai_server.bodies if body.get("tools")]
+    content = agent_requests[-1]["messages"][-1]["content"]
     tool_result = json.loads(marked_data(content, "check_background_tasks"))
     (task,) = tool_result["tasks"]
     assert task["tool"] == "screen_stocks" and task["status"] == "failed"

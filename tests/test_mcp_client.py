@@ -26,7 +26,9 @@ def add_servers(notes: Path, *extra: str) -> None:
 
 
 def tool_messages(server) -> list[str]:
-    return [m["content"] for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
+    """The tool results of the agent's last request (memory extraction runs after it)."""
+    last = [body for body in server.bodies if body.get("tools")][-1]
+    return [m["content"] for m in last["messages"] if m["role"] == "tool"]
 
 
 def test_a_servers_tool_needs_approval_and_its_result_is_untrusted(openai_server, home, tmp_path):

@@ -142,6 +142,47 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE background_tasks ADD COLUMN owner_pid INTEGER
     """,
+    # 6: long-term memory (L1 preference/decision, L2 playbook, L3 persona) and its indexes:
+    # FTS5 trigram for terms of 3+ characters, a bigram table for 2-character Chinese terms,
+    # a code table for exact stock recall; extraction markers and layer-refresh runs
+    """
+    CREATE TABLE agent_memory (
+        id INTEGER PRIMARY KEY,
+        type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        codes TEXT NOT NULL DEFAULT '',
+        source_ref TEXT NOT NULL DEFAULT '',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        superseded_by INTEGER REFERENCES agent_memory (id) ON DELETE SET NULL
+    );
+    CREATE INDEX agent_memory_type ON agent_memory (type, created_at);
+    CREATE VIRTUAL TABLE agent_memory_fts USING fts5 (content, tokenize = 'trigram');
+    CREATE TABLE agent_memory_bigrams (
+        bigram TEXT NOT NULL,
+        memory_id INTEGER NOT NULL REFERENCES agent_memory (id) ON DELETE CASCADE,
+        PRIMARY KEY (bigram, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX agent_memory_bigrams_memory ON agent_memory_bigrams (memory_id);
+    CREATE TABLE agent_memory_codes (
+        code TEXT NOT NULL,
+        memory_id INTEGER NOT NULL REFERENCES agent_memory (id) ON DELETE CASCADE,
+        PRIMARY KEY (code, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX agent_memory_codes_memory ON agent_memory_codes (memory_id);
+    CREATE TABLE memory_markers (
+        summary_hash TEXT PRIMARY KEY,
+        session_id TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        written INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE memory_layer_runs (
+        source_hash TEXT PRIMARY KEY,
+        newest_l1_id INTEGER NOT NULL,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        written INTEGER NOT NULL DEFAULT 0
+    )
+    """,
 )
 
 

@@ -22,6 +22,57 @@ class Agent:
     config: Any
     skills: Any
     mcp_warnings: list[str]  # configured MCP servers that could not be used
+    memories: Any = None
+
+    def ask_model(self, system_prompt: str, text: str) -> str:
+        """One plain model call (memory extraction and dedup) on the current provider."""
+        reply = self.runtime.provider.chat([{"role": "user", "content": text}], [], system_prompt)
+        return reply["text"]
+
+    def recall(self, text: str) -> str:
+        """This turn's `<relevant-memories>` block; "记住：..." is saved first (add semantics).
+        A memory failure never stops the turn."""
+        from wyckoff.memory.extraction import remember_request
+        from wyckoff.memory.recall import build_memory_context
+
+        try:
+            request = remember_request(text)
+            notes = (self._remember(request),) if request else ()
+            return build_memory_context(self.memories, text, home=self.home, notes=notes)
+        except Exception:
+            return ""
+
+    def _remember(self, request: str) -> str:
+        """Save what the user asked to remember; the note tells the model what happened."""
+        from wyckoff.errors import WyckoffError
+        from wyckoff.memory.extraction import remember
+
+        try:
+            outcome = remember(
+                self.memories, request, source_ref=f"chat_log:{self.conversation.session_id}"
+            )
+        except WyckoffError as exc:
+            return f"（用户在本条消息里要求记住一条偏好，但没有保存：{exc.message}）"
+        return f"（用户在本条消息里要求记住一条偏好：{outcome.sentence()}）"
+
+    def flush_before_compaction(self, head: list[dict[str, Any]]) -> None:
+        from wyckoff.memory.extraction import flush_memory_before_compaction
+
+        flush_memory_before_compaction(
+            self.memories, head, self.ask_model, session_id=self.conversation.session_id
+        )
+
+    def end_session(self, *, skip_layers: bool = False):
+        """Extract memories from the conversation being left, in the background."""
+        from wyckoff.memory.extraction import extract_in_background
+
+        return extract_in_background(
+            self.memories,
+            list(self.conversation),
+            self.ask_model,
+            session_id=self.conversation.session_id,
+            skip_layers=skip_layers,
+        )
 
 
 def open_agent(
@@ -40,6 +91,7 @@ def open_agent(
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.mcp.client import attach_mcp_servers
+    from wyckoff.memory.store import MemoryStore
     from wyckoff.store import Store
 
     home = wyckoff_home()
@@ -71,7 +123,12 @@ def open_agent(
         skills_reminder=lambda: skills.reminder(),
     )
     runtime.context.state["skills"] = skills
-    return Agent(runtime, conversation, chat_log, home, config, skills, mcp_warnings)
+    agent = Agent(
+        runtime, conversation, chat_log, home, config, skills, mcp_warnings, MemoryStore(store)
+    )
+    runtime.memory_recall = agent.recall
+    runtime.memory_flush = agent.flush_before_compaction
+    return agent
 
 
 def _conversation(chat_log: ChatLog, session_id: str | None, continue_latest: bool) -> Conversation:

@@ -13,6 +13,7 @@ import typer
 from wyckoff.cli.commands import ask as ask_command
 from wyckoff.cli.commands import market as market_commands
 from wyckoff.cli.commands import mcp as mcp_commands
+from wyckoff.cli.commands import memory as memory_commands
 from wyckoff.cli.commands import model as model_commands
 from wyckoff.cli.commands import portfolio as portfolio_commands
 from wyckoff.cli.commands import session as session_commands
@@ -61,6 +62,7 @@ app.command("analyze")(market_commands.analyze)
 app.command("market")(market_commands.market)
 app.command("backtest")(market_commands.backtest)
 app.add_typer(market_commands.data_app, name="data")
+app.add_typer(memory_commands.app, name="memory")
 app.add_typer(model_commands.app, name="model")
 app.add_typer(mcp_commands.app, name="mcp")
 app.add_typer(portfolio_commands.app, name="portfolio")

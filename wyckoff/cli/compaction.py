@@ -32,8 +32,13 @@ SHRUNK_MIN, SHRUNK_MAX = 400, 600
 SUMMARY_MAX_CHARS = 500
 SUMMARY_MIN_CHARS = 20
 MAX_ANCHORS = 6
-SCORED_CHARS = 2_000  # importance is judged on a message's opening
 ANCHOR_CHARS = 240
+ANCHOR_OPENING_CHARS = 60  # an excerpt starts with the message's opening...
+ANCHOR_WINDOW_CHARS = 30  # ...then this much either side of each important match
+MAX_CARRIED_ANCHORS = 6  # anchors of earlier compactions kept (the oldest: the session's goals)
+MAX_CARRIED_REFS = 8  # archive refs kept in context; each archive's metadata has the rest
+SUMMARY_HEADING, ANCHORS_HEADING, ARCHIVE_HEADING = "[对话摘要]", "[动态保留片段]", "[可恢复归档]"
+ARCHIVE_REF = re.compile(r"archive://[\w-]+/ctx_\w+")
 CODE = re.compile(r"(?<!\d)(\d{6})(?!\d)")
 PATH = re.compile(
     r"(?:~|\.{1,2})?/[\w.\-/]+\.\w+|[\w\-]+/[\w.\-/]+\.(?:py|md|json|csv|txt|jsonl|toml|yaml|yml)"
@@ -106,7 +111,10 @@ def expand_for_tool_refs(messages: list[dict[str, Any]], start: int) -> int:
 
 
 def importance(message: dict[str, Any]) -> int:
-    text = str(message.get("content") or "")[:SCORED_CHARS]
+    """Scored over the whole message: a code at the end of a long one counts too."""
+    text = str(message.get("content") or "")
+    if text.startswith(SUMMARY_HEADING):
+        return 0  # an earlier compaction: its anchors and refs are carried forward as they are
     score = 3 if message["role"] == "user" and not text.startswith("[") else 0
     score += min(len(set(CODE.findall(text))), 3) * 2
     if "/" in text:  # the path pattern is the costly one
@@ -114,6 +122,43 @@ def importance(message: dict[str, Any]) -> int:
     score += sum(1 for k in KEYWORDS if k in text)
     score += 1 if message.get("tool_calls") or message["role"] == "tool" else 0
     return score
+
+
+def important_spans(text: str) -> list[tuple[int, int]]:
+    """Where codes and paths (first), then keywords, occur in the text."""
+    spans = [m.span() for m in CODE.finditer(text)]
+    if "/" in text:
+        spans += [m.span() for m in PATH.finditer(text)]
+    for keyword in KEYWORDS:
+        position = text.find(keyword)
+        if position >= 0:
+            spans.append((position, position + len(keyword)))
+    return spans
+
+
+def excerpt(text: str, limit: int = ANCHOR_CHARS) -> str:
+    """The text if it fits; else its opening plus a window around each important match, in
+    order, while they fit."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    windows = [(0, ANCHOR_OPENING_CHARS)]
+    used = ANCHOR_OPENING_CHARS
+    for start, end in important_spans(text):
+        window = (max(start - ANCHOR_WINDOW_CHARS, 0), min(end + ANCHOR_WINDOW_CHARS, len(text)))
+        if any(a <= start and end <= b for a, b in windows):
+            continue
+        if used + window[1] - window[0] + 1 > limit:
+            continue
+        windows.append(window)
+        used += window[1] - window[0] + 1
+    merged: list[list[int]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return "…".join(text[a:b] for a, b in merged)
 
 
 def select_anchors(head: list[dict[str, Any]], limit: int = MAX_ANCHORS) -> list[str]:
@@ -138,7 +183,7 @@ def select_anchors(head: list[dict[str, Any]], limit: int = MAX_ANCHORS) -> list
             "assistant": "助手",
             "tool": f"工具 {message.get('name', '')}",
         }.get(message["role"], message["role"])
-        anchors.append(f"- [{label}] {' '.join(text.split())[:ANCHOR_CHARS]}")
+        anchors.append(f"- [{label}] {excerpt(text)}")
     return anchors
 
 
@@ -216,7 +261,12 @@ def serialize_for_summary(head: list[dict[str, Any]]) -> str:
 
 
 def archive_messages(
-    home: Path, session_id: str, removed: list[dict[str, Any]], summary: str, anchors: list[str]
+    home: Path,
+    session_id: str,
+    removed: list[dict[str, Any]],
+    summary: str,
+    anchors: list[str],
+    earlier_refs: list[str] = (),
 ) -> str:
     """Write the removed messages and their metadata; returns `archive://session/id`."""
     archive_id = f"ctx_{datetime.now().strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
@@ -236,6 +286,7 @@ def archive_messages(
         "paths": sorted(set(PATH.findall(text)))[:20],
         "keywords": [k for k in KEYWORDS if k in text],
         "anchors": anchors,
+        "earlier_refs": list(earlier_refs),
     }
     (folder / f"{archive_id}.json").write_text(
         json.dumps(redact_value(metadata), ensure_ascii=False, indent=2), encoding="utf-8"
@@ -303,7 +354,8 @@ def compact(
     if start <= 1:
         return None
     head, tail = messages[:start], messages[start:]
-    anchors = select_anchors(head)
+    earlier_anchors, earlier_refs = carried_from_earlier(head)
+    anchors = earlier_anchors[:MAX_CARRIED_ANCHORS] + select_anchors(head)
     if flush_memory is not None:
         flush_memory(head)
     try:
@@ -313,14 +365,15 @@ def compact(
     if len(summary) < SUMMARY_MIN_CHARS:
         return None
     summary = summary[:SUMMARY_MAX_CHARS]
-    ref = archive_messages(home, session_id, head, summary, anchors)
+    ref = archive_messages(home, session_id, head, summary, anchors, earlier_refs)
     # A model's rewrite of old tool data and anchors quoted from it: data, not the user.
-    recap = "\n".join([summary, "[动态保留片段]", *(anchors or ["- （无）"])])
+    recap = "\n".join([summary, ANCHORS_HEADING, *(anchors or ["- （无）"])])
     opening = "\n".join(
         [
-            "[对话摘要]",
+            SUMMARY_HEADING,
             mark_untrusted(recap, "compaction"),
-            "[可恢复归档]",
+            ARCHIVE_HEADING,
+            *(f"- {r}（更早的归档）" for r in earlier_refs[-(MAX_CARRIED_REFS - 1) :]),
             f"- {ref}（需要原文时调用 restore_context_archive）",
         ]
     )
@@ -328,6 +381,21 @@ def compact(
     ack = [{"role": "assistant", "content": ACK}] if tail[0]["role"] == "user" else []
     compacted = [{"role": "user", "content": opening}, *ack, *tail]
     return CompactionResult(compacted, ref, len(messages), len(compacted), summary)
+
+
+def carried_from_earlier(head: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """Anchors and archive refs of earlier compactions found in the head, oldest first."""
+    anchors: list[str] = []
+    refs: list[str] = []
+    for message in head:
+        text = str(message.get("content") or "")
+        if message["role"] != "user" or not text.startswith(SUMMARY_HEADING):
+            continue
+        _, _, rest = text.partition(ANCHORS_HEADING)
+        kept, _, archive = rest.partition(ARCHIVE_HEADING)
+        anchors += [line for line in kept.splitlines() if line.startswith("- [")]
+        refs += [r for r in ARCHIVE_REF.findall(archive) if r not in refs]
+    return anchors, refs
 
 
 def needs_compaction(

@@ -88,6 +88,8 @@ def ask(
         if event["type"] == "done":
             done = event
     render.finish(done)
+    if done.get("status") == "completed":
+        agent.end_session(skip_layers=True)  # the process waits for it before exiting
     raise typer.Exit(EXIT_CODES.get(done.get("status", "error"), 1))
 
 

@@ -53,6 +53,7 @@ BUILTIN_COMMANDS = {
     "/fork": "从当前会话分出新会话",
     "/compact": "立即压缩上下文",
     "/token": "显示上下文与用量",
+    "/memory": "查看长期记忆；/memory 关键词 按召回规则搜索",
     "/chart": "打开 K 线图（后接代码或名称，如 600519）",
     "/quit": "退出",
 }
@@ -226,6 +227,8 @@ class WyckoffApp(App):
                 self.switch_model(arg)
             elif name == "/chart":
                 self.open_chart(arg)
+            elif name == "/memory":
+                self.show_memories(arg)
             elif self.agent is not None:
                 self.send(self.agent.skills.slash_message(text) or text, shown=text)
         except WyckoffError as exc:
@@ -488,6 +491,7 @@ class WyckoffApp(App):
     def on_unmount(self) -> None:
         if self.agent is not None:
             self.agent.runtime.cancel()
+            self.agent.end_session(skip_layers=True)
         for waiting in list(self._waiting_workers):
             waiting.set()
 
@@ -499,6 +503,7 @@ class WyckoffApp(App):
             return
         from wyckoff.cli.chat_log import Conversation
 
+        self.agent.end_session()
         self.agent.conversation = Conversation.start(self.agent.chat_log)
         self.agent.runtime.session_usage = UsageTotals()
         self.agent.runtime.reset_approvals()
@@ -523,6 +528,7 @@ class WyckoffApp(App):
         from wyckoff.cli.chat_log import Conversation
         from wyckoff.errors import WyckoffError
 
+        self.agent.end_session()
         try:
             self.agent.conversation = Conversation.resume(self.agent.chat_log, session_id)
         except WyckoffError as exc:  # e.g. the session is busy in another process
@@ -536,6 +542,7 @@ class WyckoffApp(App):
     def fork(self) -> None:
         from wyckoff.cli.chat_log import Conversation
 
+        self.agent.end_session()
         new_id = self.agent.chat_log.fork(self.agent.conversation.session_id)
         self.agent.conversation = Conversation.resume(self.agent.chat_log, new_id)
         self.agent.runtime.reset_approvals()
@@ -550,6 +557,25 @@ class WyckoffApp(App):
                 f"上下文已压缩：{event['before']} 条 → {event['after']} 条（{event['archive_ref']}）"
             )
         self.refresh_status()
+
+    def show_memories(self, query: str) -> None:
+        from textual.widgets import Markdown
+
+        from wyckoff.memory.recall import search
+
+        if query:
+            found = [
+                (h.memory, f"（{h.pipeline} {h.score:.2f}）")
+                for h in search(self.agent.memories, query)
+            ]
+        else:
+            found = [(m, "") for m in self.agent.memories.list_memories(include_superseded=False)]
+        if not found:
+            self.show_notice("没有匹配的记忆。" if query else "还没有长期记忆。")
+            return
+        lines = [f"**长期记忆**（{len(found)} 条；`wyckoff memory trace ID` 查看来源）", ""]
+        lines += [f"- {m.id} `{m.type}` {m.content}{note}" for m, note in found]
+        self.mount_chat(Markdown("\n".join(lines), classes="help"))
 
     def show_tokens(self) -> None:
         usage = self.agent.runtime.session_usage.as_dict()
@@ -686,6 +712,7 @@ class WyckoffApp(App):
             used / window * 100,
             self.agent.runtime.session_usage.as_dict(),
             self.data_source,
+            self.agent.memories.count(),
         )
 
 

@@ -150,7 +150,13 @@ class StatusBar(Static):
     """Model, context use, tokens, cost and data source (with a DEMO badge)."""
 
     def show(
-        self, model: str, on_fallback: bool, context_pct: float, usage: dict[str, Any], source: str
+        self,
+        model: str,
+        on_fallback: bool,
+        context_pct: float,
+        usage: dict[str, Any],
+        source: str,
+        memories: int = 0,
     ) -> None:
         cost = usage.get("cost")
         parts: list[tuple[str, str] | str] = [(f" {model}", "bold")]
@@ -162,6 +168,8 @@ class StatusBar(Static):
             f" │ {'费用 ' + format(cost, '.4f') if cost is not None else '未定价'}",
             f" │ 数据 {source} ",
         ]
+        if memories:
+            parts.insert(-1, f" │ 记忆 {memories}")
         if source == "demo":
             parts.append((" DEMO 演示数据 ", "bold white on dark_red"))
         self.update(Text.assemble(*parts))

@@ -1,0 +1,221 @@
+"""`wyckoff memory ...`: the long-term memories — list, show, add, rm, search, trace, export."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from wyckoff.errors import UsageError
+
+app = typer.Typer(
+    help="长期记忆 / long-term memory: list, show, add, rm, search, trace, export.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+TYPE_HELP = "类型：preference / decision / playbook / persona"
+
+
+class ExportFormat(StrEnum):
+    md = "md"
+    json = "json"
+
+
+def _memories():
+    from wyckoff.config import wyckoff_home
+    from wyckoff.memory.store import MemoryStore
+    from wyckoff.store import Store
+
+    home = wyckoff_home()
+    home.mkdir(parents=True, exist_ok=True)
+    return MemoryStore(Store.in_home(home))
+
+
+def _memory_id(text: str) -> int:
+    if not text.isdigit():
+        raise UsageError(f"记忆 id 应该是数字，收到的是 {text!r}：用 `wyckoff memory list` 查看。")
+    return int(text)
+
+
+def _status(memory) -> str:
+    return "有效" if memory.superseded_by is None else f"已被 {memory.superseded_by} 取代"
+
+
+@app.command("list")
+def list_memories(
+    memory_type: Annotated[str | None, typer.Option("--type", help=TYPE_HELP)] = None,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """列出记忆（新的在前）/ list memories, newest first."""
+    from wyckoff.cli.output import print_json, print_notice, print_table
+
+    memories = _memories().list_memories(memory_type)
+    if json_output:
+        print_json({"memories": [m.as_dict() for m in memories]})
+    elif not memories:
+        print_notice('还没有记忆。用 `wyckoff memory add --type preference "..."` 添加一条。')
+    else:
+        print_table(
+            f"记忆（{len(memories)} 条）",
+            ["id", "类型", "内容", "股票", "创建于", "状态"],
+            [
+                [m.id, m.type, m.content, ",".join(m.codes), m.created_at[:10], _status(m)]
+                for m in memories
+            ],
+        )
+
+
+@app.command("show")
+def show(
+    memory_id: Annotated[str, typer.Argument(help="记忆 id")],
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """显示一条记忆 / print one memory."""
+    from wyckoff.cli.output import print_json
+
+    memory = _memories().require(_memory_id(memory_id))
+    if json_output:
+        print_json(memory.as_dict())
+        return
+    typer.echo(
+        "\n".join(
+            [
+                f"记忆 {memory.id}（{memory.type}）",
+                f"内容：{memory.content}",
+                f"股票：{','.join(memory.codes) or '无（全局）'}",
+                f"来源：{memory.source_ref or '未知'}",
+                f"创建于：{memory.created_at}",
+                f"状态：{_status(memory)}",
+            ]
+        )
+    )
+
+
+@app.command("add")
+def add(
+    content: Annotated[str, typer.Argument(help="记忆内容")],
+    memory_type: Annotated[str, typer.Option("--type", help=TYPE_HELP)] = "preference",
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """添加一条记忆（与已有记忆去重）/ add a memory (deduplicated)."""
+    from wyckoff.cli.output import print_json
+    from wyckoff.memory.extraction import remember
+
+    outcome = remember(_memories(), content, memory_type, source_ref="cli")
+    if json_output:
+        print_json(outcome.__dict__)
+    else:
+        typer.echo(outcome.sentence())
+
+
+@app.command("rm")
+def remove(memory_id: Annotated[str, typer.Argument(help="记忆 id")]) -> None:
+    """删除一条记忆 / delete a memory."""
+    number = _memory_id(memory_id)
+    memories = _memories()
+    memories.require(number)
+    memories.delete(number)
+    typer.echo(f"已删除记忆 {number}。")
+
+
+@app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="查询文字，如一句问题或股票名")],
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """按召回规则搜索记忆，显示命中管道和得分 / search as recall does."""
+    from wyckoff.cli.output import print_json, print_notice, print_table
+    from wyckoff.memory.recall import search as recall_search
+
+    hits = recall_search(_memories(), query)
+    if json_output:
+        print_json(
+            {
+                "hits": [
+                    {**h.memory.as_dict(), "pipeline": h.pipeline, "score": round(h.score, 4)}
+                    for h in hits
+                ]
+            }
+        )
+    elif not hits:
+        print_notice("没有匹配的记忆。")
+    else:
+        print_table(
+            f"匹配的记忆（{len(hits)} 条）",
+            ["id", "类型", "内容", "管道", "得分"],
+            [
+                [h.memory.id, h.memory.type, h.memory.content, h.pipeline, f"{h.score:.3f}"]
+                for h in hits
+            ],
+        )
+
+
+@app.command("trace")
+def trace(
+    memory_id: Annotated[str, typer.Argument(help="记忆 id")],
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """回看记忆的来源和取代链 / where a memory came from and what replaced it."""
+    from wyckoff.cli.output import print_json
+
+    memories = _memories()
+    memory = memories.require(_memory_id(memory_id))
+    chain = memories.chain(memory.id)
+    sources = [memories.get(i) for i in memory.metadata.get("source_l1_ids", [])]
+    if json_output:
+        print_json(
+            {
+                "memory": memory.as_dict(),
+                "chain": [m.as_dict() for m in chain],
+                "sources": [m.as_dict() for m in sources if m],
+            }
+        )
+        return
+    meta = memory.metadata
+    lines = [
+        f"记忆 {memory.id}（{memory.type}）：{memory.content}",
+        f"来源：{memory.source_ref or '未知'}",
+        f"提取方式：{meta.get('extractor', '未知')}",
+        *([f"提取自会话的前 {meta['messages']} 条消息"] if "messages" in meta else []),
+        f"创建于：{memory.created_at}",
+    ]
+    if sources:
+        lines.append("归纳自 L1 记忆：")
+        lines += [f"  - {m.id} [{m.type}] {m.content}" for m in sources if m]
+    if len(chain) > 1:
+        lines.append("取代链（旧 → 新）：")
+        lines += [
+            f"  {'→ ' if i else ''}{m.id} {m.created_at[:10]} {m.content}"
+            + ("  ← 当前" if m.id == memory.id else "")
+            for i, m in enumerate(chain)
+        ]
+    typer.echo("\n".join(lines))
+
+
+@app.command("export")
+def export(
+    export_format: Annotated[ExportFormat, typer.Option("--format")] = ExportFormat.md,
+) -> None:
+    """导出全部记忆 / export every memory (md or json)."""
+    from wyckoff.cli.output import print_json
+    from wyckoff.memory.store import TYPE_LABELS, TYPES
+
+    memories = _memories().list_memories(limit=10_000)
+    if export_format == ExportFormat.json:
+        print_json({"memories": [m.as_dict() for m in memories]})
+        return
+    lines = ["# Wyckoff 长期记忆", ""]
+    for memory_type in TYPES:
+        group = [m for m in memories if m.type == memory_type]
+        if group:
+            lines += [f"## {TYPE_LABELS[memory_type]}（{memory_type}）", ""]
+            lines += [
+                f"- {m.id}. {m.content}"
+                + (f"（股票 {','.join(m.codes)}）" if m.codes else "")
+                + (f"（已被 {m.superseded_by} 取代）" if m.superseded_by else "")
+                for m in group
+            ]
+            lines.append("")
+    typer.echo("\n".join(lines))

@@ -1,0 +1,326 @@
+"""Long-term memories in the state db (`agent_memory`), with their search indexes kept in step.
+
+Every write is one transaction over the row, its FTS5 trigram row, its character bigrams and
+its stock codes. Limits and age pruning follow the design table: preference 50, decision 30
+(45 days), playbook 20 (60 days), persona 5; the oldest go first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from wyckoff.errors import UsageError
+
+L1_TYPES = ("preference", "decision")
+TYPES = ("preference", "decision", "playbook", "persona", "scenario")
+TYPE_LABELS = {
+    "preference": "偏好",
+    "decision": "决策",
+    "playbook": "交易剧本",
+    "persona": "用户画像",
+    "scenario": "场景（旧版剧本）",
+}
+LIMITS = {"preference": 50, "decision": 30, "playbook": 20, "persona": 5, "scenario": 20}
+MAX_AGE_DAYS = {"decision": 45, "playbook": 60, "scenario": 60}
+MAX_CONTENT_CHARS = 500
+HAN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+@dataclass
+class Memory:
+    id: int
+    type: str
+    content: str
+    codes: list[str]
+    source_ref: str
+    metadata_json: str  # parsed on first use: recall looks at many rows, reads few
+    created_at: str
+    superseded_by: int | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Memory:
+        return cls(
+            id=row["id"],
+            type=row["type"],
+            content=row["content"],
+            codes=[c for c in row["codes"].split(",") if c],
+            source_ref=row["source_ref"],
+            metadata_json=row["metadata"] or "{}",
+            created_at=row["created_at"],
+            superseded_by=row["superseded_by"],
+        )
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return json.loads(self.metadata_json)
+
+    def as_dict(self) -> dict[str, Any]:
+        fields = {k: v for k, v in self.__dict__.items() if k != "metadata_json"}
+        return {**fields, "metadata": self.metadata}
+
+    def age_days(self, now: datetime) -> float:
+        created = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
+        return max((now - created).total_seconds() / 86400, 0.0)
+
+
+def bigrams(text: str) -> set[str]:
+    """Every two-character window inside each run of Chinese characters."""
+    return {run[i : i + 2] for run in HAN.findall(text) for i in range(len(run) - 1)}
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def check_type(memory_type: str) -> str:
+    if memory_type not in TYPES:
+        raise UsageError(f"未知的记忆类型 {memory_type}：可选 {', '.join(TYPES[:4])}。")
+    return memory_type
+
+
+class MemoryStore:
+    def __init__(self, store) -> None:
+        self.store = store
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def insert(
+        self,
+        memory_type: str,
+        content: str,
+        *,
+        codes: list[str] = (),
+        source_ref: str = "",
+        metadata: dict[str, Any] | None = None,
+        created_at: datetime | None = None,
+        supersedes: int | None = None,
+        prune: bool = True,
+    ) -> int:
+        """Write one memory (and mark `supersedes` as replaced by it); prunes its type unless
+        `prune` is False (the benchmark fills a store far beyond the limits)."""
+        check_type(memory_type)
+        content = " ".join(content.split())[:MAX_CONTENT_CHARS]
+        with self.store.transaction() as conn:
+            memory_id = conn.execute(
+                "INSERT INTO agent_memory (type, content, codes, source_ref, metadata, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    memory_type,
+                    content,
+                    ",".join(codes),
+                    source_ref,
+                    json.dumps(metadata or {}, ensure_ascii=False),
+                    iso(created_at or utc_now()),
+                ),
+            ).lastrowid
+            conn.execute(
+                "INSERT INTO agent_memory_fts (rowid, content) VALUES (?, ?)", (memory_id, content)
+            )
+            conn.executemany(
+                "INSERT INTO agent_memory_bigrams (bigram, memory_id) VALUES (?, ?)",
+                [(pair, memory_id) for pair in bigrams(content)],
+            )
+            conn.executemany(
+                "INSERT INTO agent_memory_codes (code, memory_id) VALUES (?, ?)",
+                [(code, memory_id) for code in dict.fromkeys(codes)],
+            )
+            if supersedes is not None:
+                conn.execute(
+                    "UPDATE agent_memory SET superseded_by = ? WHERE id = ?",
+                    (memory_id, supersedes),
+                )
+            if prune:
+                self._prune(conn, memory_type)
+        return memory_id
+
+    def delete(self, memory_id: int) -> bool:
+        with self.store.transaction() as conn:
+            return self._delete(conn, [memory_id]) > 0
+
+    def _delete(self, conn: sqlite3.Connection, ids: list[int]) -> int:
+        if not ids:
+            return 0
+        marks = ",".join("?" * len(ids))
+        conn.execute(f"DELETE FROM agent_memory_fts WHERE rowid IN ({marks})", ids)
+        return conn.execute(f"DELETE FROM agent_memory WHERE id IN ({marks})", ids).rowcount
+
+    def _prune(self, conn: sqlite3.Connection, memory_type: str) -> None:
+        """Drop the type's memories past its age limit, then the oldest beyond its count limit."""
+        doomed = []
+        if memory_type in MAX_AGE_DAYS:
+            cutoff = iso(utc_now() - timedelta(days=MAX_AGE_DAYS[memory_type]))
+            doomed += [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM agent_memory WHERE type = ? AND created_at < ?",
+                    (memory_type, cutoff),
+                )
+            ]
+        doomed += [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM agent_memory WHERE type = ? ORDER BY created_at DESC, id DESC"
+                " LIMIT -1 OFFSET ?",
+                (memory_type, LIMITS[memory_type]),
+            )
+        ]
+        self._delete(conn, sorted(set(doomed)))
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, memory_id: int) -> Memory | None:
+        row = self.store.conn.execute(
+            "SELECT * FROM agent_memory WHERE id = ?", (memory_id,)
+        ).fetchone()
+        return Memory.from_row(row) if row else None
+
+    def require(self, memory_id: int) -> Memory:
+        memory = self.get(memory_id)
+        if memory is None:
+            raise UsageError(f"没有找到记忆 {memory_id}：用 `wyckoff memory list` 查看已有记忆。")
+        return memory
+
+    def list_memories(
+        self, memory_type: str | None = None, *, include_superseded: bool = True, limit: int = 500
+    ) -> list[Memory]:
+        """Newest first."""
+        sql = "SELECT * FROM agent_memory WHERE 1 = 1"
+        params: list[Any] = []
+        if memory_type:
+            sql += " AND type = ?"
+            params.append(check_type(memory_type))
+        if not include_superseded:
+            sql += " AND superseded_by IS NULL"
+        rows = self.store.conn.execute(
+            sql + " ORDER BY created_at DESC, id DESC LIMIT ?", (*params, limit)
+        )
+        return [Memory.from_row(r) for r in rows]
+
+    def latest(self, memory_types: tuple[str, ...], limit: int) -> list[Memory]:
+        """The newest live (not superseded) memories of these types."""
+        marks = ",".join("?" * len(memory_types))
+        rows = self.store.conn.execute(
+            f"SELECT * FROM agent_memory WHERE type IN ({marks}) AND superseded_by IS NULL"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*memory_types, limit),
+        )
+        return [Memory.from_row(r) for r in rows]
+
+    def count(self) -> int:
+        return self.store.conn.execute(
+            "SELECT COUNT(*) FROM agent_memory WHERE superseded_by IS NULL"
+        ).fetchone()[0]
+
+    def by_ids(self, ids: list[int]) -> list[Memory]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.store.conn.execute(
+            f"SELECT * FROM agent_memory WHERE id IN ({marks}) AND superseded_by IS NULL", ids
+        )
+        return [Memory.from_row(r) for r in rows]
+
+    def chain(self, memory_id: int) -> list[Memory]:
+        """The supersession chain through this memory, oldest first."""
+        memory = self.require(memory_id)
+        older: list[Memory] = []
+        current = memory
+        while True:
+            row = self.store.conn.execute(
+                "SELECT * FROM agent_memory WHERE superseded_by = ?", (current.id,)
+            ).fetchone()
+            if row is None or len(older) > LIMITS["preference"]:
+                break
+            current = Memory.from_row(row)
+            older.insert(0, current)
+        newer: list[Memory] = []
+        current = memory
+        while current.superseded_by is not None and len(newer) <= LIMITS["preference"]:
+            following = self.get(current.superseded_by)
+            if following is None:
+                break
+            newer.append(following)
+            current = following
+        return [*older, memory, *newer]
+
+    # --- search indexes (ids of live memories) ----------------------------------------------
+
+    def ids_with_codes(self, codes: list[str]) -> list[int]:
+        marks = ",".join("?" * len(codes))
+        rows = self.store.conn.execute(
+            f"SELECT DISTINCT c.memory_id FROM agent_memory_codes c JOIN agent_memory m"
+            f" ON m.id = c.memory_id WHERE c.code IN ({marks}) AND m.superseded_by IS NULL",
+            codes,
+        )
+        return [r[0] for r in rows]
+
+    def ids_with_bigrams(self, terms: list[str], limit: int) -> list[tuple[int, int]]:
+        """(id, how many of the terms it holds), most terms first. Each term looks at its
+        newest 100 memories only, so a very common term costs no more than a rare one."""
+        hits: Counter[int] = Counter()
+        for term in terms:
+            rows = self.store.conn.execute(
+                "SELECT memory_id FROM agent_memory_bigrams WHERE bigram = ?"
+                " ORDER BY memory_id DESC LIMIT 100",
+                (term,),
+            )
+            hits.update(r[0] for r in rows)
+        return sorted(hits.items(), key=lambda item: (-item[1], -item[0]))[:limit]
+
+    def ids_matching_fts(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
+        """(id, bm25 rank) for memories holding any of the 3+ character terms, best first
+        (superseded ones included: `by_ids` drops them)."""
+        query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self.store.conn.execute(
+            "SELECT rowid, bm25(agent_memory_fts) AS rank FROM agent_memory_fts"
+            " WHERE agent_memory_fts MATCH ? ORDER BY rank LIMIT ?",
+            (query, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    # --- extraction markers and layer runs ------------------------------------------------------
+
+    def _exists(self, sql: str, value: str) -> bool:
+        return self.store.conn.execute(sql, (value,)).fetchone() is not None
+
+    def has_marker(self, summary_hash: str) -> bool:
+        return self._exists("SELECT 1 FROM memory_markers WHERE summary_hash = ?", summary_hash)
+
+    def add_marker(self, summary_hash: str, session_id: str | None, written: int) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO memory_markers (summary_hash, session_id, written)"
+                " VALUES (?, ?, ?)",
+                (summary_hash, session_id, written),
+            )
+
+    def layer_run(self, source_hash: str) -> bool:
+        return self._exists("SELECT 1 FROM memory_layer_runs WHERE source_hash = ?", source_hash)
+
+    def last_layer_l1_id(self) -> int | None:
+        row = self.store.conn.execute("SELECT MAX(newest_l1_id) FROM memory_layer_runs").fetchone()
+        return row[0]
+
+    def count_l1_after(self, memory_id: int) -> int:
+        return self.store.conn.execute(
+            "SELECT COUNT(*) FROM agent_memory WHERE id > ? AND type IN ('preference', 'decision')",
+            (memory_id,),
+        ).fetchone()[0]
+
+    def record_layer_run(self, source_hash: str, newest_l1_id: int, written: int) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO memory_layer_runs (source_hash, newest_l1_id, written)"
+                " VALUES (?, ?, ?)",
+                (source_hash, newest_l1_id, written),
+            )
