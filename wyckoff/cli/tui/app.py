@@ -21,6 +21,7 @@ from textual.widget import AwaitMount
 from textual.widgets import Static
 
 from wyckoff.cli.events import UsageTotals
+from wyckoff.cli.local_tools.summaries import summarize_local_result
 from wyckoff.cli.tui.screens import (
     ApprovalScreen,
     AskUserScreen,
@@ -591,6 +592,8 @@ def summarize_result(name: str, result: str) -> tuple[str, str | None]:
         return " ".join(result.split())[:80], None
     if not isinstance(data, dict):
         return str(data)[:80], None
+    if local := summarize_local_result(name, data):
+        return local, None
     demo = "（演示数据）" if data.get("source") == "demo" else ""
     if name == "analyze_stock" and "code" in data:
         health = data.get("health_label") or ""
