@@ -67,7 +67,7 @@ def fetch(url: str, deadline: float, resolver: Resolver = resolve_host) -> tuple
         connection_class = PinnedHTTPSConnection if secure else PinnedHTTPConnection
         connection = connection_class(host, port, address, timeout=_remaining(deadline))
         try:
-            response = _get(connection, url)
+            response, sock = _get(connection, url)
             location = response.getheader("Location")
             if response.status in REDIRECT_STATUSES and location:
                 url = urljoin(url, location)
@@ -75,7 +75,7 @@ def fetch(url: str, deadline: float, resolver: Resolver = resolve_host) -> tuple
             if response.status >= 400:
                 raise ToolFailure(f"{url} 返回 HTTP {response.status} {response.reason}。")
             headers = {k.lower(): v for k, v in response.getheaders()}
-            return url, headers, _read_body(connection, response, deadline)
+            return url, headers, _read_body(sock, response, deadline)
         except (OSError, http.client.HTTPException) as exc:
             raise ToolFailure(f"读取 {url} 失败：{exc or type(exc).__name__}。") from None
         finally:
@@ -83,7 +83,10 @@ def fetch(url: str, deadline: float, resolver: Resolver = resolve_host) -> tuple
     raise ToolFailure(f"重定向超过 {MAX_REDIRECTS} 次，已停止。")
 
 
-def _get(connection: http.client.HTTPConnection, url: str) -> http.client.HTTPResponse:
+def _get(
+    connection: http.client.HTTPConnection, url: str
+) -> tuple[http.client.HTTPResponse, socket.socket]:
+    """The response, and its socket (the connection lets go of it when the server closes)."""
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     headers = {
@@ -92,15 +95,14 @@ def _get(connection: http.client.HTTPConnection, url: str) -> http.client.HTTPRe
         "Accept-Encoding": "identity",  # no compressed bodies (no decompression bombs)
     }
     connection.request("GET", target, headers=headers)
-    return connection.getresponse()
+    sock = connection.sock
+    return connection.getresponse(), sock
 
 
-def _read_body(
-    connection: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float
-) -> bytes:
+def _read_body(sock: socket.socket, response: http.client.HTTPResponse, deadline: float) -> bytes:
     body = bytearray()
     while len(body) <= MAX_BODY_BYTES:
-        connection.sock.settimeout(_remaining(deadline))  # each read within the time budget
+        sock.settimeout(_remaining(deadline))  # each read within the time budget
         chunk = response.read1(65536)
         if not chunk:
             return bytes(body)
@@ -135,7 +137,10 @@ def html_to_text(body: bytes, charset: str | None) -> tuple[str, str]:
     for tag in soup(DROPPED_TAGS):
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else ""
-    text = MarkdownConverter(heading_style="ATX", strip=["img"]).convert_soup(soup)
+    converter = MarkdownConverter(
+        heading_style="ATX", strip=["img"], escape_underscores=False, escape_asterisks=False
+    )
+    text = converter.convert_soup(soup.body or soup)
     return title, re.sub(r"\n{3,}", "\n\n", text).strip()
 
 

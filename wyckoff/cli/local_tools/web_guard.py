@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 from wyckoff.cli.tools import ToolFailure
 
-# Tests serve pages on 127.0.0.1 (the only network they have); nothing else sets this.
+# Tests serve pages on one loopback address (e.g. 127.0.0.2, the only network they have)
+# and name it here; any other loopback address stays refused. Nothing else sets this.
 ALLOW_LOOPBACK_ENV = "WYCKOFF_TEST_FETCH_ALLOW_LOOPBACK"
 METADATA = {
     ipaddress.ip_address("169.254.169.254"): "云主机元数据地址",
@@ -75,10 +76,9 @@ def refusal(address: Address) -> str | None:
     inner = embedded_ipv4(address)
     if inner != address:
         return _kind(inner)
-    kind = _kind(address)
-    if kind == LOOPBACK and os.environ.get(ALLOW_LOOPBACK_ENV) == "1":
+    if str(address) == os.environ.get(ALLOW_LOOPBACK_ENV) and address.is_loopback:
         return None
-    return kind
+    return _kind(address)
 
 
 def _kind(address: Address) -> str | None:
