@@ -115,6 +115,37 @@ def test_binary_files_are_refused_with_their_type(home, ws):
     assert "二进制" in call(home, "read_file", path="blob.bin").error
 
 
+def pdf(*lines: str) -> bytes:
+    """A one-page PDF whose text layer holds `lines` (none: a page with no text, as scanned)."""
+    stream = "BT /F1 12 Tf 72 720 Td " + " ".join(f"({t}) Tj 0 -16 Td" for t in lines) + " ET"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        " /Resources << /Font << /F1 5 0 R >> >> >>",
+        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets).encode()
+    trailer = f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    return out + trailer.encode()
+
+
+def test_a_pdf_is_read_as_its_text_and_a_scanned_one_is_refused(home, ws):
+    (ws / "report.pdf").write_bytes(pdf("Moutai 600519 annual report", "Revenue up 15%"))
+    (ws / "scan.pdf").write_bytes(pdf())
+    page = result(call(home, "read_file", path="report.pdf"))
+    assert page["encoding"] == "pdf"
+    assert page["text"].startswith("--- 第 1 页 ---\nMoutai 600519 annual report\nRevenue up 15%")
+    assert "扫描件" in call(home, "read_file", path="scan.pdf").error
+
+
 def test_gbk_files_read_as_chinese_in_pages(home, ws):
     lines = [f"第{n}行，贵州茅台" for n in range(1, 501)]
     (ws / "研报.txt").write_bytes("\n".join(lines).encode("gbk"))
@@ -164,6 +195,7 @@ def test_writes_are_whole_and_keep_a_gbk_file_gbk(home, ws):
     assert (ws / "list.txt").read_bytes().decode("gbk") == "贵州茅台\n五粮液\n"
     created = result(call(home, "write_file", path="research/screen.csv", content="code\n"))
     assert created["path"] == "research/screen.csv" and created["bytes"] == 5
+    assert (ws / "research" / "screen.csv").stat().st_mode & 0o777 == 0o644  # not 0600 state
     assert not [p for p in (ws / "research").iterdir() if p.name.endswith(".tmp")]
     too_big = call(home, "write_file", path="big.txt", content="x" * (5 * 1024 * 1024 + 1))
     assert not too_big.ok and "上限" in too_big.error and not (ws / "big.txt").exists()
@@ -185,7 +217,7 @@ HIDDEN = {
 @pytest.mark.parametrize("command", HIDDEN)
 def test_the_approval_lists_every_command_hidden_in_a_chain(home, ws, command):
     text = describe(home, "exec_command", command=command)
-    assert text.startswith("在 工作区 运行命令")
+    assert text.startswith(f"在工作区 {ws} 运行命令")
     assert command.replace("\n", "\\n") in text  # the exact command, newline made visible
     listed = text.split("\n", 2)[2]
     for part in HIDDEN[command]:
@@ -231,6 +263,7 @@ def test_landlock_confines_writes_to_the_workspace(home, ws, outside):
     outcome = result(call(home, "exec_command", command=command))
     assert outcome["sandbox"] == "landlock"
     assert (ws / "inside.txt").read_text() == "in\n"
+    assert (ws / "inside.txt").stat().st_mode & 0o777 == 0o644
     assert not (outside.parent / "escaped.txt").exists()
     assert "Permission denied" in outcome["stderr"]
 
@@ -254,7 +287,7 @@ PAGE = """<!doctype html><html><head><title>公告：回购</title><style>.x{}</
 
 
 class PageServer:
-    """Pages on PAGE_HOST: /page (HTML), /to?url=... (a redirect), logs the Host headers."""
+    """Pages on PAGE_HOST: HTML, *.pdf, /to?url=... (a redirect); logs the Host headers."""
 
     def __init__(self) -> None:
         self.hosts: list[str] = []
@@ -271,9 +304,11 @@ class PageServer:
                     self.send_header("Location", self.path[len("/to?url=") :])
                     self.end_headers()
                     return
-                body = PAGE.encode("utf-8")
+                is_pdf = self.path.endswith(".pdf")
+                body = pdf("Announcement 600519") if is_pdf else PAGE.encode("utf-8")
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                kind = "application/pdf" if is_pdf else "text/html; charset=utf-8"
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -300,6 +335,11 @@ def test_a_page_becomes_readable_text_with_its_url_and_time(home, pages):
     assert page["title"] == "公告：回购" and page["text"].startswith("# 回购公告")
     assert "steal" not in page["text"] and "菜单" not in page["text"]
     assert page["url"] == pages.url + "/page" and page["fetched_at"][:2] == "20"
+
+
+def test_a_pdf_announcement_is_fetched_as_text(home, pages):
+    page = result(call(home, "web_fetch", url=pages.url + "/notice.pdf"))
+    assert page["text"] == "--- 第 1 页 ---\nAnnouncement 600519"
 
 
 @pytest.mark.parametrize(
@@ -378,7 +418,7 @@ def test_ask_approve_exec_command_prints_every_part_and_runs_in_the_workspace(
     openai_server.script(Reply(tool_calls=[("exec_command", {"command": command})]), Reply("好"))
     run = cli("ask", "存一下", "--approve", "exec_command", env={"WYCKOFF_WORKSPACE": str(ws)})
     assert run.returncode == 0, run.stderr
-    assert "已批准（--approve）：在 工作区 运行命令" in run.stderr
+    assert f"已批准（--approve）：在工作区 {ws} 运行命令" in run.stderr
     assert "1. echo 600519 > picks.txt" in run.stderr and "2. wc -l picks.txt" in run.stderr
     assert "> picks.txt" in run.stderr.split("重定向：")[1]
     assert (ws / "picks.txt").read_text() == "600519\n"

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from wyckoff.cli.local_tools.pdf_text import pdf_text
 from wyckoff.cli.local_tools.workspace import check_opened, check_real_path, display, resolve
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 
@@ -24,9 +25,11 @@ MAX_PAGE_CHARS = 60_000
 SNIFF_BYTES = 8192
 PREVIEW_LINES = 12
 DIFF_LINES = 80
+NEW_FILE_MODE = 0o644  # the user's file, not Wyckoff's private state (which is 0600)
 # Magic numbers of binary files a user is likely to point at, so the refusal names them.
+PDF_SIGNATURE = b"%PDF"
 BINARY_SIGNATURES = (
-    (b"%PDF", "PDF 文档"),
+    (PDF_SIGNATURE, "PDF 文档"),
     (b"\x89PNG", "PNG 图片"),
     (b"\xff\xd8\xff", "JPEG 图片"),
     (b"GIF8", "GIF 图片"),
@@ -73,6 +76,13 @@ def decode_text(data: bytes, name: str) -> tuple[str, str]:
     raise ToolFailure(f"{name} 既不是 UTF-8 也不是 GBK/GB18030 编码的文本，无法读取。")
 
 
+def file_text(data: bytes, name: str) -> tuple[str, str]:
+    """The text of a file as read_file and web_fetch return it: a PDF's text layer, or text."""
+    if data.startswith(PDF_SIGNATURE):
+        return pdf_text(data, name), "pdf"
+    return decode_text(data, name)
+
+
 def read_bytes(path: Path, raw: str, limit: int = MAX_READ_BYTES) -> bytes:
     """A regular file's bytes, opened without following a last-moment symlink and without
     blocking (a FIFO swapped in is refused, not waited on)."""
@@ -94,7 +104,7 @@ def read_bytes(path: Path, raw: str, limit: int = MAX_READ_BYTES) -> bytes:
 
 def read_file(params: ReadFileParams, context: ToolContext) -> dict[str, Any]:
     path = resolve(params.path)
-    text, encoding = decode_text(read_bytes(path, params.path), params.path)
+    text, encoding = file_text(read_bytes(path, params.path), params.path)
     lines = text.splitlines(keepends=True)
     start = params.offset - 1
     page, chars = [], 0
@@ -153,15 +163,14 @@ def _replace_atomically(path: Path, data: bytes, raw: str) -> None:
     """Write a temporary file next to `path`, then rename it over: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     check_real_path(Path(os.path.realpath(path.parent)) / path.name, raw)
-    mode = os.stat(path).st_mode & 0o777 if path.exists() else None
+    mode = os.stat(path).st_mode & 0o777 if path.exists() else NEW_FILE_MODE
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
+        os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
@@ -205,8 +214,8 @@ def human_size(size: int) -> str:
 READ_FILE = ToolSpec(
     name="read_file",
     description=(
-        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030），按行分页：结果里有 next_offset 时"
-        "用它继续读。二进制文件（PDF、图片、Excel 等）会被拒绝。"
+        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030）或 PDF 的文字，按行分页：结果里有 "
+        "next_offset 时用它继续读。其他二进制文件（图片、Excel 等）会被拒绝。"
     ),
     params=ReadFileParams,
     func=read_file,

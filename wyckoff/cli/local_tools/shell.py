@@ -34,6 +34,7 @@ DEFAULT_TIMEOUT_S = 60
 MAX_TIMEOUT_S = 600
 OUTPUT_CAP_BYTES = 1024 * 1024  # per stream; the registry spills a long result to disk
 READ_CHUNK = 65536
+USER_UMASK = 0o022  # files the user's commands make are ordinary files, not Wyckoff's 0600 state
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -107,11 +108,13 @@ def describe_command(params: ExecCommandParams, context: ToolContext) -> str:
     """The approval text: the exact command, where it runs, and every part bashlex found."""
     try:
         plan = plan_command(params.command)
-        where = display(resolve(params.cwd)) if params.cwd.strip() not in ("", ".") else "工作区"
+        where = f"工作区 {workspace_root()}"
+        if params.cwd.strip() not in ("", "."):
+            where += f" 下的 {display(resolve(params.cwd))}"
     except ToolFailure as exc:
         return f"运行命令 {visible(params.command)}（不会执行：{exc.message}）"
     lines = [
-        f"在 {where} 运行命令（{sandbox_note()}，超时 {params.timeout_s} 秒）：",
+        f"在{where} 运行命令（{sandbox_note()}，超时 {params.timeout_s} 秒）：",
         f"  {visible(params.command)}",
         f"其中共 {len(plan.commands)} 条命令：",
         *(f"  {n}. {text}" for n, text in enumerate(plan.commands, 1)),
@@ -182,6 +185,7 @@ def _run(params: ExecCommandParams, context: ToolContext, cwd: Path, temp_dir: s
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group: a timeout kills every descendant
+        umask=USER_UMASK,
     )
     readers = [CappedReader(process.stdout), CappedReader(process.stderr)]
     for reader in readers:

@@ -2,7 +2,8 @@
 
 Each hop (the URL and every redirect) is checked by web_guard and the connection goes to
 the checked address. Time, body size and returned characters are capped. HTML becomes
-Markdown-like text with markdownify (scripts, styles and navigation dropped).
+Markdown-like text with markdownify (scripts, styles and navigation dropped); a PDF
+becomes its text layer.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import urljoin, urlsplit
 from pydantic import BaseModel, Field
 
 from wyckoff import __version__
-from wyckoff.cli.local_tools.files import decode_text, human_size
+from wyckoff.cli.local_tools.files import file_text, human_size
 from wyckoff.cli.local_tools.web_guard import Resolver, checked_target, resolve_host
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 
@@ -124,9 +125,9 @@ def readable_text(body: bytes, content_type: str, url: str) -> tuple[str, str]:
         not kind and body.lstrip()[:15].lower().startswith(b"<!doctype html")
     ):
         return html_to_text(body, _charset(content_type))
-    if kind.startswith(TEXT_TYPES):
-        return "", decode_text(body, url)[0]
-    raise ToolFailure(f"{url} 的内容类型是 {kind or '未知'}，web_fetch 只读网页和文本。")
+    if kind.startswith(TEXT_TYPES) or kind == "application/pdf":
+        return "", file_text(body, url)[0]
+    raise ToolFailure(f"{url} 的内容类型是 {kind or '未知'}，web_fetch 只读网页、文本和 PDF。")
 
 
 def html_to_text(body: bytes, charset: str | None) -> tuple[str, str]:
