@@ -197,6 +197,8 @@ def test_writes_are_whole_and_keep_a_gbk_file_gbk(home, ws):
     assert created["path"] == "research/screen.csv" and created["bytes"] == 5
     assert (ws / "research" / "screen.csv").stat().st_mode & 0o777 == 0o644  # not 0600 state
     assert not [p for p in (ws / "research").iterdir() if p.name.endswith(".tmp")]
+    under_a_file = call(home, "write_file", path="list.txt/inner.csv", content="x")
+    assert not under_a_file.ok and under_a_file.error.startswith("无法写入 list.txt/inner.csv")
     too_big = call(home, "write_file", path="big.txt", content="x" * (5 * 1024 * 1024 + 1))
     assert not too_big.ok and "上限" in too_big.error and not (ws / "big.txt").exists()
 

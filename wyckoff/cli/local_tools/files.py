@@ -161,10 +161,13 @@ def _write_target(params: WriteFileParams) -> tuple[Path, str | None, str]:
 
 def _replace_atomically(path: Path, data: bytes, raw: str) -> None:
     """Write a temporary file next to `path`, then rename it over: never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    check_real_path(Path(os.path.realpath(path.parent)) / path.name, raw)
-    mode = os.stat(path).st_mode & 0o777 if path.exists() else NEW_FILE_MODE
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        check_real_path(Path(os.path.realpath(path.parent)) / path.name, raw)
+        mode = os.stat(path).st_mode & 0o777 if path.exists() else NEW_FILE_MODE
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ToolFailure(f"无法写入 {raw}：{exc.strerror}（{exc.filename}）。") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -76,6 +76,10 @@ def fetch(url: str, deadline: float, resolver: Resolver = resolve_host) -> tuple
             if response.status >= 400:
                 raise ToolFailure(f"{url} 返回 HTTP {response.status} {response.reason}。")
             headers = {k.lower(): v for k, v in response.getheaders()}
+            if headers.get("content-encoding", "identity") != "identity":
+                raise ToolFailure(
+                    f"{url} 返回了压缩的内容（{headers['content-encoding']}），未读取。"
+                )
             return url, headers, _read_body(sock, response, deadline)
         except (OSError, http.client.HTTPException) as exc:
             raise ToolFailure(f"读取 {url} 失败：{exc or type(exc).__name__}。") from None
