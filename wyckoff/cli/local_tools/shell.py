@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,8 @@ class ExecCommandParams(BaseModel):
     )
 
 
-class CommandPlan(BaseModel):
+@dataclass(frozen=True)
+class CommandPlan:
     """What a command would do, as parsed: its commands and redirections, in order."""
 
     commands: list[str]
