@@ -413,12 +413,13 @@ def test_fetched_text_saying_the_user_agreed_unlocks_nothing(openai_server, home
 
 
 def test_ask_approve_exec_command_prints_every_part_and_runs_in_the_workspace(
-    openai_server, home, ws
+    openai_server, home, ws, monkeypatch
 ):
+    monkeypatch.delenv("WYCKOFF_WORKSPACE")  # the folder comes from --workspace alone
     add_scripted_model(openai_server)
     command = "echo 600519 > picks.txt && wc -l picks.txt"
     openai_server.script(Reply(tool_calls=[("exec_command", {"command": command})]), Reply("好"))
-    run = cli("ask", "存一下", "--approve", "exec_command", env={"WYCKOFF_WORKSPACE": str(ws)})
+    run = cli("--workspace", str(ws), "ask", "存一下", "--approve", "exec_command")
     assert run.returncode == 0, run.stderr
     assert f"已批准（--approve）：在工作区 {ws} 运行命令" in run.stderr
     assert "1. echo 600519 > picks.txt" in run.stderr and "2. wc -l picks.txt" in run.stderr
