@@ -156,6 +156,13 @@ def test_gbk_files_read_as_chinese_in_pages(home, ws):
     assert last["text"].rstrip().endswith("第500行，贵州茅台") and "next_offset" not in last
 
 
+def test_a_page_of_long_lines_fits_in_one_result_instead_of_being_spilled(home, ws):
+    (ws / "quotes.csv").write_text('"600519","贵州茅台",1500\n' * 5000, encoding="utf-8")
+    outcome = call(home, "read_file", path="quotes.csv", limit=2000)
+    page = result(outcome)
+    assert outcome.ref is None and 100 < page["next_offset"] < 2000
+
+
 def test_wyckoff_state_and_key_files_are_off_limits_even_inside_the_workspace(
     home, ws, monkeypatch
 ):

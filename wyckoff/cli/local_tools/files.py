@@ -7,6 +7,7 @@ the approval shows the path and a diff (for a new file: its size and first lines
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -16,12 +17,13 @@ from pydantic import BaseModel, Field
 
 from wyckoff.cli.local_tools.pdf_text import pdf_text
 from wyckoff.cli.local_tools.workspace import check_opened, check_real_path, display, resolve
-from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.cli.tools import MAX_RESULT_CHARS, ToolContext, ToolFailure, ToolSpec
 
 MAX_READ_BYTES = 20 * 1024 * 1024
 MAX_WRITE_BYTES = 5 * 1024 * 1024
 DEFAULT_LINES = 200
-MAX_PAGE_CHARS = 60_000
+# A page fits in one tool result (as JSON) without being spilled to disk.
+PAGE_CHARS = MAX_RESULT_CHARS - 1_000
 SNIFF_BYTES = 8192
 PREVIEW_LINES = 12
 DIFF_LINES = 80
@@ -109,10 +111,11 @@ def read_file(params: ReadFileParams, context: ToolContext) -> dict[str, Any]:
     start = params.offset - 1
     page, chars = [], 0
     for line in lines[start : start + params.limit]:
-        if page and chars + len(line) > MAX_PAGE_CHARS:
+        size = len(json.dumps(line, ensure_ascii=False)) - 2  # as escaped in the result
+        if page and chars + size > PAGE_CHARS:
             break
         page.append(line)
-        chars += len(line)
+        chars += size
     end = start + len(page)
     result: dict[str, Any] = {
         "path": display(path),
@@ -217,8 +220,8 @@ def human_size(size: int) -> str:
 READ_FILE = ToolSpec(
     name="read_file",
     description=(
-        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030）或 PDF 的文字，按行分页：结果里有 "
-        "next_offset 时用它继续读。其他二进制文件（图片、Excel 等）会被拒绝。"
+        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030）或 PDF 的文字，按行分页（每页约 7,000 字符以内）："
+        "结果里有 next_offset 时用它继续读。其他二进制文件（图片、Excel 等）会被拒绝。"
     ),
     params=ReadFileParams,
     func=read_file,

@@ -27,7 +27,7 @@ from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 MAX_BODY_BYTES = 3 * 1024 * 1024
 TOTAL_TIMEOUT_S = 20.0
 MAX_REDIRECTS = 5
-DEFAULT_CHARS = 20_000
+DEFAULT_CHARS = 6_000  # fits in one tool result; more is saved to disk by the registry
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/rss+xml")
@@ -168,7 +168,10 @@ def web_fetch(params: WebFetchParams, context: ToolContext) -> dict[str, Any]:
     if final_url != params.url:
         result["requested_url"] = params.url
     if len(text) > params.max_chars:
-        result["truncated"] = f"正文共 {len(text):,} 字符，只返回前 {params.max_chars:,} 字符"
+        result["truncated"] = (
+            f"正文共 {len(text):,} 字符，只返回前 {params.max_chars:,} 字符；"
+            "需要更多时用更大的 max_chars 重新调用"
+        )
     return result
 
 
