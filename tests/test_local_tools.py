@@ -255,6 +255,19 @@ def test_a_timeout_kills_the_whole_process_group_including_a_sleeping_grandchild
     assert not alive(grandchild)
 
 
+def test_what_a_command_leaves_running_in_the_background_is_ended_with_it(home, ws):
+    outcome = result(call(home, "exec_command", command="sleep 300 & echo $! > bg.pid"))
+    assert outcome["exit_code"] == 0 and "stopped" not in outcome
+    assert not alive(int((ws / "bg.pid").read_text()))
+
+
+def test_a_key_the_command_prints_is_cut_from_its_output(home, ws, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-abcdefghijklmnop")
+    (ws / "notes.txt").write_text("key: sk-live-abcdefghijklmnop\n", encoding="utf-8")
+    outcome = result(call(home, "exec_command", command="cat notes.txt"))
+    assert outcome["stdout"] == "key: ***\n"
+
+
 def test_the_command_gets_no_keys_and_no_stdin(home, ws, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-abcdefghijklmnop")
     monkeypatch.setenv("TUSHARE_TOKEN", "tushare-0123456789abcdef")
