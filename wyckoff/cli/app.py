@@ -39,8 +39,13 @@ def root(
     ),
     session: str | None = typer.Option(None, "--session", help="打开指定会话 / open a session"),
     model: str | None = typer.Option(None, "--model", "-m", help="模型 id / model id"),
+    workspace: str | None = typer.Option(
+        None, "--workspace", help="本地工具可访问的文件夹（默认当前目录）/ local tools' root"
+    ),
 ) -> None:
     """不带子命令时打开终端界面 / with no command, open the TUI."""
+    if workspace is not None:
+        use_workspace(workspace)
     if ctx.invoked_subcommand is not None:
         return
     from wyckoff.cli.output import is_interactive
@@ -54,6 +59,20 @@ def root(
     from wyckoff.cli.tui.app import create_app
 
     create_app(model_id=model, session_id=session, continue_latest=continue_latest).run()
+
+
+def use_workspace(folder: str) -> None:
+    """Local tools work in `folder` (passed on to them through WYCKOFF_WORKSPACE)."""
+    import os
+
+    from wyckoff.errors import UsageError
+
+    path = os.path.realpath(os.path.expanduser(folder))
+    if not os.path.isdir(path):
+        raise UsageError(
+            f"--workspace {folder} 不是一个存在的文件夹：请给出要让本地工具使用的文件夹。"
+        )
+    os.environ["WYCKOFF_WORKSPACE"] = path
 
 
 app.command("ask")(ask_command.ask)

@@ -172,8 +172,19 @@ def default_registry() -> ToolRegistry:
     from wyckoff.agents.market import MARKET_TOOLS
     from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
     from wyckoff.agents.reports import REPORT_TOOLS
+    from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
+    from wyckoff.cli.local_tools.shell import EXEC_COMMAND
+    from wyckoff.cli.local_tools.web import WEB_FETCH
     from wyckoff.cli.skills import EXECUTE_SKILL
 
+    local_tools = [READ_FILE, WRITE_FILE, EXEC_COMMAND, WEB_FETCH]
     return ToolRegistry(
-        [*MARKET_TOOLS, *PORTFOLIO_TOOLS, *REPORT_TOOLS, EXECUTE_SKILL, *RUNTIME_TOOLS]
+        [
+            *MARKET_TOOLS,
+            *PORTFOLIO_TOOLS,
+            *REPORT_TOOLS,
+            EXECUTE_SKILL,
+            *RUNTIME_TOOLS,
+            *local_tools,
+        ]
     )

@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
@@ -59,7 +59,11 @@ class ApprovalScreen(ModalScreen[Approval]):
                     ("需要你的批准：", "bold"), self.request["title"], f"（{self.request['name']}）"
                 )
             )
-            yield action_sentence(self.request["description"])
+            sentence, _, detail = self.request["description"].partition("\n")
+            yield action_sentence(sentence)
+            if detail:  # a command's parts or a write's diff, scrolled apart from the buttons
+                with VerticalScroll(id="action-detail"):
+                    yield Static(detail_text(detail))
             yield Static(
                 "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
             )
@@ -110,6 +114,17 @@ class ApprovalScreen(ModalScreen[Approval]):
 def action_sentence(description: str) -> Static:
     """The action a consent would allow, as the dialog's most visible line."""
     return Static(Text.assemble(("将要执行：", "bold"), description), id="action")
+
+
+DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
+
+
+def detail_text(detail: str) -> Text:
+    """The lines under an action sentence; a diff's added and removed lines coloured."""
+    text = Text()
+    for number, line in enumerate(detail.splitlines()):
+        text.append(("\n" if number else "") + line, style=DIFF_STYLES.get(line[:1], ""))
+    return text
 
 
 class AskUserScreen(ModalScreen[dict]):

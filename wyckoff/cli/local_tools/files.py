@@ -1,0 +1,256 @@
+"""read_file and write_file: text files in the workspace, read in pages, written atomically.
+
+Reading needs no approval (contents reach the model as untrusted data); writing does, and
+the approval shows the path and a diff (for a new file: its size and first lines).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from wyckoff.cli.local_tools.pdf_text import pdf_text
+from wyckoff.cli.local_tools.workspace import check_opened, check_real_path, display, resolve
+from wyckoff.cli.tools import MAX_RESULT_CHARS, ToolContext, ToolFailure, ToolSpec
+
+MAX_READ_BYTES = 20 * 1024 * 1024
+MAX_WRITE_BYTES = 5 * 1024 * 1024
+DEFAULT_LINES = 200
+# A page fits in one tool result (as JSON) without being spilled to disk.
+PAGE_CHARS = MAX_RESULT_CHARS - 1_000
+SNIFF_BYTES = 8192
+PREVIEW_LINES = 12
+DIFF_LINES = 80
+NEW_FILE_MODE = 0o644  # the user's file, not Wyckoff's private state (which is 0600)
+# Magic numbers of binary files a user is likely to point at, so the refusal names them.
+PDF_SIGNATURE = b"%PDF"
+BINARY_SIGNATURES = (
+    (PDF_SIGNATURE, "PDF 文档"),
+    (b"\x89PNG", "PNG 图片"),
+    (b"\xff\xd8\xff", "JPEG 图片"),
+    (b"GIF8", "GIF 图片"),
+    (b"PK\x03\x04", "ZIP 压缩包（也可能是 xlsx/docx）"),
+    (b"\x1f\x8b", "gzip 压缩文件"),
+    (b"\x7fELF", "可执行程序（ELF）"),
+    (b"SQLite format 3\x00", "SQLite 数据库"),
+    (b"PAR1", "Parquet 数据文件"),
+    (b"\xd0\xcf\x11\xe0", "旧版 Office 文档（xls/doc）"),
+)
+TEXT_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+class ReadFileParams(BaseModel):
+    path: str = Field(description="工作区内的文件路径（相对工作区，或工作区内的绝对路径）")
+    offset: int = Field(default=1, ge=1, description="从第几行开始读（从 1 开始）")
+    limit: int = Field(default=DEFAULT_LINES, ge=1, le=2000, description="最多读多少行")
+
+
+class WriteFileParams(BaseModel):
+    path: str = Field(description="工作区内的文件路径；导出也可写到 WYCKOFF_HOME/exports")
+    content: str = Field(description="要写入的完整文本")
+    mode: Literal["create", "overwrite", "append"] = Field(
+        default="create", description="create 新建（已存在则失败）| overwrite 覆盖 | append 追加"
+    )
+
+
+def decode_text(data: bytes, name: str) -> tuple[str, str]:
+    """The text and its encoding: UTF-8 (or a BOM's), else GB18030 (a superset of GBK);
+    binary files are refused with their type."""
+    for bom, encoding in TEXT_BOMS:
+        if data.startswith(bom):
+            return data.decode(encoding, errors="replace"), encoding
+    for signature, kind in BINARY_SIGNATURES:
+        if data.startswith(signature):
+            raise ToolFailure(f"{name} 是{kind}，不是文本文件，read_file 只读文本。")
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise ToolFailure(f"{name} 是二进制文件（含 NUL 字节），不是文本文件，read_file 只读文本。")
+    for encoding in ("utf-8", "gb18030"):
+        try:
+            return data.decode(encoding), encoding
+        except UnicodeDecodeError:
+            continue
+    raise ToolFailure(f"{name} 既不是 UTF-8 也不是 GBK/GB18030 编码的文本，无法读取。")
+
+
+def file_text(data: bytes, name: str) -> tuple[str, str]:
+    """The text of a file as read_file and web_fetch return it: a PDF's text layer, or text."""
+    if data.startswith(PDF_SIGNATURE):
+        return pdf_text(data, name), "pdf"
+    return decode_text(data, name)
+
+
+def read_bytes(path: Path, raw: str, limit: int = MAX_READ_BYTES) -> bytes:
+    """A regular file's bytes, opened without following a last-moment symlink and without
+    blocking (a FIFO swapped in is refused, not waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ToolFailure(f"{raw} 不存在。") from None
+    except OSError as exc:
+        raise ToolFailure(f"无法打开 {raw}：{exc.strerror}。") from None
+    with os.fdopen(fd, "rb") as handle:
+        size = check_opened(fd, raw).st_size
+        if size > limit:
+            raise ToolFailure(
+                f"{raw} 有 {human_size(size)}，超过 read_file 的上限 {human_size(limit)}；"
+                "可用 exec_command 的 head、sed -n 或 grep 取出需要的部分。"
+            )
+        return handle.read(limit + 1)[:limit]
+
+
+def read_file(params: ReadFileParams, context: ToolContext) -> dict[str, Any]:
+    path = resolve(params.path)
+    text, encoding = file_text(read_bytes(path, params.path), params.path)
+    lines = text.splitlines(keepends=True)
+    start = params.offset - 1
+    page, chars = [], 0
+    for line in lines[start : start + params.limit]:
+        size = len(json.dumps(line, ensure_ascii=False)) - 2  # as escaped in the result
+        if page and chars + size > PAGE_CHARS:
+            break
+        page.append(line)
+        chars += size
+    end = start + len(page)
+    result: dict[str, Any] = {
+        "path": display(path),
+        "encoding": encoding,
+        "lines": f"{params.offset}-{end}" if page else "无",
+        "total_lines": len(lines),
+        "text": "".join(page),
+    }
+    if end < len(lines):
+        result["next_offset"] = end + 1
+    return result
+
+
+def write_file(params: WriteFileParams, context: ToolContext) -> dict[str, Any]:
+    path, old, encoding = _write_target(params)
+    new = (old or "") + params.content if params.mode == "append" else params.content
+    data = new.encode(encoding)
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolFailure(
+            f"写入后 {display(path)} 将有 {human_size(len(data))}，超过 write_file 的上限 "
+            f"{human_size(MAX_WRITE_BYTES)}。"
+        )
+    _replace_atomically(path, data, params.path)
+    return {
+        "path": display(path),
+        "mode": params.mode,
+        "bytes": len(data),
+        "lines": len(new.splitlines()),
+        "encoding": encoding,
+        "created": old is None,
+    }
+
+
+def _write_target(params: WriteFileParams) -> tuple[Path, str | None, str]:
+    """Where to write, the current text (None for a new file) and the encoding to keep."""
+    path = resolve(params.path)
+    if not os.path.lexists(path):
+        return path, None, "utf-8"
+    if params.mode == "create":
+        raise ToolFailure(
+            f"{params.path} 已存在：要替换请用 mode=overwrite，要在末尾添加请用 mode=append。"
+        )
+    old, encoding = decode_text(read_bytes(path, params.path, MAX_WRITE_BYTES), params.path)
+    return path, old, "utf-8" if encoding == "utf-8-sig" and params.mode != "append" else encoding
+
+
+def _replace_atomically(path: Path, data: bytes, raw: str) -> None:
+    """Write a temporary file next to `path`, then rename it over: never half a file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        check_real_path(Path(os.path.realpath(path.parent)) / path.name, raw)
+        mode = os.stat(path).st_mode & 0o777 if path.exists() else NEW_FILE_MODE
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ToolFailure(f"无法写入 {raw}：{exc.strerror}（{exc.filename}）。") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def describe_write(params: WriteFileParams, context: ToolContext) -> str:
+    """The write as the approval dialog shows it: the path, then a diff or the first lines."""
+    try:
+        path, old, encoding = _write_target(params)
+    except ToolFailure as exc:
+        return f"写入文件 {params.path}（不会执行：{exc.message}）"
+    size = human_size(len(params.content.encode(encoding)))
+    if old is None:
+        head = params.content.splitlines()[:PREVIEW_LINES]
+        more = "\n  ……" if len(params.content.splitlines()) > PREVIEW_LINES else ""
+        body = "\n".join(f"  {line}" for line in head)
+        return f"新建文件 {display(path)}（{size}），前 {len(head)} 行：\n{body}{more}"
+    if params.mode == "append":
+        added = "\n".join(f"+ {line}" for line in params.content.splitlines()[:DIFF_LINES])
+        return f"在 {display(path)} 末尾追加 {size}：\n{added}"
+    diff = list(
+        difflib.unified_diff(
+            old.splitlines(), params.content.splitlines(), "原文件", "新内容", lineterm="", n=2
+        )
+    )
+    shown = "\n".join(diff[:DIFF_LINES]) or "（内容没有变化）"
+    more = f"\n……（差异共 {len(diff)} 行）" if len(diff) > DIFF_LINES else ""
+    return f"覆盖文件 {display(path)}（新内容 {size}），差异：\n{shown}{more}"
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def summarize_read(data: dict[str, Any]) -> str:
+    return f"读取 {data['path']} 第 {data['lines']} 行（共 {data['total_lines']} 行，{data['encoding']}）"
+
+
+def summarize_write(data: dict[str, Any]) -> str:
+    verb = {"create": "新建", "overwrite": "覆盖", "append": "追加"}[data["mode"]]
+    return f"{verb}写入 {data['path']} {human_size(data['bytes'])}"
+
+
+READ_FILE = ToolSpec(
+    name="read_file",
+    description=(
+        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030）或 PDF 的文字，按行分页（每页约 7,000 字符以内）："
+        "结果里有 next_offset 时用它继续读。其他二进制文件（图片、Excel 等）会被拒绝。"
+    ),
+    params=ReadFileParams,
+    func=read_file,
+    title="读取文件",
+    summarize=summarize_read,
+    concurrency_safe=True,
+    timeout_s=30,
+)
+
+WRITE_FILE = ToolSpec(
+    name="write_file",
+    description=(
+        "把文本写入工作区内的文件（或 WYCKOFF_HOME/exports），需要用户批准；"
+        "mode=create 新建、overwrite 覆盖、append 追加。写入是原子的。"
+    ),
+    params=WriteFileParams,
+    func=write_file,
+    title="写入文件",
+    summarize=summarize_write,
+    requires_approval=True,
+    timeout_s=30,
+    describe=describe_write,
+)

@@ -1,0 +1,257 @@
+"""exec_command: a shell command the user approved after seeing every part of it.
+
+The command is parsed with bashlex before anything runs: the approval lists each command
+of a chain, pipe, substitution or subshell and each redirection, and a command bashlex
+cannot parse is refused. The approved text then runs through bash (no profile) in the
+workspace with stdin closed, an environment without keys, a timeout that kills the whole
+process group, capped output and — where the kernel has Landlock — writes confined to the
+workspace, the exports folder and a private temporary folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from wyckoff.cli.local_tools.sandbox import landlock_abi
+from wyckoff.cli.local_tools.workspace import display, exports_dir, resolve, workspace_root
+from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.config import known_secrets, redact_text
+
+DEFAULT_TIMEOUT_S = 60
+MAX_TIMEOUT_S = 600
+OUTPUT_CAP_BYTES = 1024 * 1024  # per stream; the registry spills a long result to disk
+READ_CHUNK = 65536
+USER_UMASK = 0o022  # files the user's commands make are ordinary files, not Wyckoff's 0600 state
+SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+class ExecCommandParams(BaseModel):
+    command: str = Field(description="要运行的 shell 命令（bash 语法）")
+    cwd: str = Field(default=".", description="工作目录，工作区内的相对路径")
+    timeout_s: int = Field(
+        default=DEFAULT_TIMEOUT_S, ge=1, le=MAX_TIMEOUT_S, description="超时秒数，超时会终止命令"
+    )
+
+
+@dataclass(frozen=True)
+class CommandPlan:
+    """What a command would do, as parsed: its commands and redirections, in order."""
+
+    commands: list[str]
+    redirections: list[str]
+
+
+def visible(text: str) -> str:
+    """`text` with newlines, control and direction characters shown, never acted on."""
+    return CONTROL_CHARS.sub(
+        lambda m: "\\n" if m.group() == "\n" else f"\\u{ord(m.group()):04x}", text
+    )
+
+
+def plan_command(command: str) -> CommandPlan:
+    """Every command and redirection in `command`; a command bashlex cannot parse is refused."""
+    import bashlex
+
+    if not command.strip():
+        raise ToolFailure("命令是空的。")
+    try:
+        trees = bashlex.parse(command)
+    except Exception as exc:  # bashlex raises several error types for unsupported syntax
+        raise ToolFailure(
+            f"无法解析这条命令（{exc}），为安全起见不执行：请改写成简单的命令、管道或 && 连接。"
+        ) from None
+    commands, redirections = [], []
+    for tree in trees:
+        for node in _walk(tree):
+            if node.kind == "command":
+                commands.append(visible(command[node.pos[0] : node.pos[1]]))
+            elif node.kind == "redirect":
+                redirections.append(visible(command[node.pos[0] : node.pos[1]]))
+    return CommandPlan(commands=commands, redirections=redirections)
+
+
+def _walk(node):
+    """Every node under `node`, including commands inside substitutions and redirections."""
+    import bashlex
+
+    yield node
+    for name in ("parts", "list"):
+        for child in getattr(node, name, None) or []:
+            yield from _walk(child)
+    for name in ("command", "output", "body"):
+        child = getattr(node, name, None)
+        if isinstance(child, bashlex.ast.node):
+            yield from _walk(child)
+
+
+def sandbox_note() -> str:
+    if landlock_abi() >= 1:
+        return "写入仅限工作区和导出文件夹（Landlock）"
+    return "没有写入限制：内核不支持 Landlock"
+
+
+def describe_command(params: ExecCommandParams, context: ToolContext) -> str:
+    """The approval text: the exact command, where it runs, and every part bashlex found."""
+    try:
+        plan = plan_command(params.command)
+        where = f"工作区 {workspace_root()}"
+        if params.cwd.strip() not in ("", "."):
+            where += f" 下的 {display(resolve(params.cwd))}"
+    except ToolFailure as exc:
+        return f"运行命令 {visible(params.command)}（不会执行：{exc.message}）"
+    lines = [
+        f"在{where} 运行命令（{sandbox_note()}，超时 {params.timeout_s} 秒）：",
+        f"  {visible(params.command)}",
+        f"其中共 {len(plan.commands)} 条命令：",
+        *(f"  {n}. {text}" for n, text in enumerate(plan.commands, 1)),
+    ]
+    if plan.redirections:
+        lines += ["重定向：", *(f"  {text}" for text in plan.redirections)]
+    return "\n".join(lines)
+
+
+def child_environment(temp_dir: str) -> dict[str, str]:
+    """The environment without anything named like a key or holding a known key's value."""
+    secrets = known_secrets()
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not SECRET_NAME.search(name) and not any(secret in value for secret in secrets)
+    }
+    env["TMPDIR"] = temp_dir
+    return env
+
+
+class CappedReader(threading.Thread):
+    """Drains one pipe, keeping the first OUTPUT_CAP_BYTES and counting the rest."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def run(self) -> None:
+        while chunk := self.stream.read1(READ_CHUNK):
+            room = OUTPUT_CAP_BYTES - len(self.kept)
+            self.kept += chunk[:room]
+            self.dropped += max(len(chunk) - room, 0)
+
+    def text(self) -> str:
+        text = redact_text(self.kept.decode("utf-8", errors="replace"))
+        return text + (f"\n……（另有 {self.dropped:,} 字节输出被截去）" if self.dropped else "")
+
+
+def exec_command(params: ExecCommandParams, context: ToolContext) -> dict[str, Any]:
+    plan_command(params.command)
+    cwd = resolve(params.cwd)
+    if not cwd.is_dir():
+        raise ToolFailure(f"工作目录 {params.cwd} 不是文件夹。")
+    temp_dir = tempfile.mkdtemp(prefix="wyckoff-exec-")
+    try:
+        return _run(params, context, cwd, temp_dir)
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _run(params: ExecCommandParams, context: ToolContext, cwd: Path, temp_dir: str) -> dict:
+    argv = ["/bin/bash", "--noprofile", "--norc", "-c", params.command]
+    confined = landlock_abi() >= 1
+    if confined:
+        exports = exports_dir()
+        exports.mkdir(parents=True, exist_ok=True)
+        writable = [str(workspace_root()), str(exports), temp_dir]
+        argv = [sys.executable, "-I", "-S", str(SANDBOX_SCRIPT), *writable, "--", *argv]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=child_environment(temp_dir),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: a timeout kills every descendant
+        umask=USER_UMASK,
+    )
+    readers = [CappedReader(process.stdout), CappedReader(process.stderr)]
+    for reader in readers:
+        reader.start()
+    stopped = _wait(process, started + params.timeout_s, context)
+    _kill_group(process.pid)  # also what it left running in the background
+    for reader in readers:
+        reader.join(timeout=2)
+    result = {
+        "command": params.command,
+        "cwd": display(cwd),
+        "exit_code": process.returncode,
+        "sandbox": "landlock" if confined else "none",
+        "elapsed_s": round(time.monotonic() - started, 2),
+        "stdout": readers[0].text(),
+        "stderr": readers[1].text(),
+    }
+    if stopped:
+        result["stopped"] = stopped
+    return result
+
+
+def _wait(process: subprocess.Popen, deadline: float, context: ToolContext) -> str | None:
+    """Waits for the command; on timeout or cancel kills its process group and says why."""
+    while True:
+        try:
+            process.wait(timeout=0.1)
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        reason = None
+        if context.cancelled():
+            reason = "已被取消，整个进程组已终止"
+        elif time.monotonic() >= deadline:
+            reason = "超时，整个进程组已终止"
+        if reason:
+            _kill_group(process.pid)
+            process.wait()
+            return reason
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def summarize_command(data: dict[str, Any]) -> str:
+    lines = len(data["stdout"].splitlines()) + len(data["stderr"].splitlines())
+    stopped = f"，{data['stopped']}" if data.get("stopped") else ""
+    return f"命令退出码 {data['exit_code']}，输出 {lines} 行{stopped}"
+
+
+EXEC_COMMAND = ToolSpec(
+    name="exec_command",
+    description=(
+        "在工作区内运行一条 shell 命令（bash 语法），需要用户批准。标准输入关闭，"
+        "环境变量中不含密钥，默认 60 秒超时；有 Landlock 时只能写工作区和导出文件夹。"
+        "结果含 exit_code、stdout、stderr。"
+    ),
+    params=ExecCommandParams,
+    func=exec_command,
+    title="运行命令",
+    summarize=summarize_command,
+    requires_approval=True,
+    timeout_s=MAX_TIMEOUT_S + 30,
+    describe=describe_command,
+)
