@@ -21,7 +21,6 @@ from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolOutcome
-from wyckoff.cli.tui.app import summarize_result
 from wyckoff.cli.tui.screens import ApprovalScreen
 
 PAGE_HOST = "127.0.0.2"  # the one loopback address tests let web_fetch reach
@@ -455,11 +454,9 @@ def test_a_workspace_that_is_not_a_folder_is_one_clear_sentence(home, tmp_path):
 
 def test_tool_rows_summarise_local_results(home, ws):
     written = call(home, "write_file", path="research/screen.csv", content="x" * 12_600)
-    assert (
-        summarize_result("write_file", written.result)[0] == "新建写入 research/screen.csv 12.3 KB"
-    )
+    assert written.summary == "新建写入 research/screen.csv 12.3 KB"
     ran = call(home, "exec_command", command="seq 240")
-    assert summarize_result("exec_command", ran.result)[0] == "命令退出码 0，输出 240 行"
+    assert ran.summary == "命令退出码 0，输出 240 行"
 
 
 class DialogHost(App):
