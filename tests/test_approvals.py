@@ -315,8 +315,9 @@ async def test_ask_user_dialog_shows_the_action_and_its_raw_arguments(configured
 async def test_session_commands_forget_always_allow(configured, home, command):
 
     cash = lambda amount: update({"action": "set_cash", "cash": amount})  # noqa: E731
+    no_memories = Reply(text="无")  # the memory extraction when the session is left
     configured.script(
-        cash(1), Reply(text="好"), cash(2), Reply(text="好"), cash(3), Reply(text="好")
+        cash(1), Reply(text="好"), cash(2), Reply(text="好"), no_memories, cash(3), Reply(text="好")
     )
     app = create_app()
     async with app.run_test(size=(100, 32)) as pilot:
@@ -331,7 +332,9 @@ async def test_session_commands_forget_always_allow(configured, home, command):
         if command == "/resume":
             await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
             app.screen.dismiss(app.agent.conversation.session_id)
-        await pilot.pause(0.2)
+        await wait_until(
+            pilot, lambda: app.agent.extraction and not app.agent.extraction.is_alive()
+        )
         await dialog_for(pilot, "现金 3")
         await pilot.press("n")
         await wait_until(pilot, lambda: not app.turn_running)

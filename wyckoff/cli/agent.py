@@ -23,6 +23,7 @@ class Agent:
     skills: Any
     mcp_warnings: list[str]  # configured MCP servers that could not be used
     memories: Any = None
+    extraction: Any = None  # the latest memory-extraction thread
 
     def ask_model(self, system_prompt: str, text: str) -> str:
         """One plain model call (memory extraction and dedup) on the current provider."""
@@ -63,16 +64,18 @@ class Agent:
         )
 
     def end_session(self, *, skip_layers: bool = False):
-        """Extract memories from the conversation being left, in the background."""
+        """Extract memories from the conversation being left, in the background (the thread
+        is kept in `extraction`)."""
         from wyckoff.memory.extraction import extract_in_background
 
-        return extract_in_background(
+        self.extraction = extract_in_background(
             self.memories,
             list(self.conversation),
             self.ask_model,
             session_id=self.conversation.session_id,
             skip_layers=skip_layers,
         )
+        return self.extraction
 
 
 def open_agent(
