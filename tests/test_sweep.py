@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import wyckoff.engine.backtest as backtest_module
-from tests.conftest import cli
+from tests.conftest import cli, spawn_cli
 from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext, ToolFailure
@@ -207,3 +207,47 @@ def test_sweep_command_ranks_saves_exports_and_walks_forward(home, tmp_path):
     listed = json.loads(cli("backtest", "sweeps", "--json").stdout)
     assert [r["walk_forward"] for r in listed] == ["20:10", None]
     assert listed[0]["best_params"] == payload["folds"][-1]["params"]
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of pid (from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def test_ctrl_c_cancels_the_cluster_work_and_leaves_no_worker_behind(home, tmp_path):
+    home.mkdir(parents=True, exist_ok=True)
+    start = str(ensure_demo(home, limit=120).load_panel(60).dates[-60])
+    assert cli("data", "use", "demo").returncode == 0
+    grid = tmp_path / "grid.toml"
+    grid.write_text("hold_days = [5, 10, 20]\nrs10_min = [0.5, 1.0, 1.5, 2.0]\n", encoding="utf-8")
+    running = spawn_cli("backtest", "sweep", str(grid), "--start", start, "--workers", "2")
+    while "参数扫描" not in running.stderr.readline():  # wait for the cluster to be working
+        assert running.poll() is None, running.stderr.read()
+    workers = _children(running.pid)
+    assert workers, "the sweep started no worker processes"
+    running.send_signal(signal.SIGINT)
+    running.wait(timeout=60)
+    errors = running.stderr.read()
+    assert running.returncode == 130 and "已取消" in errors and "Traceback" not in errors
+    assert not [pid for pid in workers if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an exited child nobody has reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -43,6 +43,8 @@ Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
 class SweepCancelled(WyckoffError):
     """The user stopped the sweep; cluster work was cancelled."""
 
+    exit_code = 130
+
 
 def metrics_of(result: dict[str, Any]) -> dict[str, Any]:
     """One backtest result's metric row."""
@@ -146,9 +148,12 @@ class ClusterRunner:
             for _ in as_completed(futures):
                 self.tick()
                 if self.cancelled():
-                    raise SweepCancelled("参数扫描已取消，集群上的任务已撤销。")
+                    raise KeyboardInterrupt
             return self.client.gather(futures)
-        except BaseException:  # Ctrl+C too: nothing left running on the cluster
+        except KeyboardInterrupt:  # Ctrl+C or the tool's cancel: nothing left on the cluster
+            self.client.cancel(self.submitted)
+            raise SweepCancelled("参数扫描已取消，集群上的任务已撤销。") from None
+        except BaseException:
             self.client.cancel(self.submitted)
             raise
 
@@ -178,7 +183,7 @@ def dask_client(workers: int | None = None, address: str | None = None) -> Itera
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL,  # a closing worker's noise is not the user's
         ) as cluster,
         Client(cluster) as client,
     ):
