@@ -182,14 +182,22 @@ def test_the_agents_tool_caps_the_grid_unless_raised(home):
         run_backtest_sweep(SweepParams(grid=big), context)
 
 
-def test_sweep_command_ranks_saves_exports_and_walks_forward(home, tmp_path):
+def demo_sweep(home, tmp_path, days: int, grid_text: str) -> tuple[str, str]:
+    """A small demo market in use, and a grid file: (start date `days` back, grid path)."""
     home.mkdir(parents=True, exist_ok=True)
-    start = str(ensure_demo(home, limit=120).load_panel(60).dates[-45])
+    start = str(ensure_demo(home, limit=120).load_panel(days).dates[-days])
     assert cli("data", "use", "demo").returncode == 0
     grid = tmp_path / "grid.toml"
-    grid.write_text("hold_days = [5, 10]\nstop_loss_pct = [5.0, 8.0]\n", encoding="utf-8")
+    grid.write_text(grid_text, encoding="utf-8")
+    return start, str(grid)
+
+
+def test_sweep_command_ranks_saves_exports_and_walks_forward(home, tmp_path):
+    start, grid = demo_sweep(
+        home, tmp_path, 45, "hold_days = [5, 10]\nstop_loss_pct = [5.0, 8.0]\n"
+    )
     exported = tmp_path / "all.csv"
-    args = ("backtest", "sweep", str(grid), "--start", start, "--workers", "2")
+    args = ("backtest", "sweep", grid, "--start", start, "--workers", "2")
     wide = {"COLUMNS": "200"}
     shown = cli(*args, "--heatmap", "hold_days,stop_loss_pct", "--csv", str(exported), env=wide)
     assert shown.returncode == 0, shown.stderr
@@ -227,12 +235,9 @@ def _children(pid: int) -> set[int]:
 
 
 def test_ctrl_c_cancels_the_cluster_work_and_leaves_no_worker_behind(home, tmp_path):
-    home.mkdir(parents=True, exist_ok=True)
-    start = str(ensure_demo(home, limit=120).load_panel(60).dates[-60])
-    assert cli("data", "use", "demo").returncode == 0
-    grid = tmp_path / "grid.toml"
-    grid.write_text("hold_days = [5, 10, 20]\nrs10_min = [0.5, 1.0, 1.5, 2.0]\n", encoding="utf-8")
-    running = spawn_cli("backtest", "sweep", str(grid), "--start", start, "--workers", "2")
+    grid_text = "hold_days = [5, 10, 20]\nrs10_min = [0.5, 1.0, 1.5, 2.0]\n"
+    start, grid = demo_sweep(home, tmp_path, 60, grid_text)
+    running = spawn_cli("backtest", "sweep", grid, "--start", start, "--workers", "2")
     while "参数扫描" not in running.stderr.readline():  # wait for the cluster to be working
         assert running.poll() is None, running.stderr.read()
     workers = _children(running.pid)
@@ -251,3 +256,20 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_sweep_can_switch_the_trailing_stop_off():
+    """The same bars as the trailing-stop rule's test: with trailing off the trade stays."""
+    from tests.engine_fixtures import bars_panel
+    from wyckoff.engine.backtest import Trade, _exits
+
+    panel = bars_panel(
+        [[10], [10], [11.6], [11.0]],
+        open_=[[10], [10], [11.5], [11.1]],
+        high=[[10], [10], [12.0], [11.2]],
+        low=[[10], [10], [11.4], [10.7]],
+    )
+    kept = Trade("600000", 1, 10.0)
+    assert _exits(panel, 3, [kept], 10, 8, 30, trailing=False) == [kept]
+    sold = Trade("600000", 1, 10.0)
+    assert _exits(panel, 3, [sold], 10, 8, 30, trailing=True) == [] and sold.reason == "跟踪止损"
