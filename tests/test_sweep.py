@@ -193,18 +193,19 @@ def demo_sweep(home, tmp_path, days: int, grid_text: str) -> tuple[str, str]:
 
 
 def test_sweep_command_ranks_saves_exports_and_walks_forward(home, tmp_path):
-    start, grid = demo_sweep(
-        home, tmp_path, 45, "hold_days = [5, 10]\nstop_loss_pct = [5.0, 8.0]\n"
-    )
+    tuples = "rps_gate_b = [[80, 50], [75, 45]]\n"  # a tuple threshold: two engine configs
+    grid_text = "hold_days = [5, 10]\nstop_loss_pct = [5.0, 8.0]\n" + tuples
+    start, grid = demo_sweep(home, tmp_path, 45, grid_text)
     exported = tmp_path / "all.csv"
     args = ("backtest", "sweep", grid, "--start", start, "--workers", "2")
     wide = {"COLUMNS": "200"}
     shown = cli(*args, "--heatmap", "hold_days,stop_loss_pct", "--csv", str(exported), env=wide)
     assert shown.returncode == 0, shown.stderr
-    assert "按 夏普 排名（前 4 / 4）" in shown.stdout and "复利收益%" in shown.stdout
+    assert "8 个组合，2 套引擎配置（信号只算 2 次）" in shown.stdout
+    assert "按 夏普 排名（前 8 / 8）" in shown.stdout and "复利收益%" in shown.stdout
     assert "热力图" in shown.stdout and "演示数据" in shown.stdout
     rows = list(csv.DictReader(exported.open(encoding="utf-8")))
-    assert len(rows) == 4 and {r["source"] for r in rows} == {"demo（演示数据）"}
+    assert len(rows) == 8 and {r["source"] for r in rows} == {"demo（演示数据）"}
 
     walked = cli(*args, "--walk-forward", "20:10", "--json")
     assert walked.returncode == 0, walked.stderr

@@ -54,16 +54,16 @@ def _product(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
 
 
-def load_grid(path: Path) -> Grid:
+def read_grid_file(path: Path) -> dict[str, Any]:
+    """The grid file's table, as written (parse_grid checks it)."""
     try:
-        table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"找不到参数网格文件 {path}，请检查路径。") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(
             f"参数网格文件 {path} 不是有效的 TOML（{exc}），请按 README 的格式修改后重试。"
         ) from None
-    return parse_grid(table)
 
 
 def parse_grid(table: dict[str, Any]) -> Grid:

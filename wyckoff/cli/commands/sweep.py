@@ -60,14 +60,14 @@ def sweep(
     """参数扫描与滚动检验 / sweep a parameter grid (or walk forward) on a Dask cluster."""
     from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
     from wyckoff.cli.output import print_json
-    from wyckoff.engine.sweep_grid import load_grid
+    from wyckoff.engine.sweep_grid import parse_grid, read_grid_file
     from wyckoff.errors import UsageError
 
-    grid = load_grid(grid_file)
-    axes = _heatmap_axes(heatmap, grid.describe())
+    table = read_grid_file(grid_file)
+    axes = _heatmap_axes(heatmap, parse_grid(table).describe())  # a bad grid stops here
     params = _params(
         SweepParams,
-        grid=grid.describe(),
+        grid=table,
         start=start,
         end=end,
         metric=metric,
