@@ -250,9 +250,7 @@ def run_sweep(
         if progress:
             progress(done, total)
 
-    runner = (ClusterRunner if client else InProcessRunner)(
-        *((client,) if client else ()), tick, cancelled
-    )
+    runner = ClusterRunner(client, tick, cancelled) if client else InProcessRunner(tick, cancelled)
     configs, exit_combos = grid.engine_configs(), grid.exit_combinations()
     options = {"board": board, "regime_gate": regime_gate}
     shared = runner.share(panel)
