@@ -213,6 +213,7 @@ def test_sweep_command_ranks_saves_exports_and_walks_forward(home, tmp_path):
     assert payload["data_note"] and len(payload["folds"]) == 2
     assert {"in_sample", "out_of_sample"} <= set(payload["folds"][0])
 
+    assert "demo（演示数据）" in cli("backtest", "sweeps", env=wide).stdout
     listed = json.loads(cli("backtest", "sweeps", "--json").stdout)
     assert [r["walk_forward"] for r in listed] == ["20:10", None]
     assert listed[0]["best_params"] == payload["folds"][-1]["params"]

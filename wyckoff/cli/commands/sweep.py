@@ -121,7 +121,7 @@ def sweeps(json_output: JsonOption = False) -> None:
             [
                 r["id"],
                 r["created_at"],
-                r["source"],
+                "demo（演示数据）" if r["source"] == "demo" else r["source"],
                 f"{r['start_date']} ~ {r['end_date']}",
                 r["metric"],
                 r["walk_forward"] or "",
