@@ -559,19 +559,8 @@ class BacktestParams(BaseModel):
 def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str, Any]:
     from wyckoff.engine.backtest import run_backtest
 
-    market = MarketData.from_context(context)
-    context.progress("加载行情", market.source, 0.02)
-    panel = market.panel(days=PANEL_DAYS + 300)
+    market, panel, start_t, end_t = backtest_span(context, params.start, params.end)
     dates = [str(d) for d in panel.dates]
-    end_t = _date_index(dates, params.end, len(dates) - 1)
-    start_t = _date_index(dates, params.start, max(end_t - 250, 0))
-    earliest = 250  # the funnel needs a year of history before the first signal date
-    if start_t < earliest:
-        if earliest >= end_t:
-            raise ToolFailure(f"行情历史不足：回测至少需要 {earliest + 20} 个交易日的数据。")
-        start_t = earliest
-    if start_t >= end_t:
-        raise ToolFailure("开始日期必须早于结束日期。")
     result = run_backtest(
         panel,
         start_t,
@@ -589,6 +578,25 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
     if total > len(result["trade_list"]):
         result["trade_list_note"] = f"共 {total} 笔交易，这里只列出最近 30 笔"
     return market.envelope(dates[end_t], data_caveats=panel.caveats, **result)
+
+
+def backtest_span(context: ToolContext, start: str | None, end: str | None):
+    """The market, its panel and the day indices a backtest from `start` to `end` covers
+    (default: the last 250 trading days)."""
+    market = MarketData.from_context(context)
+    context.progress("加载行情", market.source, 0.02)
+    panel = market.panel(days=PANEL_DAYS + 300)
+    dates = [str(d) for d in panel.dates]
+    end_t = _date_index(dates, end, len(dates) - 1)
+    start_t = _date_index(dates, start, max(end_t - 250, 0))
+    earliest = 250  # the funnel needs a year of history before the first signal date
+    if start_t < earliest:
+        if earliest >= end_t:
+            raise ToolFailure(f"行情历史不足：回测至少需要 {earliest + 20} 个交易日的数据。")
+        start_t = earliest
+    if start_t >= end_t:
+        raise ToolFailure("开始日期必须早于结束日期。")
+    return market, panel, start_t, end_t
 
 
 def _backtest_progress(

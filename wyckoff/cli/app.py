@@ -18,6 +18,7 @@ from wyckoff.cli.commands import model as model_commands
 from wyckoff.cli.commands import portfolio as portfolio_commands
 from wyckoff.cli.commands import session as session_commands
 from wyckoff.cli.commands import skills as skills_commands
+from wyckoff.cli.commands import sweep as sweep_commands
 from wyckoff.cli.commands import trace as trace_commands
 
 app = typer.Typer(
@@ -79,7 +80,14 @@ app.command("ask")(ask_command.ask)
 app.command("screen")(market_commands.screen)
 app.command("analyze")(market_commands.analyze)
 app.command("market")(market_commands.market)
-app.command("backtest")(market_commands.backtest)
+backtest_app = typer.Typer(
+    help="漏斗策略回测、参数扫描与滚动检验 / backtest, parameter sweeps, walk-forward.",
+    rich_markup_mode=None,
+)
+backtest_app.callback(invoke_without_command=True)(market_commands.backtest)
+backtest_app.command("sweep")(sweep_commands.sweep)
+backtest_app.command("sweeps")(sweep_commands.sweeps)
+app.add_typer(backtest_app, name="backtest")
 app.add_typer(market_commands.data_app, name="data")
 app.add_typer(memory_commands.app, name="memory")
 app.add_typer(model_commands.app, name="model")

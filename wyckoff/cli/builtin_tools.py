@@ -172,6 +172,7 @@ def default_registry() -> ToolRegistry:
     from wyckoff.agents.market import MARKET_TOOLS
     from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
     from wyckoff.agents.reports import REPORT_TOOLS
+    from wyckoff.agents.sweep import SWEEP_TOOL
     from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
     from wyckoff.cli.local_tools.shell import EXEC_COMMAND
     from wyckoff.cli.local_tools.web import WEB_FETCH
@@ -181,6 +182,7 @@ def default_registry() -> ToolRegistry:
     return ToolRegistry(
         [
             *MARKET_TOOLS,
+            SWEEP_TOOL,
             *PORTFOLIO_TOOLS,
             *REPORT_TOOLS,
             EXECUTE_SKILL,

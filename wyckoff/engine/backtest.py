@@ -107,10 +107,14 @@ def run_backtest(
     stop_loss_pct: float = 8.0,
     take_profit_pct: float = 20.0,
     regime_gate: bool = True,
+    trailing: bool = True,
     cfg: EngineConfig = DEFAULT_CONFIG,
+    precomputed: Signals | None = None,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
+    """`precomputed`, when given, are this cfg's and regime_gate's precomputed rankings (a sweep
+    reuses them across exit parameters); otherwise the funnel runs day by day."""
     allowed = board_mask(p, board)
     trades: list[Trade] = []
     open_trades: list[Trade] = []
@@ -118,10 +122,15 @@ def run_backtest(
     for t in range(start_t, end_t + 1):
         if cancelled and cancelled():
             break
-        open_trades = _exits(p, t, open_trades, hold_days, stop_loss_pct, take_profit_pct, cfg)
+        open_trades = _exits(
+            p, t, open_trades, hold_days, stop_loss_pct, take_profit_pct, cfg, trailing
+        )
         if t >= end_t:
             break
-        picks = _picks(p, t, allowed, top_n, regime_gate, cfg)
+        if precomputed is None:
+            picks = _picks(p, t, allowed, top_n, regime_gate, cfg)
+        else:
+            picks = precomputed.picks(t, allowed, top_n)
         signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in picks]})
         held = {trade.code for trade in open_trades}
         for j in picks:
@@ -144,6 +153,7 @@ def run_backtest(
             "stop_loss_pct": stop_loss_pct,
             "take_profit_pct": take_profit_pct,
             "regime_gate": regime_gate,
+            "trailing": trailing,
             "rank_by": "综合评分（强度、通道、触发、RPS120），同分按代码",
         },
         **trade_statistics(closed, hold_days, cfg),
@@ -166,8 +176,36 @@ def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[in
     """Triggered stocks by the funnel's composite score (as `wyckoff screen` ranks them), ties
     by code. Not by trigger score: each trigger scores in its own unit (Spring's recovery %,
     LPS's volume ratio where lower is better), so those numbers do not compare."""
-    fired = np.flatnonzero(result.layer4 & allowed)
-    return sorted(fired, key=lambda j: (-result.score[j], j))[:top_n]
+    return [j for j in ranked_triggers(result) if allowed[j]][:top_n]
+
+
+def ranked_triggers(result: FunnelResult) -> list[int]:
+    fired = np.flatnonzero(result.layer4)
+    return [int(j) for j in sorted(fired, key=lambda j: (-result.score[j], j))]
+
+
+@dataclass
+class Signals:
+    """One engine configuration's signals over days start_t.. : each day's triggered stocks in
+    pick order (empty when the regime gate forbade buying). Exits and top-N do not change
+    them, so a sweep computes them once per configuration."""
+
+    start_t: int
+    ranked: list[list[int]]
+
+    def picks(self, t: int, allowed: np.ndarray, top_n: int) -> list[int]:
+        return [j for j in self.ranked[t - self.start_t] if allowed[j]][:top_n]
+
+
+def compute_signals(
+    p: Panel, start_t: int, end_t: int, regime_gate: bool, cfg: EngineConfig
+) -> Signals:
+    """Signals for signal days start_t..end_t - 1 (the last day only exits)."""
+    ranked = []
+    for t in range(start_t, end_t):
+        gated = regime_gate and not market_regime(p, t)["buy_allowed"]
+        ranked.append([] if gated else ranked_triggers(run_funnel(p, t, cfg)))
+    return Signals(start_t, ranked)
 
 
 def _exits(
@@ -178,6 +216,7 @@ def _exits(
     stop_pct: float,
     take_pct: float,
     cfg: EngineConfig = DEFAULT_CONFIG,
+    trailing: bool = True,
 ) -> list[Trade]:
     still_open = []
     for trade in open_trades:
@@ -186,7 +225,7 @@ def _exits(
             trade.exit_t, trade.exit, trade.reason = t, last_close(p, t, j), "退市"
         elif t <= trade.entry_t or np.isnan(p.close[t, j]) or locked(p, t, j, -1, cfg):
             still_open.append(trade)  # suspended or locked limit-down: sold later
-        elif not _exit_on_bar(p, t, j, trade, hold_days, stop_pct, take_pct, cfg):
+        elif not _exit_on_bar(p, t, j, trade, (hold_days, stop_pct, take_pct, trailing), cfg):
             still_open.append(trade)
     return still_open
 
@@ -196,14 +235,14 @@ def _exit_on_bar(
     t: int,
     j: int,
     trade: Trade,
-    hold_days: int,
-    stop_pct: float,
-    take_pct: float,
+    rules: tuple[int, float, float, bool],
     cfg: EngineConfig,
 ) -> bool:
-    """Close the trade on bar t if a rule fires: stop, trailing stop, take-profit, time."""
+    """Close the trade on bar t if a rule fires: stop, trailing stop (when on), take-profit,
+    time. `rules` is (hold_days, stop %, take-profit %, trailing)."""
+    hold_days, stop_pct, take_pct, trailing = rules
     stop = trade.entry * (1 - stop_pct / 100)
-    trail = trailing_stop(p, t, j, trade, cfg)
+    trail = trailing_stop(p, t, j, trade, cfg) if trailing else None
     target = trade.entry * (1 + take_pct / 100)
     if p.low[t, j] <= stop:
         trade.exit, trade.reason = float(min(p.open[t, j], stop)), "止损"

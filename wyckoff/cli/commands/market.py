@@ -216,6 +216,7 @@ def market(json_output: JsonOption = False) -> None:
 
 
 def backtest(
+    ctx: typer.Context,
     start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
     end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
     hold_days: Annotated[int, typer.Option("--hold-days")] = 10,
@@ -226,6 +227,8 @@ def backtest(
     json_output: JsonOption = False,
 ) -> None:
     """漏斗策略回测 / point-in-time backtest of the funnel."""
+    if ctx.invoked_subcommand:  # `backtest sweep` / `backtest sweeps`
+        return
     from wyckoff.agents.market import BacktestParams, run_backtest_tool
     from wyckoff.cli.output import print_json, print_table
 

@@ -1,0 +1,128 @@
+"""The run_backtest_sweep tool (background): a parameter grid or a walk-forward test of the
+backtest, on a local Dask cluster of worker processes or an existing one; saved for
+`wyckoff backtest sweeps`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+
+TOOL_GRID_CAP = 64  # the agent's default; the user may raise it
+RESULT_ROWS = 20  # ranked rows returned (all are saved)
+
+
+class SweepParams(BaseModel):
+    grid: dict[str, Any] = Field(
+        description=(
+            "参数网格：参数名 -> 取值列表、{start, stop, step} 区间（含 stop）或单个值。"
+            "离场参数 hold_days / top_n / stop_loss_pct / take_profit_pct / trailing，"
+            "以及任何 EngineConfig 阈值（如 rs10_min）"
+        )
+    )
+    start: str | None = Field(default=None, description="开始日期 YYYY-MM-DD")
+    end: str | None = Field(default=None, description="结束日期 YYYY-MM-DD；省略为最新")
+    metric: str = Field(default="sharpe_ratio", description="排序与挑选最优组合的指标")
+    walk_forward: str | None = Field(
+        default=None, description="滚动检验 TRAIN:TEST（交易日），如 120:60"
+    )
+    board: Literal["all", "main", "chinext", "star"] = "all"
+    workers: int | None = Field(default=None, ge=1, le=256, description="本地工作进程数")
+    cluster: str | None = Field(default=None, description="已有 Dask 调度器地址 tcp://HOST:8786")
+    max_combinations: int = Field(
+        default=TOOL_GRID_CAP, ge=1, le=5000, description="组合数上限；用户要求时才调高"
+    )
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        from wyckoff.engine.sweep import METRICS
+
+        if value not in METRICS:
+            raise ValueError(f"排序指标 {value} 不存在，可选：{'、'.join(METRICS)}")
+        return value
+
+    @field_validator("walk_forward")
+    @classmethod
+    def _train_test(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        train, _, test = value.partition(":")
+        if not (train.isdigit() and test.isdigit() and int(train) >= 20 and int(test) >= 5):
+            raise ValueError("walk_forward 要写成 训练天数:测试天数，如 120:60（训练至少 20 天）")
+        return value
+
+
+def run_backtest_sweep(params: SweepParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.agents.market import backtest_span
+    from wyckoff.engine.sweep import dask_client, run_sweep
+    from wyckoff.engine.sweep_grid import parse_grid
+    from wyckoff.engine.sweep_store import save_sweep
+
+    grid = parse_grid(params.grid)
+    if grid.size > params.max_combinations:
+        raise ToolFailure(
+            f"参数网格共 {grid.size} 个组合，超过上限 {params.max_combinations}：请缩小网格，"
+            "或在确有需要时调高 max_combinations。"
+        )
+    market, panel, start_t, end_t = backtest_span(context, params.start, params.end)
+    walk = tuple(int(n) for n in params.walk_forward.split(":")) if params.walk_forward else None
+    context.progress(
+        "启动集群", params.cluster or f"本地 {params.workers or '按核数'} 个进程", 0.05
+    )
+    with dask_client(params.workers, params.cluster) as client:
+        result = run_sweep(
+            panel,
+            grid,
+            start_t,
+            end_t,
+            client=client,
+            metric=params.metric,
+            board=params.board,
+            walk_forward=walk,
+            progress=lambda done, total: context.progress(
+                "参数扫描", f"{done}/{total} 个任务", done / total
+            ),
+            cancelled=context.cancelled,
+        )
+    result = market.envelope(str(panel.dates[end_t]), data_caveats=panel.caveats, **result)
+    result["sweep_id"] = save_sweep(context.home, result)
+    return result
+
+
+def summarize_sweep(result: dict[str, Any]) -> str:
+    if "folds" in result:
+        outs = [f["out_of_sample"]["cash_return_pct"] for f in result["folds"]]
+        return f"滚动检验 {len(outs)} 段，样本外复利收益合计 {sum(outs):+.2f}%"
+    best = result["results"][0]
+    return (
+        f"{result['combinations']} 个组合，按 {result['metric']} 最优："
+        f"{best['params']}，复利收益 {best['metrics']['cash_return_pct']}%"
+    )
+
+
+def for_agent(result: dict[str, Any]) -> dict[str, Any]:
+    """The tool's answer: the top rows only (the full table is saved)."""
+    if "results" in result and len(result["results"]) > RESULT_ROWS:
+        result = {**result, "results": result["results"][:RESULT_ROWS]}
+        result["results_note"] = f"只列出前 {RESULT_ROWS} 名；完整结果已保存"
+    return result
+
+
+def backtest_sweep_tool(params: SweepParams, context: ToolContext) -> dict[str, Any]:
+    return for_agent(run_backtest_sweep(params, context))
+
+
+SWEEP_TOOL = ToolSpec(
+    "run_backtest_sweep",
+    "回测参数扫描或滚动（walk-forward）检验（后台任务）：离场参数和引擎阈值的网格，"
+    "信号按引擎配置只算一次，在本地 Dask 进程池或已有集群上运行。",
+    SweepParams,
+    backtest_sweep_tool,
+    "参数扫描",
+    background=True,
+    summarize=summarize_sweep,
+    timeout_s=3600,
+)

@@ -1,0 +1,269 @@
+"""`wyckoff backtest sweep GRID.toml` and `wyckoff backtest sweeps`: parameter sweeps and
+walk-forward tests of the backtest, shown as ranked Rich tables and an optional heatmap."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _params
+
+CLI_GRID_CAP = 5000
+METRIC_LABELS = {
+    "trades": "交易数",
+    "win_rate_pct": "胜率%",
+    "avg_ret_pct": "平均%",
+    "median_ret_pct": "中位%",
+    "var95_pct": "VaR95%",
+    "cvar95_pct": "CVaR95%",
+    "max_consecutive_losses": "最长连亏",
+    "sharpe_ratio": "夏普",
+    "simple_return_pct": "简单收益%",
+    "simple_max_drawdown_pct": "简单回撤%",
+    "cash_return_pct": "复利收益%",
+    "cash_max_drawdown_pct": "复利回撤%",
+}
+TABLE_METRICS = (  # the rest are in --json and --csv
+    "trades",
+    "win_rate_pct",
+    "avg_ret_pct",
+    "sharpe_ratio",
+    "simple_return_pct",
+    "simple_max_drawdown_pct",
+    "cash_return_pct",
+    "cash_max_drawdown_pct",
+)
+VIEWS_NOTE = "简单：每日持仓等权收益相加（不复利，含 0.5% 单边摩擦）；复利：10 万元现金账户，按手数、佣金和印花税计。"
+
+
+def sweep(
+    grid_file: Annotated[Path, typer.Argument(help="参数网格 TOML 文件")],
+    start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="本地工作进程数")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="tcp://HOST:8786")] = None,
+    metric: Annotated[str, typer.Option("--metric", help="排序指标")] = "sharpe_ratio",
+    walk_forward: Annotated[
+        str | None, typer.Option("--walk-forward", help="TRAIN:TEST 交易日，如 120:60")
+    ] = None,
+    board: Annotated[str, typer.Option("--board")] = "all",
+    top: Annotated[int, typer.Option("--top", help="表中列出前几名")] = 20,
+    heatmap: Annotated[
+        str | None, typer.Option("--heatmap", help="两个参数的热力图，如 hold_days,stop_loss_pct")
+    ] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="导出全部结果为 CSV")] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """参数扫描与滚动检验 / sweep a parameter grid (or walk forward) on a Dask cluster."""
+    from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
+    from wyckoff.cli.output import print_json
+    from wyckoff.engine.sweep_grid import parse_grid, read_grid_file
+    from wyckoff.errors import UsageError
+
+    table = read_grid_file(grid_file)
+    axes = _heatmap_axes(heatmap, parse_grid(table).describe())  # a bad grid stops here
+    params = _params(
+        SweepParams,
+        grid=table,
+        start=start,
+        end=end,
+        metric=metric,
+        walk_forward=walk_forward,
+        board=board,
+        workers=workers,
+        cluster=cluster,
+        max_combinations=CLI_GRID_CAP,
+    )
+    if walk_forward and axes:
+        raise UsageError("--heatmap 只用于普通扫描，滚动检验（--walk-forward）不画热力图。")
+    result = _call(run_backtest_sweep, params, label="参数扫描")
+    if csv_path:
+        _write_csv(csv_path, result)
+    if json_output:
+        print_json(result)
+        return
+    _note(result)
+    typer.echo(
+        f"区间 {result['period']['start']} ~ {result['period']['end']}：{result['combinations']} 个组合，"
+        f"{result['engine_configs']} 套引擎配置（信号只算 {result['signal_computations']} 次），"
+        f"{result['tasks']} 个任务；扫描编号 {result['sweep_id']}"
+    )
+    if "folds" in result:
+        _print_folds(result)
+    else:
+        _print_ranking(result, top)
+        if axes:
+            _print_heatmap(result, *axes)
+    typer.echo(VIEWS_NOTE)
+    if csv_path:
+        typer.echo(f"全部结果已导出到 {csv_path}")
+
+
+def sweeps(json_output: JsonOption = False) -> None:
+    """列出以往的参数扫描 / list past sweeps."""
+    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.engine.sweep_store import list_sweeps
+
+    rows = list_sweeps(_context().home)
+    if json_output:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("还没有参数扫描记录：用 wyckoff backtest sweep GRID.toml 运行一次。")
+        return
+    print_table(
+        "以往的参数扫描",
+        ["编号", "时间", "数据源", "区间", "指标", "滚动检验", "组合数", "最优参数"],
+        [
+            [
+                r["id"],
+                r["created_at"],
+                "demo（演示数据）" if r["source"] == "demo" else r["source"],
+                f"{r['start_date']} ~ {r['end_date']}",
+                r["metric"],
+                r["walk_forward"] or "",
+                r["combinations"],
+                _params_text(r["best_params"]),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _swept(result: dict[str, Any]) -> list[str]:
+    """The parameters that take more than one value (the rest are the same in every row)."""
+    return [name for name, values in result["grid"].items() if len(values) > 1]
+
+
+def _print_ranking(result: dict[str, Any], top: int) -> None:
+    from wyckoff.cli.output import print_table
+
+    names = _swept(result)
+    shown = result["results"][:top]
+    print_table(
+        f"按 {METRIC_LABELS[result['metric']]} 排名（前 {len(shown)} / {len(result['results'])}）",
+        ["#", *names, *(METRIC_LABELS[m] for m in TABLE_METRICS)],
+        [
+            [rank, *(row["params"][n] for n in names), *(row["metrics"][m] for m in TABLE_METRICS)]
+            for rank, row in enumerate(shown, 1)
+        ],
+    )
+
+
+def _print_folds(result: dict[str, Any]) -> None:
+    from wyckoff.cli.output import print_table
+
+    metric, label = result["metric"], METRIC_LABELS[result["metric"]]
+    folds = result["folds"]
+    print_table(
+        f"滚动检验 {result['walk_forward']['train_days']}:{result['walk_forward']['test_days']}："
+        f"训练窗口选 {label} 最优组合，下一测试窗口样本外检验",
+        [
+            "训练",
+            "测试",
+            "所选参数",
+            f"样本内{label}",
+            f"样本外{label}",
+            "样本内复利%",
+            "样本外复利%",
+        ],
+        [
+            [
+                f"{f['train']['start']}~{f['train']['end']}",
+                f"{f['test']['start']}~{f['test']['end']}",
+                _params_text({n: f["params"][n] for n in _swept(result)}),
+                f["in_sample"][metric],
+                f["out_of_sample"][metric],
+                f["in_sample"]["cash_return_pct"],
+                f["out_of_sample"]["cash_return_pct"],
+            ]
+            for f in folds
+        ],
+    )
+    inside = sum(f["in_sample"]["cash_return_pct"] for f in folds) / len(folds)
+    outside = sum(f["out_of_sample"]["cash_return_pct"] for f in folds) / len(folds)
+    typer.echo(
+        f"平均每段复利收益：样本内 {inside:.2f}%，样本外 {outside:.2f}%"
+        "（样本外明显更差说明参数可能过拟合）"
+    )
+
+
+def _heatmap_axes(spec: str | None, grid: dict[str, list[Any]]) -> tuple[str, str] | None:
+    from wyckoff.errors import UsageError
+
+    if not spec:
+        return None
+    names = [name.strip() for name in spec.split(",")]
+    if len(names) != 2 or any(name not in grid for name in names) or names[0] == names[1]:
+        raise UsageError(
+            f"--heatmap 要写两个网格里的不同参数，用逗号分隔，如 hold_days,stop_loss_pct；"
+            f"网格里有：{'、'.join(grid)}。"
+        )
+    return names[0], names[1]
+
+
+def _print_heatmap(result: dict[str, Any], rows_param: str, cols_param: str) -> None:
+    """Each cell: the best value of the metric among the combinations with that pair."""
+    from rich.console import Console
+    from rich.table import Table
+
+    metric = result["metric"]
+    best: dict[tuple, Any] = {}
+    for row in result["results"]:  # ranked: the first seen for a pair is its best
+        pair = (row["params"][rows_param], row["params"][cols_param])
+        best.setdefault(pair, row["metrics"][metric])
+    values = sorted(v for v in best.values() if v is not None)
+    table = Table(
+        title=f"热力图：{METRIC_LABELS[metric]}（行 {rows_param}，列 {cols_param}，取其余参数中的最优）",
+        title_justify="left",
+    )
+    table.add_column(f"{rows_param} \\ {cols_param}")
+    columns = result["grid"][cols_param]
+    for value in columns:
+        table.add_column(str(value), justify="right")
+    for row_value in result["grid"][rows_param]:
+        cells = [best.get((row_value, col)) for col in columns]
+        table.add_row(str(row_value), *(_cell(v, values, metric) for v in cells))
+    Console().print(table)
+
+
+def _cell(value: Any, ordered: list[Any], metric: str) -> str:
+    from wyckoff.engine.sweep import LOWER_IS_BETTER
+
+    if value is None:
+        return "—"
+    share = ordered.index(value) / max(len(ordered) - 1, 1)
+    if metric in LOWER_IS_BETTER:
+        share = 1 - share
+    colour = "red" if share < 1 / 3 else "yellow" if share < 2 / 3 else "green"
+    return f"[{colour}]{value}[/{colour}]"
+
+
+def _write_csv(path: Path, result: dict[str, Any]) -> None:
+    rows = (
+        [
+            {
+                "train": f"{f['train']['start']}~{f['train']['end']}",
+                "test": f"{f['test']['start']}~{f['test']['end']}",
+                **f["params"],
+                **{f"in_{k}": v for k, v in f["in_sample"].items()},
+                **{f"out_{k}": v for k, v in f["out_of_sample"].items()},
+            }
+            for f in result["folds"]
+        ]
+        if "folds" in result
+        else [{**r["params"], **r["metrics"]} for r in result["results"]]
+    )
+    source = result.get("source")  # demo rows say so in every line
+    rows = [{"source": "demo（演示数据）" if source == "demo" else source, **r} for r in rows]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

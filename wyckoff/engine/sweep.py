@@ -1,0 +1,312 @@
+"""Parameter sweeps and walk-forward tests of the backtest, in process or on a Dask cluster.
+
+Signals (the funnel, day by day) are the expensive part and depend only on the engine
+configuration; exits and top-N only replay them. So a sweep computes signals once per
+distinct EngineConfig (one task each) and runs every exit combination as a cheap task that
+reuses them. Signals are point in time, so one computation over the whole period also
+serves every walk-forward window. The panel is shipped to every worker once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from wyckoff.engine.backtest import Signals, compute_signals, run_backtest
+from wyckoff.engine.config import DEFAULT_CONFIG
+from wyckoff.engine.panel import Panel
+from wyckoff.engine.sweep_grid import Grid
+from wyckoff.errors import UsageError, WyckoffError
+
+# Columns of a sweep result, in table order: trade statistics, then both accounting views.
+METRICS = (
+    "trades",
+    "win_rate_pct",
+    "avg_ret_pct",
+    "median_ret_pct",
+    "var95_pct",
+    "cvar95_pct",
+    "max_consecutive_losses",
+    "sharpe_ratio",
+    "simple_return_pct",
+    "simple_max_drawdown_pct",
+    "cash_return_pct",
+    "cash_max_drawdown_pct",
+)
+LOWER_IS_BETTER = {"simple_max_drawdown_pct", "cash_max_drawdown_pct", "max_consecutive_losses"}
+Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
+
+
+class SweepCancelled(WyckoffError):
+    """The user stopped the sweep; cluster work was cancelled."""
+
+    exit_code = 130
+
+
+def metrics_of(result: dict[str, Any]) -> dict[str, Any]:
+    """One backtest result's metric row."""
+    row = {name: result.get(name) for name in METRICS[:8]}
+    simple, cash = result["simple_view"], result["cash_portfolio"]
+    row["simple_return_pct"] = simple["total_return_pct"]
+    row["simple_max_drawdown_pct"] = simple["max_drawdown_pct"]
+    row["cash_return_pct"] = cash["total_return_pct"]
+    row["cash_max_drawdown_pct"] = cash["max_drawdown_pct"]
+    return row
+
+
+def rank_key(metric: str) -> Callable[[dict[str, Any]], tuple]:
+    """Best first; a missing value (no trades) last."""
+    sign = 1 if metric in LOWER_IS_BETTER else -1
+
+    def key(row: dict[str, Any]) -> tuple:
+        value = row["metrics"][metric]
+        return (value is None, 0 if value is None else sign * value)
+
+    return key
+
+
+# --- tasks (module-level functions: workers import them by name) ------------------------------
+
+
+def signals_task(
+    panel: Panel, start_t: int, end_t: int, regime_gate: bool, overrides: dict[str, Any]
+) -> Signals:
+    return compute_signals(panel, start_t, end_t, regime_gate, replace(DEFAULT_CONFIG, **overrides))
+
+
+def combo_task(
+    panel: Panel,
+    signals: Signals,
+    span: tuple[int, int],
+    options: dict[str, Any],
+    overrides: dict[str, Any],
+    exits: dict[str, Any],
+) -> dict[str, Any]:
+    """One exit combination over days span, replaying precomputed signals."""
+    result = run_backtest(
+        panel,
+        *span,
+        **options,
+        **exits,
+        cfg=replace(DEFAULT_CONFIG, **overrides),
+        precomputed=signals,
+    )
+    return metrics_of(result)
+
+
+# --- runners: where tasks execute ----------------------------------------------------------------
+
+
+@dataclass
+class _Done:
+    value: Any
+
+
+class InProcessRunner:
+    """Runs each task as it is submitted, in this process (the serial baseline)."""
+
+    def __init__(self, tick: Callable[[], None], cancelled: Callable[[], bool]) -> None:
+        self.tick, self.cancelled = tick, cancelled
+
+    def share(self, value: Any) -> Any:
+        return value
+
+    def submit(self, func: Callable, *args: Any) -> _Done:
+        if self.cancelled():
+            raise SweepCancelled("参数扫描已取消。")
+        done = _Done(func(*(a.value if isinstance(a, _Done) else a for a in args)))
+        self.tick()
+        return done
+
+    def results(self, tasks: list[_Done]) -> list[Any]:
+        return [task.value for task in tasks]
+
+
+class ClusterRunner:
+    """Submits tasks to a Dask cluster; a task's inputs may be other tasks' futures."""
+
+    def __init__(self, client, tick: Callable[[], None], cancelled: Callable[[], bool]) -> None:
+        self.client, self.tick, self.cancelled = client, tick, cancelled
+        self.submitted: list = []
+
+    def share(self, value: Any) -> Any:
+        """Sent once to every worker, not with each task."""
+        return self.client.scatter(value, broadcast=True)
+
+    def submit(self, func: Callable, *args: Any):
+        future = self.client.submit(func, *args, pure=False)
+        self.submitted.append(future)
+        return future
+
+    def results(self, futures: list) -> list[Any]:
+        from distributed import as_completed
+
+        try:
+            for _ in as_completed(futures):
+                self.tick()
+                if self.cancelled():
+                    raise KeyboardInterrupt
+            return self.client.gather(futures)
+        except KeyboardInterrupt:  # Ctrl+C or the tool's cancel: nothing left on the cluster
+            self.client.cancel(self.submitted)
+            raise SweepCancelled("参数扫描已取消，集群上的任务已撤销。") from None
+        except BaseException:
+            self.client.cancel(self.submitted)
+            raise
+
+
+@contextmanager
+def dask_client(workers: int | None = None, address: str | None = None) -> Iterator[Any]:
+    """A client of the cluster at `address`, or of a new local cluster of worker processes
+    (one per core by default) on loopback, closed afterwards."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    if address:
+        try:
+            client = Client(address, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(
+                f"连不上 Dask 集群 {address}（{type(exc).__name__}），请确认调度器地址和端口后重试。"
+            ) from None
+        with client:
+            yield client
+        return
+    with (
+        LocalCluster(
+            n_workers=workers or os.cpu_count() or 1,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,  # a closing worker's noise is not the user's
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+# --- the sweep -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One walk-forward step: choose on days train, then trade the choice on days test."""
+
+    train: tuple[int, int]
+    test: tuple[int, int]
+
+
+def walk_forward_folds(start_t: int, end_t: int, train: int, test: int) -> list[Fold]:
+    """Train windows of `train` days, each followed by a test window of `test` days; the next
+    fold starts `test` days later, so the test windows chain without overlap."""
+    folds = []
+    first = start_t
+    while first + train + test - 1 <= end_t:
+        folds.append(Fold((first, first + train - 1), (first + train, first + train + test - 1)))
+        first += test
+    return folds
+
+
+def task_count(grid: Grid, windows: int, walk_forward: bool) -> int:
+    configs = len(grid.engine_configs())
+    return configs + grid.size * windows + (windows if walk_forward else 0)
+
+
+def run_sweep(
+    panel: Panel,
+    grid: Grid,
+    start_t: int,
+    end_t: int,
+    *,
+    client=None,
+    metric: str = "sharpe_ratio",
+    board: str = "all",
+    regime_gate: bool = True,
+    walk_forward: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> dict[str, Any]:
+    """Every grid combination over start_t..end_t (ranked by `metric`), or with walk_forward
+    (train, test) days the chained folds: best on each train window, then its test result."""
+    if metric not in METRICS:
+        raise UsageError(f"排序指标 {metric} 不存在；可选：{'、'.join(METRICS)}。")
+    folds = walk_forward_folds(start_t, end_t, *walk_forward) if walk_forward else []
+    if walk_forward and not folds:
+        raise UsageError(
+            f"区间只有 {end_t - start_t + 1} 个交易日，放不下一组 {walk_forward[0]}:{walk_forward[1]} "
+            "的训练 + 测试窗口，请缩短窗口或放宽日期。"
+        )
+    spans = [fold.train for fold in folds] or [(start_t, end_t)]
+    total, done = task_count(grid, len(spans), bool(folds)), 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    runner = ClusterRunner(client, tick, cancelled) if client else InProcessRunner(tick, cancelled)
+    configs, exit_combos = grid.engine_configs(), grid.exit_combinations()
+    options = {"board": board, "regime_gate": regime_gate}
+    shared = runner.share(panel)
+    signals = [
+        runner.submit(signals_task, shared, start_t, end_t, regime_gate, overrides)
+        for overrides in configs
+    ]
+    combos = [(i, overrides, exits) for i, overrides in enumerate(configs) for exits in exit_combos]
+    tasks = [
+        runner.submit(combo_task, shared, signals[i], span, options, overrides, exits)
+        for span in spans
+        for i, overrides, exits in combos
+    ]
+    rows = [
+        {"params": {**exits, **overrides}, "metrics": row}
+        for (_, overrides, exits), row in zip(
+            combos * len(spans), runner.results(tasks), strict=True
+        )
+    ]
+    summary = {
+        "period": {"start": str(panel.dates[start_t]), "end": str(panel.dates[end_t])},
+        "grid": grid.describe(),
+        "metric": metric,
+        "options": options,
+        "combinations": len(combos),
+        "engine_configs": len(configs),
+        "signal_computations": len(signals),
+        "tasks": total,
+    }
+    if not folds:
+        return {**summary, "results": sorted(rows, key=rank_key(metric))}
+    per_fold = [rows[k * len(combos) : (k + 1) * len(combos)] for k in range(len(folds))]
+    rank = rank_key(metric)
+    best = [
+        min(range(len(combos)), key=lambda c, r=fold_rows: rank(r[c])) for fold_rows in per_fold
+    ]
+    tests = [
+        runner.submit(combo_task, shared, signals[combos[c][0]], fold.test, options, *combos[c][1:])
+        for c, fold in zip(best, folds, strict=True)
+    ]
+    outs = runner.results(tests)
+    return {
+        **summary,
+        "walk_forward": {"train_days": walk_forward[0], "test_days": walk_forward[1]},
+        "folds": [
+            {
+                "train": _period(panel, fold.train),
+                "test": _period(panel, fold.test),
+                "params": fold_rows[c]["params"],
+                "in_sample": fold_rows[c]["metrics"],
+                "out_of_sample": out,
+            }
+            for fold, fold_rows, c, out in zip(folds, per_fold, best, outs, strict=True)
+        ],
+    }
+
+
+def _period(panel: Panel, span: tuple[int, int]) -> dict[str, str]:
+    return {"start": str(panel.dates[span[0]]), "end": str(panel.dates[span[1]])}
