@@ -313,6 +313,8 @@ class WyckoffApp(App):
         pending, last_flush = "", time.monotonic()
         try:
             for event in self.agent.runtime.run_stream(self.agent.conversation):
+                if "agent" in event:  # a sub-agent's progress: its tool row's summary tells
+                    continue
                 if event["type"] == "text_delta":
                     pending += event["text"]
                     if time.monotonic() - last_flush < TEXT_FLUSH_S:
