@@ -387,6 +387,4 @@ def test_ask_streams_tagged_events_and_text_mode_shows_progress_on_stderr(openai
             assert all(e["delegation_id"].startswith("research-") for e in sub)
         else:
             assert result.stdout.strip() == "主回答。"
-            assert (
-                "[research] → " in result.stderr and "[research] 结束：completed" in result.stderr
-            )
+            assert "[research] → " in result.stderr and "[research] 完成" in result.stderr

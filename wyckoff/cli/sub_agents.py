@@ -30,6 +30,13 @@ SENTENCE_ENDS = "。！？；!?;\n"
 WATCH_INTERVAL_S = 0.05
 
 DelegationStatus = Literal["completed", "timeout", "cancelled", "error", "empty"]
+STATUS_LABELS: dict[str, str] = {
+    "completed": "完成",
+    "timeout": "超时",
+    "cancelled": "已取消",
+    "error": "出错",
+    "empty": "无结论",
+}
 
 
 @dataclass(frozen=True)
@@ -395,15 +402,8 @@ def _status(
 
 def summarize_delegation(result: dict[str, Any]) -> str:
     """One line for people: status, rounds, tools and time."""
-    labels = {
-        "completed": "完成",
-        "timeout": "超时",
-        "cancelled": "已取消",
-        "error": "出错",
-        "empty": "无结论",
-    }
     flags = "，结论已按预算截断" if result["result_truncated"] else ""
     return (
-        f"{result['agent']} {labels[result['status']]}：{result['rounds']} 轮，"
+        f"{result['agent']} {STATUS_LABELS[result['status']]}：{result['rounds']} 轮，"
         f"{len(result['tool_calls'])} 次工具调用，{result['elapsed']:.1f}s{flags}"
     )

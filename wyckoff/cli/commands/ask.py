@@ -165,7 +165,9 @@ class TextRenderer:
         elif kind == "approved":
             self._note(f"{tag} {approval_line(event)}")
         elif kind == "done":
-            self._note(f"{tag} 结束：{event['status']}，{event['elapsed_s']:.1f}s")
+            from wyckoff.cli.sub_agents import STATUS_LABELS
+
+            self._note(f"{tag} {STATUS_LABELS[event['status']]}，{event['elapsed_s']:.1f}s")
 
     def _abandon_partial_answer(self, event: dict[str, Any]) -> None:
         """Text already printed cannot be taken back: say on stdout that it is void."""

@@ -48,14 +48,6 @@ class DelegationBlock(Collapsible):
     """One sub-agent's run under its delegate row: grey italic streaming text, its own
     tool rows, then its status and elapsed time in the title."""
 
-    STATUS = {
-        "completed": "完成",
-        "timeout": "超时",
-        "cancelled": "已取消",
-        "error": "出错",
-        "empty": "无结论",
-    }
-
     def __init__(self, agent: str) -> None:
         self.agent = agent
         self.text = ""
@@ -83,9 +75,11 @@ class DelegationBlock(Collapsible):
             row.finish(outcome or "完成", event["elapsed_s"], failed=failed)
 
     def finish(self, event: dict[str, Any]) -> None:
+        from wyckoff.cli.sub_agents import STATUS_LABELS
+
         self.status = event["status"]
         self.title = (
-            f"{self.agent} 子智能体 · {self.STATUS.get(self.status, self.status)}"
+            f"{self.agent} 子智能体 · {STATUS_LABELS.get(self.status, self.status)}"
             f" · {event['elapsed_s']:.1f}s"
         )
         self.set_class(self.status != "completed", "failed")
