@@ -388,3 +388,25 @@ def test_ask_streams_tagged_events_and_text_mode_shows_progress_on_stderr(openai
         else:
             assert result.stdout.strip() == "主回答。"
             assert "[research] → " in result.stderr and "[research] 完成" in result.stderr
+
+
+def test_at_most_three_delegations_run_at_once(openai_server, home, store):
+    spans = Spans()
+    calls = [("delegate_to_research", {"task": f"TASK-B{n}"}) for n in range(4)]
+    openai_server.script(Reply(tool_calls=calls), Reply(text="汇总"))
+    for n in range(4):
+        openai_server.route(
+            f"TASK-B{n}", Reply(tool_calls=[("quote", {"code": str(n)})]), Reply(text=f"结论{n}。")
+        )
+    quote = spans.tool("quote", seconds=0.5, concurrency_safe=True)
+    runtime = make_runtime(openai_server, home, store, [quote], [policy()])
+    events = run(runtime)
+    running, most = set(), 0
+    for event in tagged(events):
+        if event["type"] == "done":
+            running.discard(event["delegation_id"])
+        else:
+            running.add(event["delegation_id"])
+            most = max(most, len(running))
+    assert most == 3
+    assert [r["result"] for r in delegation_results(events)] == [f"结论{n}。" for n in range(4)]
