@@ -580,7 +580,7 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
         Reply(text="两个子智能体都完成了。"),
     ).route(
         "TUI-R",
-        Reply(tool_calls=[("query_history", {"source": "recommendation"})]),
+        Reply(tool_calls=[("query_history", {"source": "recommendation"})], delay_s=0.5),
         Reply(text="研究结论：暂无历史推荐。"),
     ).route("TUI-A", Reply(text="分析结论：无需工具。"))
     app = create_app()
@@ -591,7 +591,7 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
         assert set(blocks) == {"research", "analysis"}
         assert blocks["research"].parent is blocks["analysis"].parent  # one row, side by side
         assert blocks["research"].region.y == blocks["analysis"].region.y
-        assert blocks["research"].region.x != blocks["analysis"].region.x
+        assert blocks["research"].region.x < blocks["analysis"].region.x  # in call order
         assert blocks["research"].text == "研究结论：暂无历史推荐。"
         assert "research 子智能体 · 完成" in blocks["research"].title
         [row] = blocks["research"].query(ToolRow)

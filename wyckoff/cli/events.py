@@ -9,8 +9,9 @@ detail, progress) to its listeners. Every event leaves the runtime with known ke
 
 Sub-agents (cli/sub_agents.py): while a `delegate_to_*` call runs, the runtime yields its
 child's `text_delta`, `tool_start`, `tool_result`, `tool_error`, `approved` and `usage`
-events, then one `done`, each with two more keys (`SubAgentTag`): `agent` (research /
-analysis / trading) and `delegation_id` (one per call, e.g. "research-1a2b3c4d"). Their
+events, then one `done`, each with three more keys (`SubAgentTag`): `agent` (research /
+analysis / trading), `delegation_id` (one per call, e.g. "research-1a2b3c4d") and `call_id`
+(the id of the delegate call, as in its `tool_start`). Their
 `done` carries the delegation's status (completed / timeout / cancelled / error / empty)
 and `trace_id` (the sub-agent's own trace). Front ends route events with `agent` to the
 delegation's display, never into the main answer; tagged `usage` already counts in the
@@ -31,6 +32,7 @@ ApprovedBy = Literal["approve_all", "flag", "always", "consent", "user", "edit"]
 class SubAgentTag(TypedDict):
     agent: str  # research | analysis | trading
     delegation_id: str
+    call_id: str  # the delegate call's id (its tool row)
 
 
 class SubAgentDone(SubAgentTag):

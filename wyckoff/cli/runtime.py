@@ -628,7 +628,9 @@ class AgentRuntime:
         if self._cancel.is_set():
             cancel.set()
         self._call_cancels.add(cancel)
-        context = self.context.for_call(cancel_event=cancel, on_event=report)
+        context = self.context.for_call(
+            cancel_event=cancel, on_event=lambda event: report({**event, "call_id": call["id"]})
+        )
         try:
             if spec.background and self.background is not None:
                 task = self.background.submit(spec, params, context, call["id"])

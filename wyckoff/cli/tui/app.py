@@ -100,7 +100,7 @@ class WyckoffApp(App):
         self._assistant: AssistantMessage | None = None
         self._thinking: ThinkingBlock | None = None
         self._rows: dict[str, ToolRow] = {}
-        self._delegations = DelegationView(self)
+        self._delegations = DelegationView(self, lambda: list(self._rows))
         self.data_source = "?"
         self._waiting_workers: set[threading.Event] = set()
         self.queued_text: str | None = None

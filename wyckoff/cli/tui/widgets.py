@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -48,8 +49,8 @@ class DelegationBlock(Collapsible):
     """One sub-agent's run under its delegate row: grey italic streaming text, its own
     tool rows, then its status and elapsed time in the title."""
 
-    def __init__(self, agent: str) -> None:
-        self.agent = agent
+    def __init__(self, agent: str, call_id: str) -> None:
+        self.agent, self.call_id = agent, call_id
         self.text = ""
         self.status: str | None = None
         self.body = Static("", classes="delegate-text")
@@ -89,16 +90,18 @@ class DelegationView:
     """Routes sub-agent events to their blocks; the delegations of one batch of tool calls
     sit side by side in one row."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, call_order: Callable[[], list[str]]) -> None:
         self.app = app
+        self.call_order = call_order  # the ids of this chat's tool calls, as they started
         self.blocks: dict[str, DelegationBlock] = {}
         self.row: Horizontal | None = None
 
     async def show(self, event: dict[str, Any]) -> None:
         block = self.blocks.get(event["delegation_id"])
         if block is None:
-            block = self.blocks[event["delegation_id"]] = DelegationBlock(event["agent"])
-            await (await self._row()).mount(block)
+            block = DelegationBlock(event["agent"], event["call_id"])
+            self.blocks[event["delegation_id"]] = block
+            await self._mount_in_call_order(block)
         kind = event["type"]
         if kind == "text_delta":
             block.add_text(event["text"])
@@ -108,6 +111,16 @@ class DelegationView:
             block.finish_tool(event)
         elif kind == "done":
             block.finish(event)
+
+    async def _mount_in_call_order(self, block: DelegationBlock) -> None:
+        row = await self._row()
+        calls = self.call_order()
+        later = [
+            other
+            for other in row.query(DelegationBlock)
+            if calls.index(other.call_id) > calls.index(block.call_id)
+        ]
+        await row.mount(block, before=later[0] if later else None)
 
     async def _row(self) -> Horizontal:
         """The row for this batch: a new one once the chat has moved past the last."""
