@@ -586,9 +586,12 @@ class AgentRuntime:
     ) -> Iterator[RuntimeEvent]:
         """Run the group's calls at once; yields what they report while they run (a
         sub-agent's tagged events) and returns the outcomes in call order."""
+        reports: queue.Queue = queue.Queue()
+        if len(runnable) == 1 and not runnable[0][1].reports_events:
+            call, spec, params = runnable[0]
+            return [(call, self._run_one(call, spec, params, turn, reports.put))]
         if not runnable:
             return []
-        reports: queue.Queue = queue.Queue()
         with ThreadPoolExecutor(
             max_workers=MAX_PARALLEL_TOOLS, thread_name_prefix="tool-batch"
         ) as pool:

@@ -296,6 +296,7 @@ class SubAgents:
             # waits for a free slot, then its own deadline; cancelled, it still answers
             timeout_s=2 * policy.total_timeout_s + 30,
             cancel_grace_s=5.0,
+            reports_events=True,
         )
 
     def delegate(

@@ -87,6 +87,7 @@ class ToolSpec:
         None  # 1 local history, 2 market/engine, 3 user data/LLM; None: not served
     )
     cancel_grace_s: float = 0.0  # after a cancel, wait this long for the tool's own answer
+    reports_events: bool = False  # sends RuntimeEvents while it runs (a delegate): relayed live
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
