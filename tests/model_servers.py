@@ -53,6 +53,7 @@ class ScriptedServer:
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
+        self.routes: list[tuple[str, list[Reply]]] = []  # (marker in the request, replies)
         self.requests: list[dict[str, Any]] = []
         self.unsupported_params: set[str] = set()
         self.lock = threading.Lock()
@@ -94,6 +95,21 @@ class ScriptedServer:
             self.replies.extend(replies)
         return self
 
+    def route(self, marker: str, *replies: Reply) -> ScriptedServer:
+        """Replies for requests whose body contains `marker` (a sub-agent's task), taken
+        before the main queue: concurrent conversations each get their own script."""
+        with self.lock:
+            self.routes.append((marker, list(replies)))
+        return self
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply | None:
+        text = json.dumps(body, ensure_ascii=False)
+        with self.lock:
+            for marker, replies in self.routes:
+                if replies and marker in text:
+                    return replies.pop(0)
+            return self.replies.pop(0) if self.replies else None
+
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -118,8 +134,7 @@ class ScriptedServer:
         if problem:
             self.send_json(handler, 400, self.error_body(400, problem, "invalid_request_error"))
             return
-        with self.lock:
-            reply = self.replies.pop(0) if self.replies else None
+        reply = self._next_reply(body)
         if reply is None:
             self.send_json(
                 handler, 418, self.error_body(418, "no scripted reply left", "script_exhausted")

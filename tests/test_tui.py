@@ -564,3 +564,42 @@ async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(con
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not app.is_running, timeout=5)
     assert json.loads(cli("portfolio", "list", "--json").stdout)["positions"] == []
+
+
+@pytest.mark.asyncio
+async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
+    from wyckoff.cli.tui.widgets import DelegationBlock
+
+    configured.script(
+        Reply(
+            tool_calls=[
+                ("delegate_to_research", {"task": "TUI-R 看大盘"}),
+                ("delegate_to_analysis", {"task": "TUI-A 查持仓"}),
+            ]
+        ),
+        Reply(text="两个子智能体都完成了。"),
+    ).route(
+        "TUI-R",
+        Reply(tool_calls=[("query_history", {"source": "recommendation"})], delay_s=0.5),
+        Reply(text="研究结论：暂无历史推荐。"),
+    ).route("TUI-A", Reply(text="分析结论：无需工具。"))
+    app = create_app()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await submit(pilot, "研究并分析")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        blocks = {block.agent: block for block in app.query(DelegationBlock)}
+        assert set(blocks) == {"research", "analysis"}
+        assert blocks["research"].parent is blocks["analysis"].parent  # one row, side by side
+        assert blocks["research"].region.y == blocks["analysis"].region.y
+        assert blocks["research"].region.x < blocks["analysis"].region.x  # in call order
+        assert blocks["research"].text == "研究结论：暂无历史推荐。"
+        assert "research 子智能体 · 完成" in blocks["research"].title
+        [row] = blocks["research"].query(ToolRow)
+        assert row.tool_name == "query_history" and row.outcome is not None
+        # the sub-agents' words never land in the main answer
+        assert app.query(AssistantMessage).last().text == "两个子智能体都完成了。"
+        delegate_rows = [r for r in app.query(ToolRow) if r.tool_name.startswith("delegate_to_")]
+        assert [r.tool_name for r in delegate_rows] == [
+            "delegate_to_research",
+            "delegate_to_analysis",
+        ]

@@ -92,6 +92,7 @@ def open_agent(
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.model_registry import build_provider
     from wyckoff.cli.skills import SkillLibrary
+    from wyckoff.cli.sub_agents import SubAgents
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.mcp.client import attach_mcp_servers
     from wyckoff.memory.store import MemoryStore
@@ -126,6 +127,7 @@ def open_agent(
         skills_reminder=lambda: skills.reminder(),
     )
     runtime.context.state["skills"] = skills
+    SubAgents(runtime).attach()
     agent = Agent(
         runtime, conversation, chat_log, home, config, skills, mcp_warnings, MemoryStore(store)
     )

@@ -6,6 +6,16 @@ Consumers ignore types they do not know. Beyond DESIGN.md's table the runtime em
 (a risky call is about to run: how it was approved and the action as a sentence; headless
 ask prints it to stderr), and the BackgroundTaskManager sends `task_update` (stage,
 detail, progress) to its listeners. Every event leaves the runtime with known keys cut out.
+
+Sub-agents (cli/sub_agents.py): while a `delegate_to_*` call runs, the runtime yields its
+child's `text_delta`, `tool_start`, `tool_result`, `tool_error`, `approved` and `usage`
+events, then one `done`, each with three more keys (`SubAgentTag`): `agent` (research /
+analysis / trading), `delegation_id` (one per call, e.g. "research-1a2b3c4d") and `call_id`
+(the id of the delegate call, as in its `tool_start`). Their
+`done` carries the delegation's status (completed / timeout / cancelled / error / empty)
+and `trace_id` (the sub-agent's own trace). Front ends route events with `agent` to the
+delegation's display, never into the main answer; tagged `usage` already counts in the
+turn's and session's totals.
 """
 
 from __future__ import annotations
@@ -17,6 +27,22 @@ DoneStatus = Literal["completed", "max_rounds", "cancelled", "error"]
 # How a risky call came to run: --approve-all, --approve TOOL, "always allow" this session,
 # an ask_user consent to that exact action, the dialog's "allow once" or its edited arguments.
 ApprovedBy = Literal["approve_all", "flag", "always", "consent", "user", "edit"]
+
+
+class SubAgentTag(TypedDict):
+    agent: str  # research | analysis | trading
+    delegation_id: str
+    call_id: str  # the delegate call's id (its tool row)
+
+
+class SubAgentDone(SubAgentTag):
+    type: Literal["done"]
+    status: Literal["completed", "timeout", "cancelled", "error", "empty"]
+    text: str  # the result as the main agent reads it (within the output budget)
+    error: str
+    usage: dict[str, Any]
+    elapsed_s: float
+    trace_id: str | None
 
 
 class ModelStart(TypedDict):

@@ -8,6 +8,7 @@ Nothing here prints or touches a widget: front ends read the events.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import traceback
@@ -103,6 +104,8 @@ class AgentRuntime:
         memory_recall: Callable[[str], str] | None = None,
         memory_flush: Callable[[list[dict[str, Any]]], None] | None = None,
         record_traces: bool = True,
+        instructions: str | None = None,
+        parent: AgentRuntime | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -119,6 +122,8 @@ class AgentRuntime:
         self.memory_recall = memory_recall
         self.memory_flush = memory_flush
         self.record_traces = record_traces
+        self.instructions = instructions  # a sub-agent's own system prompt
+        self.parent = parent  # a sub-agent's risky calls are approved by its parent
         self.session_usage = UsageTotals()
         self.token_cache = MessageTokenCache()
         self.context = ToolContext(
@@ -152,7 +157,25 @@ class AgentRuntime:
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
 
+    def child(self, registry: ToolRegistry, *, instructions: str, max_rounds: int) -> AgentRuntime:
+        """The same loop for a sub-agent: this provider, store, session, background tasks and
+        approval path; its own instructions, tool view and round limit."""
+        return AgentRuntime(
+            self.provider,
+            registry,
+            home=self.home,
+            store=self.store,
+            session_id=self.context.session_id or self.session_id,
+            background=self.background,
+            max_rounds=max_rounds,
+            record_traces=self.record_traces,
+            instructions=instructions,
+            parent=self,
+        )
+
     def system_prompt(self) -> str:
+        if self.instructions is not None:
+            return self.instructions
         prompt = SYSTEM_PROMPT.format(today=date.today().isoformat(), untrusted_rule=PROMPT_RULE)
         if self.skills_reminder is not None:
             reminder = self.skills_reminder()
@@ -460,7 +483,7 @@ class AgentRuntime:
                 if approved_by is not None:
                     yield self._approved_event(call, approved_by)
                 runnable.append((call, spec, params))
-            for call, outcome in self._run_group(runnable, turn):
+            for call, outcome in (yield from self._run_group(runnable, turn)):
                 outcomes[call["id"]] = outcome
             for call in group:
                 outcome = outcomes[call["id"]]
@@ -510,6 +533,8 @@ class AgentRuntime:
         self, call: dict[str, Any], spec: ToolSpec
     ) -> tuple[ApprovedBy, dict[str, Any] | None] | str:
         """How the call is approved (with edited arguments, if any), or the refusal to report."""
+        if self.parent is not None:
+            return self.parent._approve(call, spec)
         name, args = call["name"], call.get("args") or {}
         if self.approve_all:
             return "approve_all", None
@@ -558,27 +583,57 @@ class AgentRuntime:
 
     def _run_group(
         self, runnable: list[tuple[dict, ToolSpec, Any]], turn: TurnState
-    ) -> list[tuple[dict, ToolOutcome]]:
+    ) -> Iterator[RuntimeEvent]:
+        """Run the group's calls at once; yields what they report while they run (a
+        sub-agent's tagged events) and returns the outcomes in call order."""
+        reports: queue.Queue = queue.Queue()
+        if len(runnable) == 1 and not runnable[0][1].reports_events:
+            call, spec, params = runnable[0]
+            return [(call, self._run_one(call, spec, params, turn, reports.put))]
         if not runnable:
             return []
-        if len(runnable) == 1:
-            call, spec, params = runnable[0]
-            return [(call, self._run_one(call, spec, params, turn))]
         with ThreadPoolExecutor(
             max_workers=MAX_PARALLEL_TOOLS, thread_name_prefix="tool-batch"
         ) as pool:
             futures = [
-                (call, pool.submit(self._run_one, call, spec, params, turn))
+                (call, pool.submit(self._run_one, call, spec, params, turn, reports.put))
                 for call, spec, params in runnable
             ]
+            for _, future in futures:
+                future.add_done_callback(lambda _: reports.put(None))
+            finished = 0
+            while finished < len(futures):
+                event = reports.get()
+                if event is None:
+                    finished += 1
+                else:
+                    yield self._note_sub_agent_event(event, turn)
             return [(call, future.result()) for call, future in futures]
 
-    def _run_one(self, call: dict, spec: ToolSpec, params: Any, turn: TurnState) -> ToolOutcome:
+    def _note_sub_agent_event(self, event: RuntimeEvent, turn: TurnState) -> RuntimeEvent:
+        """A sub-agent's usage counts for this turn and session; its end goes in the trace."""
+        if event["type"] == "usage":
+            turn.usage.add(event)
+            self.session_usage.add(event)
+        elif event["type"] == "done":
+            self._trace(turn, "sub_agent", **{k: v for k, v in event.items() if k != "type"})
+        return event
+
+    def _run_one(
+        self,
+        call: dict,
+        spec: ToolSpec,
+        params: Any,
+        turn: TurnState,
+        report: Callable[[RuntimeEvent], None],
+    ) -> ToolOutcome:
         cancel = threading.Event()
         if self._cancel.is_set():
             cancel.set()
         self._call_cancels.add(cancel)
-        context = self.context.for_call(cancel_event=cancel)
+        context = self.context.for_call(
+            cancel_event=cancel, on_event=lambda event: report({**event, "call_id": call["id"]})
+        )
         try:
             if spec.background and self.background is not None:
                 task = self.background.submit(spec, params, context, call["id"])

@@ -45,6 +45,7 @@ class ToolContext:
     cancel_event: threading.Event = field(default_factory=threading.Event)
     on_progress: Callable[[dict[str, Any]], None] | None = None
     ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    on_event: Callable[[dict[str, Any]], None] | None = None  # tagged sub-agent RuntimeEvents
 
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
@@ -85,6 +86,8 @@ class ToolSpec:
     mcp_tier: int | None = (
         None  # 1 local history, 2 market/engine, 3 user data/LLM; None: not served
     )
+    cancel_grace_s: float = 0.0  # after a cancel, wait this long for the tool's own answer
+    reports_events: bool = False  # sends RuntimeEvents while it runs (a delegate): relayed live
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
@@ -245,7 +248,7 @@ class ToolRegistry:
         deadline = started + spec.timeout_s
         while worker.is_alive():
             worker.join(timeout=min(0.05, max(deadline - time.monotonic(), 0)))
-            if context.cancelled():
+            if context.cancelled() and not _wait_after_cancel(worker, spec.cancel_grace_s):
                 return ToolOutcome(
                     call_id, spec.name, error="已被用户取消。", elapsed_s=time.monotonic() - started
                 )
@@ -295,6 +298,13 @@ class ToolRegistry:
             raw=value,
             marked=spec is None or spec.output_is_data,
         )
+
+
+def _wait_after_cancel(worker: threading.Thread, grace_s: float) -> bool:
+    """True when a cancelled tool finished within its grace period (its answer is used)."""
+    if grace_s > 0:
+        worker.join(timeout=grace_s)
+    return grace_s > 0 and not worker.is_alive()
 
 
 def spill_result(home: Path, session_id: str | None, call_id: str, name: str, text: str) -> str:

@@ -128,7 +128,9 @@ class TextRenderer:
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
-        if kind == "text_delta":
+        if "agent" in event:
+            self._delegate_progress(event)
+        elif kind == "text_delta":
             sys.stdout.write(event["text"])
             sys.stdout.flush()
             self.wrote_text = self.call_text = True
@@ -150,6 +152,22 @@ class TextRenderer:
             self._note(f"… {event['reason']}，要求模型补充调用工具（第 {event['attempt']} 次）")
         elif kind == "background_wait":
             self._note(f"⏳ 等待后台任务完成：{', '.join(event['task_ids'])}（--no-wait 可不等待）")
+
+    def _delegate_progress(self, event: dict[str, Any]) -> None:
+        """A sub-agent's tools and end as indented stderr lines (its text is not the answer)."""
+        kind, tag = event["type"], f"  [{event['agent']}]"
+        if kind == "tool_start":
+            self._note(f"{tag} → {event['title']} {_short_args(event['args'])}")
+        elif kind == "tool_result":
+            self._note(f"{tag}   ✓ {event['name']} {event['elapsed_s']:.2f}s")
+        elif kind == "tool_error":
+            self._note(f"{tag}   ✗ {event['name']}：{event['error']}")
+        elif kind == "approved":
+            self._note(f"{tag} {approval_line(event)}")
+        elif kind == "done":
+            from wyckoff.cli.sub_agents import STATUS_LABELS
+
+            self._note(f"{tag} {STATUS_LABELS[event['status']]}，{event['elapsed_s']:.1f}s")
 
     def _abandon_partial_answer(self, event: dict[str, Any]) -> None:
         """Text already printed cannot be taken back: say on stdout that it is void."""
@@ -183,7 +201,7 @@ class JsonRenderer:
 
     def event(self, event: dict[str, Any]) -> None:
         announce_approval(event)
-        if event["type"] in ("tool_result", "tool_error"):
+        if event["type"] in ("tool_result", "tool_error") and "agent" not in event:
             entry = {
                 "id": event["id"],
                 "name": event["name"],

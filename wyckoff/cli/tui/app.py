@@ -34,6 +34,7 @@ from wyckoff.cli.tui.widgets import (
     WAITING_FOR_MODEL,
     AssistantMessage,
     BackgroundPanel,
+    DelegationView,
     Notice,
     PromptInput,
     StatusBar,
@@ -99,6 +100,7 @@ class WyckoffApp(App):
         self._assistant: AssistantMessage | None = None
         self._thinking: ThinkingBlock | None = None
         self._rows: dict[str, ToolRow] = {}
+        self._delegations = DelegationView(self, lambda: list(self._rows))
         self.data_source = "?"
         self._waiting_workers: set[threading.Event] = set()
         self.queued_text: str | None = None
@@ -313,14 +315,15 @@ class WyckoffApp(App):
         pending, last_flush = "", time.monotonic()
         try:
             for event in self.agent.runtime.run_stream(self.agent.conversation):
-                if event["type"] == "text_delta":
+                answer_text = event["type"] == "text_delta" and "agent" not in event
+                if answer_text:
                     pending += event["text"]
                     if time.monotonic() - last_flush < TEXT_FLUSH_S:
                         continue
                 if pending:
                     self.post_message(RuntimeEventPosted({"type": "text_delta", "text": pending}))
                     pending, last_flush = "", time.monotonic()
-                if event["type"] != "text_delta":
+                if not answer_text:
                     self.post_message(RuntimeEventPosted(event))
         except Exception as exc:  # the runtime reports its own errors; this is a last guard
             self.post_message(
@@ -355,6 +358,9 @@ class WyckoffApp(App):
 
     async def _show_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
+        if "agent" in event:
+            await self._delegations.show(event)
+            return
         if kind == "model_start":
             self.show_waiting(WAITING_FOR_MODEL)
         elif kind not in ("usage", "retry"):  # the model has answered (or the turn ended)
