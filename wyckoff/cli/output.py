@@ -31,10 +31,13 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # wrap long values, never cut them to "…"
     for row in rows:
         table.add_row(*("" if cell is None else str(cell) for cell in row))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # a pipe or file has no width to fit: print every value whole
+        console = Console(width=1000)
+    console.print(table)
 
 
 def is_interactive() -> bool:
