@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import cli
+from tests.model_servers import Reply
 
 
 def test_backtest_with_an_impossible_date_is_a_usage_error(demo_home):
@@ -28,3 +31,35 @@ def test_piped_tables_print_every_value_whole(openai_server):
     assert openai_server.base_url + "/v1" in listing.stdout  # not "http://…"
     assert "1,000,000" in listing.stdout  # gpt-4.1's context window, not "1,000,00…"
     assert "…" not in listing.stdout
+
+
+@pytest.mark.asyncio
+async def test_open_tui_follows_data_use_demo_run_in_another_terminal(home, openai_server):
+    """The "no data" error says to run `wyckoff data use demo`; the open TUI must then use it."""
+    from tests.conftest import add_scripted_model
+    from tests.test_tui import submit, wait_until
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.cli.tui.widgets import StatusBar, ToolRow
+    from wyckoff.engine.sources import ensure_demo
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="还没有行情。"),
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="演示数据上的大盘。"),
+    )
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: len(openai_server.requests) >= 2 and not app.turn_running)
+        assert "没有数据" in str(app.query(ToolRow).last().render())
+
+        ensure_demo(home, limit=100)
+        assert cli("data", "use", "demo").returncode == 0  # the other terminal
+
+        await submit(pilot, "换成演示数据了，再看看")
+        await wait_until(pilot, lambda: len(openai_server.requests) >= 4 and not app.turn_running)
+        overview = openai_server.bodies[3]["messages"][-1]["content"]
+        assert "没有数据" not in overview and "演示数据" in overview
+        assert "DEMO" in str(app.query_one(StatusBar).render())

@@ -41,11 +41,15 @@ class MarketData:
 
     @classmethod
     def from_context(cls, context: ToolContext) -> MarketData:
-        market = context.state.get("market")
-        if market is None:
-            from wyckoff.config import load_config
+        """The context's market, reopened when `wyckoff data use` changed the source meanwhile
+        (an open TUI must follow the switch its own "no data" hint asks for)."""
+        from wyckoff.config import load_config
+        from wyckoff.engine.sources import resolve_source
 
-            market = cls(context.home, load_config(context.home))
+        config = load_config(context.home)
+        market = context.state.get("market")
+        if market is None or market.source != resolve_source(config):
+            market = cls(context.home, config)
             context.state["market"] = market
         return market
 
