@@ -63,3 +63,21 @@ async def test_open_tui_follows_data_use_demo_run_in_another_terminal(home, open
         overview = openai_server.bodies[3]["messages"][-1]["content"]
         assert "没有数据" not in overview and "演示数据" in overview
         assert "DEMO" in str(app.query_one(StatusBar).render())
+
+
+def test_a_misnamed_portfolio_argument_goes_back_to_the_model_not_to_the_user(openai_server):
+    """The model wrote `cost` (the CLI's option name) for cost_price: the user must not be asked
+    to approve "成本 None 元"; the model gets the error and the book stays empty."""
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("update_portfolio", {"action": "add", "code": "600519", "shares": 100, "cost": 9.5})]),
+        Reply(text="参数写错了。"),
+    )  # fmt: skip
+    result = cli("ask", "加 100 股茅台，成本 9.5", "--approve", "update_portfolio")
+    assert result.returncode == 0, result.stderr
+    error = openai_server.bodies[1]["messages"][-1]["content"]
+    assert "cost" in error and "cost_price" in error
+    assert "None" not in result.stderr
+    assert "持仓为空" in cli("portfolio", "list").stderr
