@@ -585,7 +585,9 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
     end_t = _date_index(dates, params.end, len(dates) - 1)
     start_t = _date_index(dates, params.start, max(end_t - 250, 0))
     if params.start and params.start > dates[-1]:
-        raise ToolFailure(f"开始日期 {params.start} 晚于行情的最后一天 {dates[-1]}：请选更早的日期。")
+        raise ToolFailure(
+            f"开始日期 {params.start} 晚于行情的最后一天 {dates[-1]}：请选更早的日期。"
+        )
     earliest = 250  # the funnel needs a year of history before the first signal date
     if start_t < earliest:
         if earliest >= end_t:

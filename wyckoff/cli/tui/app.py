@@ -716,7 +716,6 @@ class WyckoffApp(App):
             self.agent.memories.count(),
         )
 
-
     def current_data_source(self) -> str:
         """Read again each time: `wyckoff data use` in another terminal switches the tools too."""
         from wyckoff.config import load_config
