@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.conftest import cli
@@ -81,3 +83,29 @@ def test_a_misnamed_portfolio_argument_goes_back_to_the_model_not_to_the_user(op
     assert "cost" in error and "cost_price" in error
     assert "None" not in result.stderr
     assert "持仓为空" in cli("portfolio", "list").stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_ask_answers_built_on_demo_data_say_so_on_stdout(demo_home, openai_server, output):
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="大盘中性。"),  # the model forgot to mention the demo data
+    )
+    result = cli("ask", "大盘怎么样", "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert "演示数据" in result.stdout
+    if output == "json":
+        assert "演示数据" in json.loads(result.stdout)["data_note"]
+
+
+def test_ask_answers_without_market_data_carry_no_demo_note(demo_home, openai_server):
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(text="你好。"))
+    result = cli("ask", "你好", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert "data_note" not in json.loads(result.stdout)
