@@ -109,3 +109,27 @@ def test_ask_answers_without_market_data_carry_no_demo_note(demo_home, openai_se
     result = cli("ask", "你好", "-o", "json")
     assert result.returncode == 0, result.stderr
     assert "data_note" not in json.loads(result.stdout)
+
+
+@pytest.mark.asyncio
+async def test_setup_screen_masks_a_pasted_key_and_starts_in_the_first_field(home):
+    from textual.widgets import Input, Select
+
+    from tests.test_tui import wait_until
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.cli.tui.screens import SetupScreen
+
+    secret = "sk-live-abcdefghijklmnop0123456789"
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.pause(0.2)
+        assert isinstance(app.focused, Select)  # Enter opens the provider list at once
+        key = app.screen.query_one("#key", Input)
+        key.focus()
+        await pilot.press(*secret)
+        await pilot.pause(0.1)
+        assert key.password and "abcdefghijklmnop" not in app.export_screenshot()
+        key.value = "DEEPSEEK_API_KEY"
+        await pilot.pause(0.1)
+        assert not key.password  # a variable name is not a secret: the user sees what was typed

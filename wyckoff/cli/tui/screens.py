@@ -231,6 +231,11 @@ SETUP_LEFT = (
 )
 
 
+def looks_like_env_name(key: str) -> bool:
+    """An API-key field value that names an environment variable rather than being the key."""
+    return key.isupper() and " " not in key and len(key) < 64
+
+
 class SetupScreen(ModalScreen[bool]):
     """First run with no model: add one with the same validation as `wyckoff model add`.
     Esc, Ctrl+C and Ctrl+Q leave Wyckoff: without a model there is nothing to go back to."""
@@ -265,6 +270,14 @@ class SetupScreen(ModalScreen[bool]):
                 yield Button("保存", id="save", variant="success")
                 yield Button("退出", id="quit")
 
+    def on_mount(self) -> None:
+        self.query_one("#provider", Select).focus()  # typing starts in the first field
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "key":  # a pasted key is masked; a variable name stays readable
+            key = event.value.strip()
+            event.input.password = bool(key) and not looks_like_env_name(key)
+
     def action_leave(self) -> None:
         self.app.exit(message=SETUP_LEFT)
 
@@ -290,11 +303,7 @@ class SetupScreen(ModalScreen[bool]):
             "provider": None if provider is Select.BLANK else provider,
             "model": value("model"),
             "base_url": value("base-url"),
-            **(
-                {"api_key_env": key}
-                if key.isupper() and " " not in key and len(key) < 64
-                else {"api_key": key or None}
-            ),
+            **({"api_key_env": key} if looks_like_env_name(key) else {"api_key": key or None}),
         }
         try:
             model = ModelConfig.model_validate({k: v for k, v in fields.items() if v is not None})
