@@ -133,3 +133,13 @@ async def test_setup_screen_masks_a_pasted_key_and_starts_in_the_first_field(hom
         key.value = "DEEPSEEK_API_KEY"
         await pilot.pause(0.1)
         assert not key.password  # a variable name is not a secret: the user sees what was typed
+
+
+def test_memory_dates_are_local_like_every_other_listing(home):
+    """UTC+14 and UTC-12 are 26 hours apart: the two local dates always differ."""
+    assert cli("memory", "add", "--type", "preference", "我不买ST股").returncode == 0
+    far_east = cli("memory", "list", env={"TZ": "Etc/GMT-14"}).stdout
+    far_west = cli("memory", "list", env={"TZ": "Etc/GMT+12"}).stdout
+    east_day = cli("memory", "show", "1", env={"TZ": "Etc/GMT-14"}).stdout
+    west_day = cli("memory", "show", "1", env={"TZ": "Etc/GMT+12"}).stdout
+    assert far_east != far_west and east_day != west_day
