@@ -143,3 +143,19 @@ def test_memory_dates_are_local_like_every_other_listing(home):
     east_day = cli("memory", "show", "1", env={"TZ": "Etc/GMT-14"}).stdout
     west_day = cli("memory", "show", "1", env={"TZ": "Etc/GMT+12"}).stdout
     assert far_east != far_west and east_day != west_day
+
+
+def test_every_backtest_option_is_explained_in_chinese():
+    import re
+
+    lines = cli("backtest", "--help").stdout.splitlines()
+    for option in (
+        "--start",
+        "--end",
+        "--hold-days",
+        "--top-n",
+        "--stop-loss-pct",
+        "--take-profit-pct",
+    ):
+        line = next(line for line in lines if line.strip().startswith(option))
+        assert re.search(r"[\u4e00-\u9fff]", line), line
