@@ -159,3 +159,21 @@ def test_every_backtest_option_is_explained_in_chinese():
     ):
         line = next(line for line in lines if line.strip().startswith(option))
         assert re.search(r"[\u4e00-\u9fff]", line), line
+
+
+def test_a_buy_made_today_in_china_is_not_in_the_future(home, monkeypatch):
+    """No TZ on a UTC machine means China time (as every listing shows): from 16:00 UTC on,
+    China's today is UTC's tomorrow, and a buy made this morning in Beijing must be accepted."""
+    from datetime import UTC, datetime, timedelta
+
+    monkeypatch.delenv("TZ", raising=False)
+    system_zone = datetime.now().astimezone().utcoffset()
+    china_today = datetime.now(UTC) + (
+        timedelta(hours=8) if system_zone == timedelta(0) else system_zone
+    )
+    day = china_today.strftime("%Y%m%d")
+    added = cli("portfolio", "add", "600519", "--shares", "100", "--cost", "10", "--buy-dt", day)
+    assert added.returncode == 0, added.stderr
+    listed = cli("portfolio", "add", "000001", "--shares", "100", "--cost", "11")  # default: today
+    assert listed.returncode == 0, listed.stderr
+    assert day in cli("portfolio", "list").stdout.split("000001", 1)[1].splitlines()[0]

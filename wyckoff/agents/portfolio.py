@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from wyckoff.agents import results
+from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
 
@@ -316,7 +317,7 @@ def validate_date(text: str) -> str:
         day = datetime.strptime(cleaned, "%Y%m%d").date()
     except ValueError:
         raise PortfolioError(f"买入日期 {text} 不是有效日期，请用 YYYYMMDD。") from None
-    if day > date.today():
+    if day > local_today():
         raise PortfolioError(f"买入日期 {text} 在未来。")
     if day < FIRST_TRADING_DAY:
         raise PortfolioError(f"买入日期 {text} 早于 A 股开市（1990-12-19），请检查。")
@@ -449,7 +450,7 @@ def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dic
                 params.name,
                 params.shares,
                 params.cost_price,
-                params.buy_dt or date.today().strftime("%Y%m%d"),
+                params.buy_dt or local_today().strftime("%Y%m%d"),
                 params.stop_loss,
                 actor="agent",
             )

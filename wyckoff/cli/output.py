@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 CHINA_TIME = timezone(timedelta(hours=8), "CST")  # Asia/Shanghai has no daylight saving
@@ -55,6 +55,12 @@ def local_time(utc_stamp: str, *, seconds: bool = True) -> str:
         moment = moment.replace(tzinfo=UTC)
     local = moment.astimezone(_display_zone())
     return local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def local_today() -> date:
+    """The user's today, in the zone `local_time` shows: at 07:00 in Beijing on a UTC server
+    it is already the next day, and a buy made this morning is not in the future."""
+    return datetime.now(_display_zone()).date()
 
 
 def _display_zone():
