@@ -177,3 +177,33 @@ def test_a_buy_made_today_in_china_is_not_in_the_future(home, monkeypatch):
     listed = cli("portfolio", "add", "000001", "--shares", "100", "--cost", "11")  # default: today
     assert listed.returncode == 0, listed.stderr
     assert day in cli("portfolio", "list").stdout.split("000001", 1)[1].splitlines()[0]
+
+
+@pytest.mark.asyncio
+async def test_the_approval_sentence_follows_edited_arguments(home, openai_server):
+    """Edit 1,000,000 to 2,000 and the dialog must say 2,000 before the user runs it."""
+    from textual.widgets import TextArea
+
+    from tests.conftest import add_scripted_model
+    from tests.test_approvals import SET_CASH, dialog_for, update
+    from tests.test_tui import wait_until
+    from wyckoff.agents.portfolio import Portfolio
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.store import Store
+
+    add_scripted_model(openai_server)
+    openai_server.script(update(SET_CASH), Reply(text="好"))
+    app = create_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await dialog_for(pilot, "现金一百万")
+        assert "1,000,000.00" in str(app.screen.query_one("#action").render())
+        await pilot.press("e")
+        app.screen.query_one("#args", TextArea).load_text(
+            json.dumps({"action": "set_cash", "cash": 2000})
+        )
+        await pilot.pause(0.2)
+        sentence = str(app.screen.query_one("#action").render())
+        assert "2,000.00" in sentence and "1,000,000" not in sentence
+        await pilot.press("escape", "enter")
+        await wait_until(pilot, lambda: not app.turn_running)
+    assert Portfolio(Store.in_home(home)).cash() == 2000

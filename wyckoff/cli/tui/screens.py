@@ -85,6 +85,17 @@ class ApprovalScreen(ModalScreen[Approval]):
         else:
             self.dismiss(Approval(event.button.id))  # allow / always / deny
 
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The sentence follows the edited arguments: what is approved is what is described."""
+        describe = self.request.get("describe")
+        try:
+            args = json.loads(event.text_area.text)
+        except ValueError:
+            return
+        if describe is not None and isinstance(args, dict):
+            sentence = describe(args).partition("\n")[0]
+            self.query_one("#action", Static).update(action_sentence_text(sentence))
+
     def run_edited(self) -> None:
         try:
             args = json.loads(self.query_one("#args", TextArea).text)
@@ -113,7 +124,11 @@ class ApprovalScreen(ModalScreen[Approval]):
 
 def action_sentence(description: str) -> Static:
     """The action a consent would allow, as the dialog's most visible line."""
-    return Static(Text.assemble(("将要执行：", "bold"), description), id="action")
+    return Static(action_sentence_text(description), id="action")
+
+
+def action_sentence_text(description: str) -> Text:
+    return Text.assemble(("将要执行：", "bold"), description)
 
 
 DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
