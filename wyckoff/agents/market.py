@@ -41,11 +41,15 @@ class MarketData:
 
     @classmethod
     def from_context(cls, context: ToolContext) -> MarketData:
-        market = context.state.get("market")
-        if market is None:
-            from wyckoff.config import load_config
+        """The context's market, reopened when `wyckoff data use` changed the source meanwhile
+        (an open TUI must follow the switch its own "no data" hint asks for)."""
+        from wyckoff.config import load_config
+        from wyckoff.engine.sources import resolve_source
 
-            market = cls(context.home, load_config(context.home))
+        config = load_config(context.home)
+        market = context.state.get("market")
+        if market is None or market.source != resolve_source(config):
+            market = cls(context.home, config)
             context.state["market"] = market
         return market
 
@@ -555,6 +559,21 @@ class BacktestParams(BaseModel):
     stop_loss_pct: float = Field(default=8.0, gt=0, le=50)
     take_profit_pct: float = Field(default=20.0, gt=0, le=200)
 
+    @field_validator("start", "end")
+    @classmethod
+    def _real_date(cls, text: str | None) -> str | None:
+        """A typo like 2026-13-05 is the user's mistake, not an empty backtest range."""
+        text = (text or "").strip()
+        if not text:
+            return None
+        parts = text.replace("/", "-").split("-")
+        if len(parts) == 1 and len(text) == 8:  # YYYYMMDD
+            parts = [text[:4], text[4:6], text[6:]]
+        try:
+            return date(*(int(part) for part in parts)).isoformat()
+        except (TypeError, ValueError):
+            raise ValueError(f"日期 {text} 无效，请用 YYYY-MM-DD，如 2026-01-05") from None
+
 
 def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str, Any]:
     from wyckoff.engine.backtest import run_backtest
@@ -589,6 +608,8 @@ def backtest_span(context: ToolContext, start: str | None, end: str | None):
     dates = [str(d) for d in panel.dates]
     end_t = _date_index(dates, end, len(dates) - 1)
     start_t = _date_index(dates, start, max(end_t - 250, 0))
+    if start and start > dates[-1]:
+        raise ToolFailure(f"开始日期 {start} 晚于行情的最后一天 {dates[-1]}：请选更早的日期。")
     earliest = 250  # the funnel needs a year of history before the first signal date
     if start_t < earliest:
         if earliest >= end_t:
@@ -621,9 +642,6 @@ def summarize_backtest(result: dict[str, Any]) -> str:
 def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
     if not wanted:
         return default
-    wanted = wanted.replace("/", "-")
-    if len(wanted) == 8 and wanted.isdigit():
-        wanted = f"{wanted[:4]}-{wanted[4:6]}-{wanted[6:]}"
     later = [i for i, d in enumerate(dates) if d >= wanted]
     return later[0] if later else len(dates) - 1
 

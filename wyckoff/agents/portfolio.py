@@ -12,9 +12,10 @@ import math
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from wyckoff.agents import results
+from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
 
@@ -316,7 +317,7 @@ def validate_date(text: str) -> str:
         day = datetime.strptime(cleaned, "%Y%m%d").date()
     except ValueError:
         raise PortfolioError(f"买入日期 {text} 不是有效日期，请用 YYYYMMDD。") from None
-    if day > date.today():
+    if day > local_today():
         raise PortfolioError(f"买入日期 {text} 在未来。")
     if day < FIRST_TRADING_DAY:
         raise PortfolioError(f"买入日期 {text} 早于 A 股开市（1990-12-19），请检查。")
@@ -416,25 +417,40 @@ class UpdatePortfolioParams(BaseModel):
     stop_loss: float | None = None
     cash: float | None = Field(default=None, description="set_cash 的现金金额")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """A misnamed argument (`cost` for cost_price) is an error the model can fix, not a
+        silently empty value the user would be asked to approve."""
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(cls.model_fields))
+            if unknown:
+                raise ValueError(
+                    f"没有参数 {', '.join(unknown)}；可用：{', '.join(cls.model_fields)}"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _complete(self) -> UpdatePortfolioParams:
+        needed = {"set_cash": ("cash",), "add": ("code", "shares", "cost_price")}
+        missing = [f for f in needed.get(self.action, ("code",)) if getattr(self, f) in (None, "")]
+        if missing:
+            raise ValueError(f"{self.action} 需要 {'、'.join(missing)}")
+        return self
+
 
 def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
     book = Portfolio(context.store)
     try:
         if params.action == "set_cash":
-            if params.cash is None:
-                raise PortfolioError("set_cash 需要 cash。")
             return book.set_cash(params.cash, actor="agent")
-        if not params.code:
-            raise PortfolioError(f"{params.action} 需要 code。")
         if params.action == "add":
-            if params.shares is None or params.cost_price is None:
-                raise PortfolioError("add 需要 shares 和 cost_price。")
             return book.add(
                 params.code,
                 params.name,
                 params.shares,
                 params.cost_price,
-                params.buy_dt or date.today().strftime("%Y%m%d"),
+                params.buy_dt or local_today().strftime("%Y%m%d"),
                 params.stop_loss,
                 actor="agent",
             )
@@ -457,13 +473,9 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
     what an approval or ask_user dialog shows before the user consents."""
     book = Portfolio(context.store) if context.store is not None else None
     if params.action == "set_cash":
-        if params.cash is None:
-            return "修改现金（没有给出金额，不会执行）"
         before = f"从 {book.cash():,.2f} 元" if book else ""
         return f"把现金{before}改为 {params.cash:,.2f} 元"
-    code = (params.code or "").strip().split(".")[0]
-    if not code:
-        return f"修改持仓（{params.action}，没有给出股票代码，不会执行）"
+    code = params.code.strip().split(".")[0]
     label = f"{code} {stock_names().get(code, '（A 股代码表中没有这个代码）')}"
     held = _held(book, code)
     if params.action == "remove":

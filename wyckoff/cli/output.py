@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 CHINA_TIME = timezone(timedelta(hours=8), "CST")  # Asia/Shanghai has no daylight saving
@@ -31,10 +31,13 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # wrap long values, never cut them to "…"
     for row in rows:
         table.add_row(*("" if cell is None else str(cell) for cell in row))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # a pipe or file has no width to fit: print every value whole
+        console = Console(width=1000)
+    console.print(table)
 
 
 def is_interactive() -> bool:
@@ -52,6 +55,12 @@ def local_time(utc_stamp: str, *, seconds: bool = True) -> str:
         moment = moment.replace(tzinfo=UTC)
     local = moment.astimezone(_display_zone())
     return local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def local_today() -> date:
+    """The user's today, in the zone `local_time` shows: at 07:00 in Beijing on a UTC server
+    it is already the next day, and a buy made this morning is not in the future."""
+    return datetime.now(_display_zone()).date()
 
 
 def _display_zone():

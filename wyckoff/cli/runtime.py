@@ -559,6 +559,7 @@ class AgentRuntime:
                 "args": args,
                 "title": spec.title,
                 "description": self.registry.describe(name, args, self.context),
+                "describe": lambda edited: self.registry.describe(name, edited, self.context),
             }
         )
         if approval.decision == "always":

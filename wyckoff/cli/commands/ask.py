@@ -121,13 +121,26 @@ def _cancel_on_interrupt(runtime) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+DEMO_ANSWER_NOTE = (
+    "⚠ 以上回答用到了演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
+)
+
+
+def used_demo_data(event: dict[str, Any]) -> bool:
+    """Whether a tool result came from the synthetic demo market (every market result names its
+    source first, so this holds even for a result cut to its head)."""
+    return event["type"] == "tool_result" and '"source": "demo"' in str(event.get("result"))
+
+
 class TextRenderer:
     def __init__(self) -> None:
         self.wrote_text = False
         self.call_text = False  # text written during the current model call
+        self.demo = False
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
+        self.demo = self.demo or used_demo_data(event)
         if "agent" in event:
             self._delegate_progress(event)
         elif kind == "text_delta":
@@ -189,6 +202,8 @@ class TextRenderer:
     def finish(self, done: dict[str, Any]) -> None:
         if self.wrote_text:
             sys.stdout.write("\n")
+        if self.demo:  # on stdout: an answer saved to a file keeps its demo label
+            sys.stdout.write(DEMO_ANSWER_NOTE + "\n")
         if done.get("status") == "error":
             sys.stderr.write(f"错误：{done.get('error')}\n")
         elif done.get("status") == "cancelled":
@@ -198,9 +213,11 @@ class TextRenderer:
 class JsonRenderer:
     def __init__(self) -> None:
         self.tool_calls: list[dict[str, Any]] = []
+        self.demo = False
 
     def event(self, event: dict[str, Any]) -> None:
         announce_approval(event)
+        self.demo = self.demo or used_demo_data(event)
         if event["type"] in ("tool_result", "tool_error") and "agent" not in event:
             entry = {
                 "id": event["id"],
@@ -218,6 +235,8 @@ class JsonRenderer:
             for key in ("text", "status", "error", "session_id", "usage", "elapsed_s")
         }
         payload["tool_calls"] = self.tool_calls
+        if self.demo:
+            payload["data_note"] = DEMO_ANSWER_NOTE.removeprefix("⚠ ")
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
 
 

@@ -217,13 +217,17 @@ def market(json_output: JsonOption = False) -> None:
 
 def backtest(
     ctx: typer.Context,
-    start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
-    hold_days: Annotated[int, typer.Option("--hold-days")] = 10,
-    top_n: Annotated[int, typer.Option("--top-n")] = 3,
-    board: Annotated[str, typer.Option("--board")] = "all",
-    stop_loss_pct: Annotated[float, typer.Option("--stop-loss-pct")] = 8.0,
-    take_profit_pct: Annotated[float, typer.Option("--take-profit-pct")] = 20.0,
+    start: Annotated[
+        str | None, typer.Option("--start", help="开始日期 YYYY-MM-DD（默认结束前 250 个交易日）")
+    ] = None,
+    end: Annotated[
+        str | None, typer.Option("--end", help="结束日期 YYYY-MM-DD（默认最新）")
+    ] = None,
+    hold_days: Annotated[int, typer.Option("--hold-days", help="最长持有交易日数")] = 10,
+    top_n: Annotated[int, typer.Option("--top-n", help="每个信号日买入评分最高的几只")] = 3,
+    board: Annotated[str, typer.Option("--board", help="all | main | chinext | star")] = "all",
+    stop_loss_pct: Annotated[float, typer.Option("--stop-loss-pct", help="固定止损 %")] = 8.0,
+    take_profit_pct: Annotated[float, typer.Option("--take-profit-pct", help="止盈 %")] = 20.0,
     json_output: JsonOption = False,
 ) -> None:
     """漏斗策略回测 / point-in-time backtest of the funnel."""

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 
 app = typer.Typer(
@@ -39,6 +40,11 @@ def _memory_id(text: str) -> int:
     return int(text)
 
 
+def _day(utc_stamp: str) -> str:
+    """The local date of a stored UTC time, as every other listing shows it."""
+    return local_time(utc_stamp)[:10]
+
+
 def _status(memory) -> str:
     return "有效" if memory.superseded_by is None else f"已被 {memory.superseded_by} 取代"
 
@@ -61,7 +67,7 @@ def list_memories(
             f"记忆（{len(memories)} 条）",
             ["id", "类型", "内容", "股票", "创建于", "状态"],
             [
-                [m.id, m.type, m.content, ",".join(m.codes), m.created_at[:10], _status(m)]
+                [m.id, m.type, m.content, ",".join(m.codes), _day(m.created_at), _status(m)]
                 for m in memories
             ],
         )
@@ -86,7 +92,7 @@ def show(
                 f"内容：{memory.content}",
                 f"股票：{','.join(memory.codes) or '无（全局）'}",
                 f"来源：{memory.source_ref or '未知'}",
-                f"创建于：{memory.created_at}",
+                f"创建于：{local_time(memory.created_at)}",
                 f"状态：{_status(memory)}",
             ]
         )
@@ -179,7 +185,7 @@ def trace(
         f"来源：{memory.source_ref or '未知'}",
         f"提取方式：{meta.get('extractor', '未知')}",
         *([f"提取自会话的前 {meta['messages']} 条消息"] if "messages" in meta else []),
-        f"创建于：{memory.created_at}",
+        f"创建于：{local_time(memory.created_at)}",
     ]
     if sources:
         lines.append("归纳自 L1 记忆：")
@@ -187,7 +193,7 @@ def trace(
     if len(chain) > 1:
         lines.append("取代链（旧 → 新）：")
         lines += [
-            f"  {'→ ' if i else ''}{m.id} {m.created_at[:10]} {m.content}"
+            f"  {'→ ' if i else ''}{m.id} {_day(m.created_at)} {m.content}"
             + ("  ← 当前" if m.id == memory.id else "")
             for i, m in enumerate(chain)
         ]

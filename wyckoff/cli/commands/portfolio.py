@@ -74,10 +74,10 @@ def add(
     stop_loss: Annotated[float | None, typer.Option("--stop-loss")] = None,
 ) -> None:
     """添加持仓（已有则加仓并摊薄成本）/ add a position."""
-    from datetime import date
+    from wyckoff.cli.output import local_today
 
     _done(
-        _book().add(code, name, shares, cost, buy_dt or date.today().strftime("%Y%m%d"), stop_loss)
+        _book().add(code, name, shares, cost, buy_dt or local_today().strftime("%Y%m%d"), stop_loss)
     )
 
 

@@ -709,6 +709,7 @@ class WyckoffApp(App):
     def refresh_status(self) -> None:
         if self.agent is None:
             return
+        self.data_source = self.current_data_source()
         provider = self.agent.runtime.provider
         used, window = self.context_use()
         on_fallback = getattr(provider, "using_fallback", False)
@@ -720,6 +721,17 @@ class WyckoffApp(App):
             self.data_source,
             self.agent.memories.count(),
         )
+
+    def current_data_source(self) -> str:
+        """Read again each time: `wyckoff data use` in another terminal switches the tools too."""
+        from wyckoff.config import load_config
+        from wyckoff.engine.sources import resolve_source
+        from wyckoff.errors import WyckoffError
+
+        try:
+            return resolve_source(load_config())
+        except WyckoffError:  # a broken config is reported by the next command; keep the last
+            return self.data_source
 
 
 def chart_code_of(event: dict[str, Any]) -> str | None:

@@ -85,6 +85,17 @@ class ApprovalScreen(ModalScreen[Approval]):
         else:
             self.dismiss(Approval(event.button.id))  # allow / always / deny
 
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The sentence follows the edited arguments: what is approved is what is described."""
+        describe = self.request.get("describe")
+        try:
+            args = json.loads(event.text_area.text)
+        except ValueError:
+            return
+        if describe is not None and isinstance(args, dict):
+            sentence = describe(args).partition("\n")[0]
+            self.query_one("#action", Static).update(action_sentence_text(sentence))
+
     def run_edited(self) -> None:
         try:
             args = json.loads(self.query_one("#args", TextArea).text)
@@ -113,7 +124,11 @@ class ApprovalScreen(ModalScreen[Approval]):
 
 def action_sentence(description: str) -> Static:
     """The action a consent would allow, as the dialog's most visible line."""
-    return Static(Text.assemble(("将要执行：", "bold"), description), id="action")
+    return Static(action_sentence_text(description), id="action")
+
+
+def action_sentence_text(description: str) -> Text:
+    return Text.assemble(("将要执行：", "bold"), description)
 
 
 DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
@@ -231,6 +246,11 @@ SETUP_LEFT = (
 )
 
 
+def looks_like_env_name(key: str) -> bool:
+    """An API-key field value that names an environment variable rather than being the key."""
+    return key.isupper() and " " not in key and len(key) < 64
+
+
 class SetupScreen(ModalScreen[bool]):
     """First run with no model: add one with the same validation as `wyckoff model add`.
     Esc, Ctrl+C and Ctrl+Q leave Wyckoff: without a model there is nothing to go back to."""
@@ -265,6 +285,14 @@ class SetupScreen(ModalScreen[bool]):
                 yield Button("保存", id="save", variant="success")
                 yield Button("退出", id="quit")
 
+    def on_mount(self) -> None:
+        self.query_one("#provider", Select).focus()  # typing starts in the first field
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "key":  # a pasted key is masked; a variable name stays readable
+            key = event.value.strip()
+            event.input.password = bool(key) and not looks_like_env_name(key)
+
     def action_leave(self) -> None:
         self.app.exit(message=SETUP_LEFT)
 
@@ -290,11 +318,7 @@ class SetupScreen(ModalScreen[bool]):
             "provider": None if provider is Select.BLANK else provider,
             "model": value("model"),
             "base_url": value("base-url"),
-            **(
-                {"api_key_env": key}
-                if key.isupper() and " " not in key and len(key) < 64
-                else {"api_key": key or None}
-            ),
+            **({"api_key_env": key} if looks_like_env_name(key) else {"api_key": key or None}),
         }
         try:
             model = ModelConfig.model_validate({k: v for k, v in fields.items() if v is not None})

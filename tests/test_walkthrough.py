@@ -1,0 +1,209 @@
+"""Defects found by using Wyckoff as a new A-share investor would, each pinned by a test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import cli
+from tests.model_servers import Reply
+
+
+def test_backtest_with_an_impossible_date_is_a_usage_error(demo_home):
+    result = cli("backtest", "--start", "2026-13-05")
+    assert result.returncode == 2, result.stderr
+    assert "2026-13-05" in result.stderr and "YYYY-MM-DD" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_backtest_starting_after_the_data_says_so(demo_home):
+    result = cli("backtest", "--start", "2099-01-05")
+    assert result.returncode != 0
+    assert "晚于行情的最后一天" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_piped_tables_print_every_value_whole(openai_server):
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    listing = cli("model", "list")
+    assert listing.returncode == 0, listing.stderr
+    assert openai_server.base_url + "/v1" in listing.stdout  # not "http://…"
+    assert "1,000,000" in listing.stdout  # gpt-4.1's context window, not "1,000,00…"
+    assert "…" not in listing.stdout
+
+
+@pytest.mark.asyncio
+async def test_open_tui_follows_data_use_demo_run_in_another_terminal(home, openai_server):
+    """The "no data" error says to run `wyckoff data use demo`; the open TUI must then use it."""
+    from tests.conftest import add_scripted_model
+    from tests.test_tui import submit, wait_until
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.cli.tui.widgets import StatusBar, ToolRow
+    from wyckoff.engine.sources import ensure_demo
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="还没有行情。"),
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="演示数据上的大盘。"),
+    )
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: len(openai_server.requests) >= 2 and not app.turn_running)
+        assert "没有数据" in str(app.query(ToolRow).last().render())
+
+        ensure_demo(home, limit=100)
+        assert cli("data", "use", "demo").returncode == 0  # the other terminal
+
+        await submit(pilot, "换成演示数据了，再看看")
+        await wait_until(pilot, lambda: len(openai_server.requests) >= 4 and not app.turn_running)
+        overview = openai_server.bodies[3]["messages"][-1]["content"]
+        assert "没有数据" not in overview and "演示数据" in overview
+        assert "DEMO" in str(app.query_one(StatusBar).render())
+
+
+def test_a_misnamed_portfolio_argument_goes_back_to_the_model_not_to_the_user(openai_server):
+    """The model wrote `cost` (the CLI's option name) for cost_price: the user must not be asked
+    to approve "成本 None 元"; the model gets the error and the book stays empty."""
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("update_portfolio", {"action": "add", "code": "600519", "shares": 100, "cost": 9.5})]),
+        Reply(text="参数写错了。"),
+    )  # fmt: skip
+    result = cli("ask", "加 100 股茅台，成本 9.5", "--approve", "update_portfolio")
+    assert result.returncode == 0, result.stderr
+    error = openai_server.bodies[1]["messages"][-1]["content"]
+    assert "cost" in error and "cost_price" in error
+    assert "None" not in result.stderr
+    assert "持仓为空" in cli("portfolio", "list").stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_ask_answers_built_on_demo_data_say_so_on_stdout(demo_home, openai_server, output):
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="大盘中性。"),  # the model forgot to mention the demo data
+    )
+    result = cli("ask", "大盘怎么样", "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert "演示数据" in result.stdout
+    if output == "json":
+        assert "演示数据" in json.loads(result.stdout)["data_note"]
+
+
+def test_ask_answers_without_market_data_carry_no_demo_note(demo_home, openai_server):
+    from tests.conftest import add_scripted_model
+
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(text="你好。"))
+    result = cli("ask", "你好", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert "data_note" not in json.loads(result.stdout)
+
+
+@pytest.mark.asyncio
+async def test_setup_screen_masks_a_pasted_key_and_starts_in_the_first_field(home):
+    from textual.widgets import Input, Select
+
+    from tests.test_tui import wait_until
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.cli.tui.screens import SetupScreen
+
+    secret = "sk-live-abcdefghijklmnop0123456789"
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.pause(0.2)
+        assert isinstance(app.focused, Select)  # Enter opens the provider list at once
+        key = app.screen.query_one("#key", Input)
+        key.focus()
+        await pilot.press(*secret)
+        await pilot.pause(0.1)
+        assert key.password and "abcdefghijklmnop" not in app.export_screenshot()
+        key.value = "DEEPSEEK_API_KEY"
+        await pilot.pause(0.1)
+        assert not key.password  # a variable name is not a secret: the user sees what was typed
+
+
+def test_memory_dates_are_local_like_every_other_listing(home):
+    """UTC+14 and UTC-12 are 26 hours apart: the two local dates always differ."""
+    assert cli("memory", "add", "--type", "preference", "我不买ST股").returncode == 0
+    far_east = cli("memory", "list", env={"TZ": "Etc/GMT-14"}).stdout
+    far_west = cli("memory", "list", env={"TZ": "Etc/GMT+12"}).stdout
+    east_day = cli("memory", "show", "1", env={"TZ": "Etc/GMT-14"}).stdout
+    west_day = cli("memory", "show", "1", env={"TZ": "Etc/GMT+12"}).stdout
+    assert far_east != far_west and east_day != west_day
+
+
+def test_every_backtest_option_is_explained_in_chinese():
+    import re
+
+    lines = cli("backtest", "--help").stdout.splitlines()
+    for option in (
+        "--start",
+        "--end",
+        "--hold-days",
+        "--top-n",
+        "--stop-loss-pct",
+        "--take-profit-pct",
+    ):
+        line = next(line for line in lines if line.strip().startswith(option))
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+
+
+def test_a_buy_made_today_in_china_is_not_in_the_future(home, monkeypatch):
+    """No TZ on a UTC machine means China time (as every listing shows): from 16:00 UTC on,
+    China's today is UTC's tomorrow, and a buy made this morning in Beijing must be accepted."""
+    from datetime import UTC, datetime, timedelta
+
+    monkeypatch.delenv("TZ", raising=False)
+    system_zone = datetime.now().astimezone().utcoffset()
+    china_today = datetime.now(UTC) + (
+        timedelta(hours=8) if system_zone == timedelta(0) else system_zone
+    )
+    day = china_today.strftime("%Y%m%d")
+    added = cli("portfolio", "add", "600519", "--shares", "100", "--cost", "10", "--buy-dt", day)
+    assert added.returncode == 0, added.stderr
+    listed = cli("portfolio", "add", "000001", "--shares", "100", "--cost", "11")  # default: today
+    assert listed.returncode == 0, listed.stderr
+    assert day in cli("portfolio", "list").stdout.split("000001", 1)[1].splitlines()[0]
+
+
+@pytest.mark.asyncio
+async def test_the_approval_sentence_follows_edited_arguments(home, openai_server):
+    """Edit 1,000,000 to 2,000 and the dialog must say 2,000 before the user runs it."""
+    from textual.widgets import TextArea
+
+    from tests.conftest import add_scripted_model
+    from tests.test_approvals import SET_CASH, dialog_for, update
+    from tests.test_tui import wait_until
+    from wyckoff.agents.portfolio import Portfolio
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.store import Store
+
+    add_scripted_model(openai_server)
+    openai_server.script(update(SET_CASH), Reply(text="好"))
+    app = create_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await dialog_for(pilot, "现金一百万")
+        assert "1,000,000.00" in str(app.screen.query_one("#action").render())
+        await pilot.press("e")
+        app.screen.query_one("#args", TextArea).load_text(
+            json.dumps({"action": "set_cash", "cash": 2000})
+        )
+        await pilot.pause(0.2)
+        sentence = str(app.screen.query_one("#action").render())
+        assert "2,000.00" in sentence and "1,000,000" not in sentence
+        await pilot.press("escape", "enter")
+        await wait_until(pilot, lambda: not app.turn_running)
+    assert Portfolio(Store.in_home(home)).cash() == 2000
