@@ -85,19 +85,19 @@ def test_signals_are_computed_once_per_engine_config(panel, client, monkeypatch)
     run_sweep(panel, parse_grid(GRID), START, END, regime_gate=False)
     assert len(funnel_days) == 2 * (END - START)  # 2 engine configs, not 16 combinations
 
-    before = _finished_signal_tasks(client)
+    before = _signal_tasks(client)
     result = run_sweep(panel, parse_grid(GRID), START, END, client=client)
-    assert _finished_signal_tasks(client) - before == 2 == result["signal_computations"]
+    assert _signal_tasks(client) - before == 2 == result["signal_computations"]
     assert result["tasks"] == 2 + 16
 
 
-def _finished_signal_tasks(client) -> int:
-    """How many signal tasks the scheduler has seen finish (its own per-prefix counts)."""
-    finished = ("memory", "released", "forgotten")
+def _signal_tasks(client) -> int:
+    """How many times the cluster computed a signal task: the scheduler's count of
+    transitions into memory (later releases of earlier sweeps' results do not count)."""
 
     def count(dask_scheduler) -> int:
         prefix = dask_scheduler.task_prefixes.get("signals_task")
-        return 0 if prefix is None else sum(prefix.state_counts[s] for s in finished)
+        return 0 if prefix is None else prefix.state_counts["memory"]
 
     return client.run_on_scheduler(count)
 

@@ -458,10 +458,23 @@ async def test_a_slow_first_token_shows_a_waiting_row_with_seconds(configured):
 
 
 @pytest.mark.asyncio
-async def test_the_agent_loading_shows_a_waiting_row(configured):
+async def test_the_agent_loading_shows_a_waiting_row(configured, monkeypatch):
+    import threading
+
+    import wyckoff.cli.agent
+
+    loaded = threading.Event()  # the agent finishes loading only when the test says so
+    real_open_agent = wyckoff.cli.agent.open_agent
+
+    def slow_open_agent(**kwargs):
+        loaded.wait(10)
+        return real_open_agent(**kwargs)
+
+    monkeypatch.setattr(wyckoff.cli.agent, "open_agent", slow_open_agent)
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: any("正在加载" in row for row in waiting_rows(app)))
+        loaded.set()
         await wait_until(pilot, lambda: app.agent is not None)
         await pilot.pause(0.1)
         assert waiting_rows(app) == []
