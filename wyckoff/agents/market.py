@@ -6,7 +6,6 @@ it also carries `data_note` saying the data is synthetic.
 
 from __future__ import annotations
 
-import json
 import threading
 from datetime import date
 from pathlib import Path
@@ -14,12 +13,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.config import MAIN_INDICES, board_of
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from wyckoff.history_store import Signal
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
@@ -95,9 +97,7 @@ class MarketData:
 
         if not self.store.path.exists():
             return np.array([], dtype="datetime64[D]")
-        frame = self.store.query_df(
-            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
-        )
+        frame = self.store.trading_dates()
         return np.sort(frame["date"].to_numpy().astype("datetime64[D]"))
 
     def stock_table(self):
@@ -287,10 +287,7 @@ def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, An
     dates = [d.strftime("%Y-%m-%d") for d in frame.index]
     markers: set[str] = set()
     if context.store is not None:
-        rows = context.store.conn.execute(
-            "SELECT DISTINCT as_of FROM signals WHERE code = ?", (code,)
-        ).fetchall()
-        markers = {r[0] for r in rows} & set(dates)
+        markers = history_store.signal_dates(context.store, code) & set(dates)
 
     def clean(series: pd.Series) -> list[float | None]:
         return [None if pd.isna(v) else float(v) for v in series.tail(days)]
@@ -371,10 +368,7 @@ def get_market_history(params: HistoryParams, context: ToolContext) -> dict[str,
     code = params.index.upper()
     if code not in MAIN_INDICES:
         raise ToolFailure(f"不支持的指数 {params.index}：可选 {', '.join(MAIN_INDICES)}。")
-    frame = market.store.query_df(
-        "SELECT date, open, high, low, close, volume, amount FROM index_bars WHERE code = ? ORDER BY date DESC LIMIT ?",
-        [code, params.days + 60],
-    ).iloc[::-1]
+    frame = market.store.index_history(code, params.days + 60)
     if len(frame) < 2:
         raise ToolFailure(f"本地没有 {code} 的指数数据：运行 `wyckoff data sync`。")
     close = frame["close"].to_numpy()
@@ -515,34 +509,24 @@ def save_screen(
     from wyckoff.engine.config import DEFAULT_CONFIG
     from wyckoff.engine.triggers import TRIGGER_LABELS, signal_expiry
 
-    with store.transaction() as conn:
-        for c in candidates:
-            conn.execute(
-                "INSERT INTO recommendations (as_of, source, code, name, channels, triggers, score, close) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    as_of,
-                    source,
-                    c["code"],
-                    c["name"],
-                    json.dumps(c["channels"], ensure_ascii=False),
-                    json.dumps(c["triggers"], ensure_ascii=False),
-                    c["score"],
-                    c["close"],
-                ),
-            )
-            for key in c["trigger_keys"]:
-                conn.execute(
-                    "INSERT INTO signals (as_of, source, code, name, trigger, score, expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        as_of,
-                        source,
-                        c["code"],
-                        c["name"],
-                        TRIGGER_LABELS[key],
-                        c["score"],
-                        signal_expiry(key, as_of, open_days, DEFAULT_CONFIG),
-                    ),
-                )
+    recommendations = [
+        history_store.NewRecommendation(
+            c["code"], c["name"], c["channels"], c["triggers"], c["score"], c["close"]
+        )
+        for c in candidates
+    ]
+    signals = [
+        history_store.NewSignal(
+            c["code"],
+            c["name"],
+            TRIGGER_LABELS[key],
+            c["score"],
+            signal_expiry(key, as_of, open_days, DEFAULT_CONFIG),
+        )
+        for c in candidates
+        for key in c["trigger_keys"]
+    ]
+    history_store.save_screen(store, source, as_of, recommendations, signals)
 
 
 # --- run_backtest (background) ---------------------------------------------------------------------
@@ -676,24 +660,15 @@ def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str,
         }
     if context.store is None:
         raise ToolFailure("没有状态数据库，无法查询历史。")
-    table = "recommendations" if params.source == "recommendation" else "signals"
-    sql = f"SELECT * FROM {table}"
-    args: list[Any] = []
-    if params.code:
-        sql += " WHERE code = ?"
-        args.append(params.code)
-    sql += " ORDER BY id DESC LIMIT ?"
-    rows = [dict(r) for r in context.store.conn.execute(sql, [*args, params.limit]).fetchall()]
-    for row in rows:
-        for key in ("channels", "triggers"):
-            if isinstance(row.get(key), str):
-                row[key] = json.loads(row[key])
-    if table == "signals":
+    if params.source == "recommendation":
+        rows = history_store.recommendations(context.store, params.code, params.limit)
+    else:
+        rows = history_store.signals(context.store, params.code, params.limit)
         _refresh_expiry(rows, MarketData.from_context(context).open_days())
     return {"source": params.source, "rows": rows}
 
 
-def _refresh_expiry(rows: list[dict[str, Any]], open_days: np.ndarray) -> None:
+def _refresh_expiry(rows: list[Signal], open_days: np.ndarray) -> None:
     """Recount each pending signal's TTL on the calendar known now (a holiday synced since
     the screen moves its expiry), and mark it expired once that day has passed."""
     from wyckoff.engine.config import DEFAULT_CONFIG

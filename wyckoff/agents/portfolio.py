@@ -7,17 +7,21 @@ as it was. `undo` reverts the newest change and records that too.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from wyckoff import portfolio_store
 from wyckoff.agents import results
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
+from wyckoff.portfolio_store import Change, Position
+
+if TYPE_CHECKING:
+    from wyckoff.store import Store
 
 MAX_SHARES = 10**12  # beyond any listed company's share count
 MAX_AMOUNT = 1e13  # prices and cash: beyond any real account
@@ -37,26 +41,19 @@ def stock_names() -> dict[str, str]:
 
 
 class Portfolio:
-    def __init__(self, store) -> None:
+    """The portfolio rules (validation, weighted-average cost, undo) over the portfolio tables."""
+
+    def __init__(self, store: Store) -> None:
         self.store = store
 
-    def positions(self) -> list[dict[str, Any]]:
-        return [
-            dict(r)
-            for r in self.store.conn.execute("SELECT * FROM positions ORDER BY code").fetchall()
-        ]
+    def positions(self) -> list[Position]:
+        return portfolio_store.positions(self.store)
 
     def cash(self) -> float:
-        row = self.store.conn.execute("SELECT amount FROM portfolio_cash WHERE id = 1").fetchone()
-        return float(row[0]) if row else 0.0
+        return portfolio_store.cash(self.store)
 
-    def history(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self.store.conn.execute(
-            "SELECT * FROM portfolio_history ORDER BY id DESC LIMIT ?", (limit,)
-        ).fetchall()
-        return [
-            {**dict(r), "before": _loads(r["before"]), "after": _loads(r["after"])} for r in rows
-        ]
+    def history(self, limit: int = 50) -> list[Change]:
+        return portfolio_store.changes(self.store, limit)
 
     # --- changes ------------------------------------------------------------------------------
 
@@ -77,13 +74,13 @@ class Portfolio:
         if stop_loss is not None:
             validate_price(stop_loss, "止损价")
         buy_dt = validate_date(buy_dt)
-        with self.store.transaction() as conn:
-            before = _row(conn, code)
+        with self.store.transaction():
+            before = portfolio_store.position(self.store, code)
             if before:
                 total = before["shares"] + shares
                 validate_shares(total)
                 cost = (before["shares"] * before["cost_price"] + shares * cost_price) / total
-                after = {
+                after: Position = {
                     **before,
                     "shares": total,
                     "cost_price": round(cost, 4),
@@ -98,8 +95,7 @@ class Portfolio:
                     "buy_dt": buy_dt,
                     "stop_loss": stop_loss,
                 }
-            _write(conn, after)
-            _record(conn, actor, "add", code, before, after)
+            self._write(actor, "add", before, after)
         added = {"shares": shares, "cost_price": cost_price}
         return {"action": "add", "before": before, "after": after, "added": added}
 
@@ -113,11 +109,11 @@ class Portfolio:
         actor: str = "cli",
     ) -> dict[str, Any]:
         code = held_code(self.positions(), code)
-        with self.store.transaction() as conn:
-            before = _row(conn, code)
+        with self.store.transaction():
+            before = portfolio_store.position(self.store, code)
             if before is None:
                 raise PortfolioError(f"持仓里没有 {code}，无法修改。")
-            after = dict(before)
+            after = Position(**before)
             if shares is not None:
                 validate_shares(shares)
                 after["shares"] = shares
@@ -129,18 +125,17 @@ class Portfolio:
                 after["stop_loss"] = stop_loss
             if buy_dt is not None:
                 after["buy_dt"] = validate_date(buy_dt)
-            _write(conn, after)
-            _record(conn, actor, "update", code, before, after)
+            self._write(actor, "update", before, after)
         return {"action": "update", "before": before, "after": after}
 
     def remove(self, code: str, actor: str = "cli") -> dict[str, Any]:
         code = held_code(self.positions(), code)
-        with self.store.transaction() as conn:
-            before = _row(conn, code)
+        with self.store.transaction():
+            before = portfolio_store.position(self.store, code)
             if before is None:
                 raise PortfolioError(f"持仓里没有 {code}。用 `wyckoff portfolio list` 查看持仓。")
-            conn.execute("DELETE FROM positions WHERE code = ?", (code,))
-            _record(conn, actor, "remove", code, before, None)
+            portfolio_store.delete_position(self.store, code)
+            portfolio_store.record_change(self.store, actor, "remove", code, before, None)
         return {"action": "remove", "before": before, "after": None}
 
     def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
@@ -149,40 +144,39 @@ class Portfolio:
             raise PortfolioError(
                 f"现金不能为负数（收到 {amount:g}）：请给出账户里的可用现金，如 `wyckoff portfolio cash 100000`。"
             )
-        with self.store.transaction() as conn:
+        with self.store.transaction():
             before = self.cash()
-            conn.execute(
-                "INSERT OR REPLACE INTO portfolio_cash (id, amount) VALUES (1, ?)", (amount,)
+            portfolio_store.write_cash(self.store, amount)
+            portfolio_store.record_change(
+                self.store, actor, "set_cash", None, {"cash": before}, {"cash": amount}
             )
-            _record(conn, actor, "set_cash", None, {"cash": before}, {"cash": amount})
         return {"action": "set_cash", "before": {"cash": before}, "after": {"cash": amount}}
 
     def undo(self, actor: str = "cli") -> dict[str, Any]:
         """Revert the newest change not yet undone (repeated undos walk back through history)."""
-        with self.store.transaction() as conn:
-            last = conn.execute(
-                "SELECT * FROM portfolio_history WHERE action != 'undo' AND undone = 0 ORDER BY id DESC LIMIT 1"
-            ).fetchone()
+        with self.store.transaction():
+            last = portfolio_store.last_undoable(self.store)
             if last is None:
                 raise PortfolioError("没有可撤销的持仓改动。")
-            before, after = _loads(last["before"]), _loads(last["after"])
+            before, after = last["before"], last["after"]
             if last["code"] is None:  # a cash change
-                conn.execute(
-                    "INSERT OR REPLACE INTO portfolio_cash (id, amount) VALUES (1, ?)",
-                    (before["cash"],),
-                )
+                portfolio_store.write_cash(self.store, before["cash"])
             elif before is None:
-                conn.execute("DELETE FROM positions WHERE code = ?", (last["code"],))
+                portfolio_store.delete_position(self.store, last["code"])
             else:
-                _write(conn, before)
-            conn.execute("UPDATE portfolio_history SET undone = 1 WHERE id = ?", (last["id"],))
-            _record(conn, actor, "undo", last["code"], after, before)
+                portfolio_store.write_position(self.store, before)
+            portfolio_store.mark_undone(self.store, last["id"])
+            portfolio_store.record_change(self.store, actor, "undo", last["code"], after, before)
         return {
             "action": "undo",
             "reverted": last["action"],
             "code": last["code"],
             "restored": before,
         }
+
+    def _write(self, actor: str, action: str, before: Position | None, after: Position) -> None:
+        portfolio_store.write_position(self.store, after)
+        portfolio_store.record_change(self.store, actor, action, after["code"], before, after)
 
 
 ACTION_LABELS = {
@@ -230,42 +224,6 @@ def describe_change(change: dict[str, Any]) -> str:
 def price_text(price: float) -> str:
     """A price with 2 decimals, or 3 when the third one matters (1533.333)."""
     return f"{price:.3f}" if round(price, 2) != round(price, 3) else f"{price:.2f}"
-
-
-def _row(conn, code: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT * FROM positions WHERE code = ?", (code,)).fetchone()
-    return dict(row) if row else None
-
-
-def _write(conn, position: dict[str, Any]) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO positions (code, name, shares, cost_price, buy_dt, stop_loss) VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            position["code"],
-            position["name"],
-            position["shares"],
-            position["cost_price"],
-            position["buy_dt"],
-            position.get("stop_loss"),
-        ),
-    )
-
-
-def _record(conn, actor: str, action: str, code: str | None, before, after) -> None:
-    conn.execute(
-        "INSERT INTO portfolio_history (actor, action, code, before, after) VALUES (?, ?, ?, ?, ?)",
-        (
-            actor,
-            action,
-            code,
-            json.dumps(before, ensure_ascii=False) if before is not None else None,
-            json.dumps(after, ensure_ascii=False) if after is not None else None,
-        ),
-    )
-
-
-def _loads(text: str | None):
-    return json.loads(text) if text else None
 
 
 def validate_stock(stock: str, name: str | None) -> tuple[str, str]:

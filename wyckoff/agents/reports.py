@@ -14,9 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from wyckoff import history_store
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.engine.config import DEFAULT_CONFIG
+from wyckoff.history_store import ReportKind
 
 CATEGORIES = ("起跳板", "储备营地", "逻辑破产")
 REPORT_PROMPT = """你是严谨的威科夫分析师。下面是若干 A 股的压缩特征（均线位置、近 15 日量价、近 60 日关键事件、信号、市场状态）。
@@ -336,25 +338,15 @@ def _attach_rationales(context: ToolContext, orders: list[dict[str, Any]], sourc
 def _latest_categories(context: ToolContext) -> dict[str, list[str]]:
     if context.store is None:
         return {}
-    row = context.store.conn.execute(
-        "SELECT body FROM reports WHERE kind = 'ai_report' ORDER BY id DESC LIMIT 1"
-    ).fetchone()
-    return json.loads(row["body"]).get("categories", {}) if row else {}
+    report = history_store.latest_report(context.store, "ai_report")
+    return report.get("categories", {}) if report else {}
 
 
-def _save(context: ToolContext, kind: str, result: dict[str, Any]) -> None:
+def _save(context: ToolContext, kind: ReportKind, result: dict[str, Any]) -> None:
     if context.store is None:
         return
-    with context.store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO reports (kind, as_of, source, body) VALUES (?, ?, ?, ?)",
-            (
-                kind,
-                result.get("as_of"),
-                result.get("source"),
-                redact_text(json.dumps(result, ensure_ascii=False)),  # the model's words
-            ),
-        )
+    body = redact_text(json.dumps(result, ensure_ascii=False))  # the model's words
+    history_store.save_report(context.store, kind, result.get("as_of"), result.get("source"), body)
 
 
 REPORT_TOOLS = (

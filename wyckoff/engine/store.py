@@ -193,6 +193,19 @@ class MarketStore:
             "SELECT code, name, industry, board, list_date, is_st, market_cap FROM stocks ORDER BY code"
         )
 
+    def trading_dates(self) -> pd.DataFrame:
+        """Every day the store knows as open: its calendar's open days and every date with bars."""
+        return self.query_df(
+            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
+        )
+
+    def index_history(self, code: str, days: int) -> pd.DataFrame:
+        """The index's last `days` daily bars, oldest first."""
+        return self.query_df(
+            "SELECT date, open, high, low, close, volume, amount FROM index_bars WHERE code = ? ORDER BY date DESC LIMIT ?",
+            [code, days],
+        ).iloc[::-1]
+
     def load_panel(
         self, days: int = 400, codes: list[str] | None = None, end: str | None = None
     ) -> Panel:
