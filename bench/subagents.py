@@ -16,7 +16,7 @@ from pydantic import BaseModel  # noqa: E402
 
 from tests.conftest import model_config  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
-from wyckoff.cli.model_registry import make_provider  # noqa: E402
+from wyckoff.cli.providers.factory import make_provider  # noqa: E402
 from wyckoff.cli.runtime import AgentRuntime  # noqa: E402
 from wyckoff.cli.sub_agents import SUB_AGENTS, SubAgents  # noqa: E402
 from wyckoff.cli.tools import ToolRegistry, ToolSpec  # noqa: E402

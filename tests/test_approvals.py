@@ -17,7 +17,7 @@ from tests.model_servers import Reply
 from tests.test_tui import submit, wait_until
 from wyckoff.agents.portfolio import Portfolio
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.runtime import AgentRuntime, Approval
 from wyckoff.cli.tools import ToolSpec
 from wyckoff.cli.tui.app import create_app

@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import add_scripted_model, cli, model_config
 from tests.model_servers import Reply
-from wyckoff.cli.model_registry import make_provider
 from wyckoff.cli.providers.base import ProviderError
+from wyckoff.cli.providers.factory import make_provider
 
 HI = [{"role": "user", "content": "你好"}]
 BROKEN = {

@@ -190,7 +190,7 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
 ):
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.chat_log import ChatLog, Conversation
-    from wyckoff.cli.model_registry import make_provider
+    from wyckoff.cli.providers.factory import make_provider
     from wyckoff.cli.runtime import AgentRuntime
     from wyckoff.store import Store
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import add_scripted_model, cli, model_config
 from tests.model_servers import Reply
-from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.memory.dedup import add_memory
 from wyckoff.memory.extraction import extract_session_memories, flush_memory_before_compaction
 from wyckoff.memory.layers import refresh_memory_layers

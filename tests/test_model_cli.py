@@ -7,9 +7,11 @@ import stat
 
 from tests.conftest import base_url_of, cli
 from tests.model_servers import Reply
-from wyckoff.cli.model_registry import infer_context_window, price, record_usage
+from wyckoff.cli.pricing import price
+from wyckoff.cli.providers.context_windows import infer_context_window
 from wyckoff.config import ModelConfig, load_config
 from wyckoff.store import Store
+from wyckoff.usage_store import record_usage
 
 SECRET = "sk-ant-supersecret-0123456789"
 
@@ -236,13 +238,13 @@ def test_usage_sums_tokens_and_cost_per_model(home):
         output_per_1m=15,
         cache_read_per_1m=0.3,
     )
-    record_usage(
-        store, priced, {"input": 1000, "output": 200, "cache_read": 10_000, "cache_write": 2000}
-    )
-    record_usage(store, priced, {"input": 1000, "output": 200, "cache_read": 0, "cache_write": 0})
-    record_usage(
-        store, ModelConfig(id="free", provider="openai", model="llama3"), {"input": 50, "output": 5}
-    )
+
+    def call(model: ModelConfig, usage: dict[str, int]) -> None:
+        record_usage(store, model, usage, price(model, usage))
+
+    call(priced, {"input": 1000, "output": 200, "cache_read": 10_000, "cache_write": 2000})
+    call(priced, {"input": 1000, "output": 200, "cache_read": 0, "cache_write": 0})
+    call(ModelConfig(id="free", provider="openai", model="llama3"), {"input": 50, "output": 5})
     result = cli("model", "usage", "--json", "--days", "7")
     rows = {r["model_id"]: r for r in json.loads(result.stdout)["models"]}
     assert (

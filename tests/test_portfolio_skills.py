@@ -19,7 +19,7 @@ from wyckoff.agents.reports import (
     generate_strategy_decision,
 )
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.skills import SkillLibrary
 from wyckoff.cli.tools import ToolContext
 from wyckoff.engine.sources import ensure_demo

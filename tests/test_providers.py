@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import model_config
 from tests.model_servers import Reply
-from wyckoff.cli.model_registry import make_provider
 from wyckoff.cli.providers.base import ProviderError
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.providers.fallback import FallbackProvider
 
 TOOLS = [

@@ -29,7 +29,7 @@ from tests.model_servers import Reply
 from tests.test_market_data import DATES, TOKEN, TushareServer, _config
 from wyckoff.agents.reports import ReportParams, generate_ai_report
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.tools import ToolContext
 from wyckoff.engine.backtest import Trade, cash_portfolio
 from wyckoff.engine.config import DEFAULT_CONFIG

@@ -14,8 +14,8 @@ from tests.model_servers import Reply, check_tool_pairing
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.chat_log import ChatLog, Conversation
-from wyckoff.cli.model_registry import make_provider
 from wyckoff.cli.providers.claude import to_claude_messages
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.runtime import AgentRuntime, Approval
 from wyckoff.cli.tools import ToolSpec
 from wyckoff.store import Store

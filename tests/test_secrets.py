@@ -15,7 +15,7 @@ from tests.model_servers import Reply
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.chat_log import ChatLog, Conversation
-from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.runtime import AgentRuntime
 from wyckoff.cli.tools import ToolSpec
 from wyckoff.store import Store

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from tests.conftest import cli, marked_data, model_config
 from tests.model_servers import Reply
-from wyckoff.cli.model_registry import make_provider
+from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.runtime import AgentRuntime, Approval
 from wyckoff.cli.scratchpad import read_trace_file
 from wyckoff.cli.sub_agents import (

@@ -90,7 +90,7 @@ def open_agent(
     ask_user=None,
 ) -> Agent:
     from wyckoff.cli.builtin_tools import default_registry
-    from wyckoff.cli.model_registry import build_provider
+    from wyckoff.cli.providers.factory import build_provider
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.cli.sub_agents import SubAgents
     from wyckoff.config import load_config, wyckoff_home

@@ -363,13 +363,13 @@ class AgentRuntime:
         return message
 
     def _account(self, usage: dict[str, int], turn: TurnState) -> RuntimeEvent:
-        from wyckoff.cli.model_registry import price, record_usage
+        from wyckoff.cli.pricing import price
+        from wyckoff.usage_store import record_usage
 
         config = self.provider.active.config
+        cost = price(config, usage)
         if self.store is not None:
-            cost = record_usage(self.store, config, usage, turn.session_id)
-        else:
-            cost = price(config, usage)
+            record_usage(self.store, config, usage, cost, turn.session_id)
         event = usage_event(usage, cost)
         turn.usage.add(event)
         self.session_usage.add(event)

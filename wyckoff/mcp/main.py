@@ -96,7 +96,7 @@ def open_context(tier: int):
     config = load_config(home)
     provider = None
     if tier >= 3:
-        from wyckoff.cli.model_registry import build_provider
+        from wyckoff.cli.providers.factory import build_provider
 
         try:
             provider = build_provider(config)

@@ -143,8 +143,8 @@ def list_models(
     json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出模型（密钥不显示）/ list models; keys are never printed."""
-    from wyckoff.cli.model_registry import context_window_of
     from wyckoff.cli.output import print_json, print_notice, print_table
+    from wyckoff.cli.providers.context_windows import context_window_of
     from wyckoff.config import effective_config
 
     _, stored = _load()
@@ -316,9 +316,9 @@ def usage(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """按模型汇总用量与费用 / tokens and cost per model."""
-    from wyckoff.cli.model_registry import usage_summary
     from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.store import Store
+    from wyckoff.usage_store import usage_summary
 
     home, _ = _load()
     rows = usage_summary(Store.in_home(home), days)
@@ -359,9 +359,11 @@ def test(model_id: ModelIdArg) -> None:
     """发送一次极小请求，报告延迟或错误 / send one tiny request and report latency."""
     import time
 
-    from wyckoff.cli.model_registry import make_provider, record_usage
+    from wyckoff.cli.pricing import price
+    from wyckoff.cli.providers.factory import make_provider
     from wyckoff.config import effective_config
     from wyckoff.store import Store
+    from wyckoff.usage_store import record_usage
 
     home, stored = _load()
     config = effective_config(stored)
@@ -371,6 +373,6 @@ def test(model_id: ModelIdArg) -> None:
     reply = provider.chat([{"role": "user", "content": "Reply with the single word: pong"}], [])
     elapsed_ms = (time.perf_counter() - started) * 1000
     if reply["usage"]:
-        record_usage(Store.in_home(home), model, reply["usage"])
+        record_usage(Store.in_home(home), model, reply["usage"], price(model, reply["usage"]))
     answer = " ".join(reply["text"].split())[:60] or "(空回复)"
     typer.echo(f"{model_id} 可用：{elapsed_ms:.0f} ms，回复：{answer}")

@@ -602,7 +602,7 @@ class WyckoffApp(App):
         return self.agent.config
 
     def switch_model(self, model_id: str) -> None:
-        from wyckoff.cli.model_registry import build_provider
+        from wyckoff.cli.providers.factory import build_provider
         from wyckoff.config import effective_config
 
         config = self.fresh_config()

@@ -1,0 +1,68 @@
+"""Recorded model calls in the state db (`usage`): one row per call, summed per model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from wyckoff.config import ModelConfig
+    from wyckoff.store import Store
+
+
+class ModelUsage(TypedDict):
+    """One model's calls over a period; `cost` sums the priced calls only (None if none)."""
+
+    model_id: str
+    provider: str
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: float | None
+    priced_calls: int
+
+
+def record_usage(
+    store: Store,
+    model: ModelConfig,
+    usage: dict[str, int],
+    cost: float | None,
+    session_id: str | None = None,
+) -> None:
+    """Store the tokens and cost of one model call."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO usage (session_id, model_id, provider, model, input_tokens, output_tokens,"
+            " cache_read_tokens, cache_write_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                model.id,
+                model.provider,
+                model.model,
+                usage.get("input", 0),
+                usage.get("output", 0),
+                usage.get("cache_read", 0),
+                usage.get("cache_write", 0),
+                cost,
+            ),
+        )
+
+
+def usage_summary(store: Store, days: int) -> list[ModelUsage]:
+    """Tokens and cost per model over the last `days` days, most used first."""
+    rows = store.conn.execute(
+        """
+        SELECT model_id, provider, model, COUNT(*) AS calls,
+               SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
+               SUM(cache_read_tokens) AS cache_read_tokens, SUM(cache_write_tokens) AS cache_write_tokens,
+               SUM(cost) AS cost, COUNT(cost) AS priced_calls
+        FROM usage
+        WHERE ts >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)
+        GROUP BY model_id, provider, model
+        ORDER BY input_tokens + output_tokens DESC
+        """,
+        (f"-{int(days)} days",),
+    ).fetchall()
+    return [ModelUsage(**dict(row)) for row in rows]
