@@ -53,7 +53,7 @@ def test_each_provider_streams_text_tool_call_and_usage(any_server):
     assert call["id"]
     usage = chunks[-1]
     assert usage["type"] == "usage"
-    assert (usage["input"], usage["output"]) == (120, 33)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (120, 33)
     # The request carried the system prompt, the user text and the tool schema.
     body = str(any_server.bodies[0])
     assert "你是 A 股分析师" in body and "茅台怎么样" in body and "analyze_stock" in body
@@ -349,13 +349,23 @@ def test_malformed_tool_arguments_are_kept_for_the_runtime(kind, request):
 def test_openai_cached_tokens_are_reported_separately(openai_server):
     openai_server.script(Reply(text="ok", usage=(40, 5, 60, 0)))
     reply = provider_for(openai_server).chat([{"role": "user", "content": "x"}], [])
-    assert reply["usage"] == {"input": 40, "output": 5, "cache_read": 60, "cache_write": 0}
+    assert reply["usage"] == {
+        "input_tokens": 40,
+        "output_tokens": 5,
+        "cache_read_tokens": 60,
+        "cache_write_tokens": 0,
+    }
 
 
 def test_claude_cache_usage_is_reported(anthropic_server):
     anthropic_server.script(Reply(text="ok", usage=(12, 5, 3000, 800)))
     reply = provider_for(anthropic_server).chat([{"role": "user", "content": "x"}], [])
-    assert reply["usage"] == {"input": 12, "output": 5, "cache_read": 3000, "cache_write": 800}
+    assert reply["usage"] == {
+        "input_tokens": 12,
+        "output_tokens": 5,
+        "cache_read_tokens": 3000,
+        "cache_write_tokens": 800,
+    }
 
 
 # --- fallback -------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from wyckoff.config import ModelConfig, WyckoffConfig, effective_config
 from wyckoff.errors import ConfigError
 
 if TYPE_CHECKING:
-    from wyckoff.cli.providers.base import LLMProvider
+    from wyckoff.cli.providers.base import LLMProvider, TokenUsage
     from wyckoff.store import Store
 
 UNKNOWN_CONTEXT_WINDOW = 64_000
@@ -105,7 +105,7 @@ def make_provider(model: ModelConfig, stream_timeout_s: float = 60.0) -> LLMProv
 # --- prices and usage -----------------------------------------------------------------------
 
 
-def price(model: ModelConfig, usage: dict[str, int]) -> float | None:
+def price(model: ModelConfig, usage: TokenUsage) -> float | None:
     """Cost of one call in the currency of the configured prices; None when unpriced."""
     if model.input_per_1m is None or model.output_per_1m is None:
         return None
@@ -114,16 +114,16 @@ def price(model: ModelConfig, usage: dict[str, int]) -> float | None:
     )
     write_factor = CACHE_WRITE_PRICE_FACTOR if model.provider == "claude" else 1.0
     total = (
-        usage.get("input", 0) * model.input_per_1m
-        + usage.get("output", 0) * model.output_per_1m
-        + usage.get("cache_read", 0) * cache_read_price
-        + usage.get("cache_write", 0) * model.input_per_1m * write_factor
+        usage.get("input_tokens", 0) * model.input_per_1m
+        + usage.get("output_tokens", 0) * model.output_per_1m
+        + usage.get("cache_read_tokens", 0) * cache_read_price
+        + usage.get("cache_write_tokens", 0) * model.input_per_1m * write_factor
     )
     return round(total / 1_000_000, 6)
 
 
 def record_usage(
-    store: Store, model: ModelConfig, usage: dict[str, int], session_id: str | None = None
+    store: Store, model: ModelConfig, usage: TokenUsage, session_id: str | None = None
 ) -> float | None:
     """Store the usage of one model call; returns its cost."""
     cost = price(model, usage)
@@ -136,10 +136,10 @@ def record_usage(
                 model.id,
                 model.provider,
                 model.model,
-                usage.get("input", 0),
-                usage.get("output", 0),
-                usage.get("cache_read", 0),
-                usage.get("cache_write", 0),
+                usage.get("input_tokens", 0),
+                usage.get("output_tokens", 0),
+                usage.get("cache_read_tokens", 0),
+                usage.get("cache_write_tokens", 0),
                 cost,
             ),
         )
