@@ -190,7 +190,8 @@ class LLMProvider:
             raise self._describe_error(exc) from None
 
     def _make_client(self) -> Any:
-        raise NotImplementedError
+        """The SDK client, built with `sdk_retries` (None for a provider without an SDK)."""
+        return None
 
     def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
         raise NotImplementedError
