@@ -4,7 +4,7 @@ Internal message format (OpenAI-like), shared by every provider:
 
     {"role": "user", "content": str}
     {"role": "assistant", "content": str, "tool_calls": [{"id", "name", "args": dict}],
-     "reasoning_content": str (optional), "provider_data": dict (optional)}
+     "reasoning_content": str (optional, from `assistant_fields`), "provider_data": dict (optional)}
     {"role": "tool", "tool_call_id": str, "name": str, "content": str}
 
 `provider_data` carries, untouched, what one provider needs back on the next request
