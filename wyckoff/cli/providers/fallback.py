@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
 
@@ -53,7 +54,7 @@ class FallbackProvider(LLMProvider):
     def provider(self) -> str:  # type: ignore[override]
         return self.active.provider
 
-    def assistant_fields(self, thinking: str) -> dict:
+    def assistant_fields(self, thinking: str) -> dict[str, Any]:
         return self.active.assistant_fields(thinking)
 
     @property
