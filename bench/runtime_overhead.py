@@ -16,7 +16,7 @@ from pydantic import BaseModel  # noqa: E402
 
 from wyckoff.cli.builtin_tools import default_registry  # noqa: E402
 from wyckoff.cli.chat_log import ChatLog, Conversation  # noqa: E402
-from wyckoff.cli.providers.base import LLMProvider  # noqa: E402
+from wyckoff.cli.providers.base import LLMProvider, token_usage  # noqa: E402
 from wyckoff.cli.runtime import AgentRuntime  # noqa: E402
 from wyckoff.cli.tools import ToolSpec  # noqa: E402
 from wyckoff.config import ModelConfig  # noqa: E402
@@ -43,7 +43,7 @@ class InstantProvider(LLMProvider):
             }
         else:
             yield {"type": "text_delta", "text": "done"}
-        yield {"type": "usage", "input": 10, "output": 1, "cache_read": 0, "cache_write": 0}
+        yield {"type": "usage", **token_usage(input_tokens=10, output_tokens=1)}
 
 
 class NoopParams(BaseModel):

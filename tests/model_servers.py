@@ -44,6 +44,7 @@ class Reply:
     gemini_ids: bool = False  # Gemini: give function calls ids
     cut_stream: bool = False  # stream the text, then close without the provider's end marker
     html_body: bool = False  # HTTP 200 with an HTML page instead of the API's answer
+    retry_after: float | None = None  # error replies: send a `retry-after` header (seconds)
 
 
 class ScriptedServer:
@@ -150,6 +151,7 @@ class ScriptedServer:
                 handler,
                 reply.status,
                 self.error_body(reply.status, reply.error_message, reply.error_type),
+                {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"},
             )
             return
         if self.is_stream(handler, body):
@@ -171,9 +173,13 @@ class ScriptedServer:
         else:
             self.send_json(handler, 200, self.whole_response(reply, body))
 
-    def send_json(self, handler, status: int, payload: dict[str, Any]) -> None:
+    def send_json(
+        self, handler, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         handler.send_response(status)
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()

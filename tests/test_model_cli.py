@@ -8,6 +8,7 @@ import stat
 from tests.conftest import base_url_of, cli
 from tests.model_servers import Reply
 from wyckoff.cli.pricing import price
+from wyckoff.cli.providers.base import token_usage
 from wyckoff.cli.providers.context_windows import infer_context_window
 from wyckoff.config import ModelConfig, load_config
 from wyckoff.store import Store
@@ -239,12 +240,12 @@ def test_usage_sums_tokens_and_cost_per_model(home):
         cache_read_per_1m=0.3,
     )
 
-    def call(model: ModelConfig, usage: dict[str, int]) -> None:
+    def call(model: ModelConfig, usage) -> None:
         record_usage(store, model, usage, price(model, usage))
 
-    call(priced, {"input": 1000, "output": 200, "cache_read": 10_000, "cache_write": 2000})
-    call(priced, {"input": 1000, "output": 200, "cache_read": 0, "cache_write": 0})
-    call(ModelConfig(id="free", provider="openai", model="llama3"), {"input": 50, "output": 5})
+    call(priced, token_usage(1000, 200, 10_000, 2000))
+    call(priced, token_usage(1000, 200))
+    call(ModelConfig(id="free", provider="openai", model="llama3"), token_usage(50, 5))
     result = cli("model", "usage", "--json", "--days", "7")
     rows = {r["model_id"]: r for r in json.loads(result.stdout)["models"]}
     assert (
@@ -261,7 +262,7 @@ def test_usage_sums_tokens_and_cost_per_model(home):
 
 def test_price_is_none_until_configured():
     model = ModelConfig(id="x", provider="openai", model="gpt-4.1")
-    assert price(model, {"input": 10, "output": 10}) is None
+    assert price(model, token_usage(10, 10)) is None
 
 
 def test_context_windows_are_inferred_from_names():

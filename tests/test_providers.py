@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import json
+import threading
 
 import pytest
 
-from tests.conftest import model_config
+from tests.conftest import add_scripted_model, cli, model_config
 from tests.model_servers import Reply
-from wyckoff.cli.providers.base import ProviderError
+from wyckoff.cli.providers.base import ProviderError, StreamCancelled
 from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.providers.fallback import FallbackProvider
 
@@ -53,7 +55,7 @@ def test_each_provider_streams_text_tool_call_and_usage(any_server):
     assert call["id"]
     usage = chunks[-1]
     assert usage["type"] == "usage"
-    assert (usage["input"], usage["output"]) == (120, 33)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (120, 33)
     # The request carried the system prompt, the user text and the tool schema.
     body = str(any_server.bodies[0])
     assert "你是 A 股分析师" in body and "茅台怎么样" in body and "analyze_stock" in body
@@ -295,6 +297,31 @@ def test_openai_reasoning_content_is_streamed_and_sent_back(openai_server):
     assert assistants[1]["reasoning_content"] == ""  # every earlier turn, "" when empty
 
 
+def test_reasoning_from_an_old_chat_log_is_sent_back_and_new_reasoning_is_kept(openai_server, home):
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.chat_log import ChatLog, Conversation
+    from wyckoff.cli.runtime import AgentRuntime
+    from wyckoff.store import Store
+
+    home.mkdir(parents=True, exist_ok=True)
+    chat_log = ChatLog(Store.in_home(home))
+    session = chat_log.create_session()
+    chat_log.append(session, {"role": "user", "content": "招行"})
+    chat_log.append(
+        session, {"role": "assistant", "content": "招行稳健。", "reasoning_content": "先想一想"}
+    )
+    conversation = Conversation.resume(chat_log, session)
+    conversation.append({"role": "user", "content": "那平安呢"})
+    openai_server.script(Reply(thinking="再比较一下", text="平安也稳健。"))
+    runtime = AgentRuntime(provider_for(openai_server), default_registry(), home=home)
+    events = list(runtime.run_stream(conversation))
+
+    assert events[-1]["text"] == "平安也稳健。"
+    (sent,) = [m for m in openai_server.bodies[0]["messages"] if m["role"] == "assistant"]
+    assert sent["reasoning_content"] == "先想一想"
+    assert chat_log.load(session)[-1]["reasoning_content"] == "再比较一下"
+
+
 def test_openai_drops_parameters_the_endpoint_rejects(openai_server):
     openai_server.unsupported_params = {"stream_options", "tool_choice"}
     openai_server.script(Reply(text="一", usage=(10, 2, 0, 0)), Reply(text="二"))
@@ -349,13 +376,23 @@ def test_malformed_tool_arguments_are_kept_for_the_runtime(kind, request):
 def test_openai_cached_tokens_are_reported_separately(openai_server):
     openai_server.script(Reply(text="ok", usage=(40, 5, 60, 0)))
     reply = provider_for(openai_server).chat([{"role": "user", "content": "x"}], [])
-    assert reply["usage"] == {"input": 40, "output": 5, "cache_read": 60, "cache_write": 0}
+    assert reply["usage"] == {
+        "input_tokens": 40,
+        "output_tokens": 5,
+        "cache_read_tokens": 60,
+        "cache_write_tokens": 0,
+    }
 
 
 def test_claude_cache_usage_is_reported(anthropic_server):
     anthropic_server.script(Reply(text="ok", usage=(12, 5, 3000, 800)))
     reply = provider_for(anthropic_server).chat([{"role": "user", "content": "x"}], [])
-    assert reply["usage"] == {"input": 12, "output": 5, "cache_read": 3000, "cache_write": 800}
+    assert reply["usage"] == {
+        "input_tokens": 12,
+        "output_tokens": 5,
+        "cache_read_tokens": 3000,
+        "cache_write_tokens": 800,
+    }
 
 
 # --- fallback -------------------------------------------------------------------------------
@@ -388,6 +425,7 @@ def test_fallback_takes_over_on_retryable_failures(anthropic_server, openai_serv
         and switch["to"] == "backup"
     )
     assert str(failure.status) in switch["reason"]
+    assert len(anthropic_server.requests) == 1  # no SDK retry: the fallback answers at once
     assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "备用模型的回答"
     assert provider.using_fallback and provider.name == "backup"
     assert provider.context_window == 1_000_000  # follows the active model (gpt-4.1)
@@ -448,3 +486,56 @@ def test_connection_refused_is_retryable_and_clear(tmp_path):
     with pytest.raises(ProviderError) as caught:
         provider.chat([{"role": "user", "content": "x"}], [])
     assert caught.value.retryable and "无法连接模型 down" in caught.value.message
+
+
+def test_cancel_passes_through_the_fallback_while_the_primary_is_silent(
+    openai_server, anthropic_server
+):
+    openai_server.script(Reply(text="迟到的回答", stall_s=10))
+    anthropic_server.script(Reply(text="备用模型的回答"))
+    provider = _fallback(openai_server, anthropic_server, timeout=20)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(StreamCancelled):
+        list(provider.chat_stream([{"role": "user", "content": "x"}], [], cancel_event=cancel))
+    assert anthropic_server.requests == [] and not provider.using_fallback
+
+
+# --- SDK retries ----------------------------------------------------------------------------
+
+
+def test_without_a_fallback_a_rate_limit_is_waited_out(any_server):
+    any_server.script(
+        Reply(status=429, error_message="rate limited", retry_after=0.01),
+        Reply(text="限流过后的回答"),
+    )
+    reply = provider_for(any_server).chat([{"role": "user", "content": "x"}], [])
+    assert reply["text"] == "限流过后的回答"
+    assert len(any_server.requests) == 2
+
+
+def test_ask_without_a_fallback_answers_after_a_rate_limit(openai_server):
+    add_scripted_model(openai_server, "only")
+    openai_server.script(Reply(status=429, retry_after=0.01), Reply(text="稍等之后的回答。"))
+    result = cli("ask", "今天怎么样", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "completed" and payload["text"] == "稍等之后的回答。"
+
+
+def test_a_configured_fallback_answers_a_rate_limit_without_retrying(
+    openai_server, anthropic_server
+):
+    from wyckoff.cli.providers.factory import build_provider
+    from wyckoff.config import WyckoffConfig
+
+    config = WyckoffConfig(
+        models=[model_config(openai_server, "primary"), model_config(anthropic_server, "backup")],
+        default="primary",
+        fallback="backup",
+    )
+    openai_server.script(Reply(status=429, retry_after=0.01), Reply(text="主模型重试后的回答。"))
+    anthropic_server.script(Reply(text="备用模型的回答。"))
+    reply = build_provider(config).chat([{"role": "user", "content": "x"}], [])
+    assert reply["text"] == "备用模型的回答。"
+    assert len(openai_server.requests) == 1

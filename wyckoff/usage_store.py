@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
+    from wyckoff.cli.providers.base import TokenUsage
     from wyckoff.config import ModelConfig
     from wyckoff.store import Store
 
@@ -27,7 +28,7 @@ class ModelUsage(TypedDict):
 def record_usage(
     store: Store,
     model: ModelConfig,
-    usage: dict[str, int],
+    usage: TokenUsage,
     cost: float | None,
     session_id: str | None = None,
 ) -> None:
@@ -41,10 +42,10 @@ def record_usage(
                 model.id,
                 model.provider,
                 model.model,
-                usage.get("input", 0),
-                usage.get("output", 0),
-                usage.get("cache_read", 0),
-                usage.get("cache_write", 0),
+                usage.get("input_tokens", 0),
+                usage.get("output_tokens", 0),
+                usage.get("cache_read_tokens", 0),
+                usage.get("cache_write_tokens", 0),
                 cost,
             ),
         )

@@ -22,7 +22,15 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-RuntimeEvent = dict[str, Any]
+# The same dicts the providers stream, passed on as they are.
+from wyckoff.cli.providers.base import (
+    ProviderSwitch,
+    TextDelta,
+    ThinkingDelta,
+    TokenUsage,
+    ToolCalls,
+)
+
 DoneStatus = Literal["completed", "max_rounds", "cancelled", "error"]
 # How a risky call came to run: --approve-all, --approve TOOL, "always allow" this session,
 # an ask_user consent to that exact action, the dialog's "allow once" or its edited arguments.
@@ -87,12 +95,8 @@ class Approved(TypedDict):
     description: str
 
 
-class Usage(TypedDict):
+class Usage(TokenUsage):
     type: Literal["usage"]
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
     cost: float | None
 
 
@@ -106,15 +110,57 @@ class Done(TypedDict):
     session_id: str | None
 
 
-def usage_event(usage: dict[str, int], cost: float | None) -> RuntimeEvent:
-    return {
-        "type": "usage",
-        "input_tokens": usage.get("input", 0),
-        "output_tokens": usage.get("output", 0),
-        "cache_read_tokens": usage.get("cache_read", 0),
-        "cache_write_tokens": usage.get("cache_write", 0),
-        "cost": cost,
-    }
+class Compaction(TypedDict):
+    type: Literal["compaction"]
+    before: int  # message counts
+    after: int
+    archive_ref: str | None
+
+
+class Retry(TypedDict):
+    type: Literal["retry"]
+    reason: str
+    attempt: int
+
+
+class BackgroundWait(TypedDict):
+    type: Literal["background_wait"]
+    task_ids: list[str]
+
+
+class TaskUpdate(TypedDict):
+    type: Literal["task_update"]
+    task_id: str
+    tool: str
+    status: str
+    stage: str
+    detail: str
+    progress: float | None
+    elapsed_s: float
+
+
+RuntimeEvent = (
+    ModelStart
+    | TextDelta
+    | ThinkingDelta
+    | ToolCalls
+    | ToolStart
+    | ToolResult
+    | ToolError
+    | Approved
+    | Compaction
+    | Retry
+    | ProviderSwitch
+    | Usage
+    | Done
+    | SubAgentDone
+    | BackgroundWait
+    | TaskUpdate
+)
+
+
+def usage_event(usage: TokenUsage, cost: float | None) -> Usage:
+    return {"type": "usage", **usage, "cost": cost}
 
 
 class UsageTotals:
@@ -127,7 +173,7 @@ class UsageTotals:
         self.cache_write_tokens = 0
         self.cost: float | None = None
 
-    def add(self, event: RuntimeEvent) -> None:
+    def add(self, event: Usage) -> None:
         self.input_tokens += event["input_tokens"]
         self.output_tokens += event["output_tokens"]
         self.cache_read_tokens += event["cache_read_tokens"]

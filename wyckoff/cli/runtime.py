@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wyckoff.cli.background import BackgroundTaskManager
-from wyckoff.cli.events import ApprovedBy, RuntimeEvent, UsageTotals, usage_event
+from wyckoff.cli.events import ApprovedBy, RuntimeEvent, Usage, UsageTotals, usage_event
 from wyckoff.cli.loop_guard import (
     MAX_INCOMPLETE_TOOL_RETRIES,
     DoomLoopDetector,
@@ -29,8 +29,12 @@ from wyckoff.cli.loop_guard import (
 from wyckoff.cli.providers.base import (
     LLMProvider,
     ProviderError,
+    StreamAccumulator,
     StreamCancelled,
-    iter_with_timeout,
+    TextDelta,
+    ThinkingDelta,
+    TokenUsage,
+    usage_of,
 )
 from wyckoff.cli.scratchpad import Scratchpad
 from wyckoff.cli.tokens import MessageTokenCache
@@ -288,81 +292,83 @@ class AgentRuntime:
         self, messages: list, turn: TurnState, round_number: int, memory_block: str
     ) -> Iterator[RuntimeEvent]:
         """One model call; returns the assistant message (appended by the caller)."""
-        provider = self.provider
+        active = self.provider.active
         yield {
             "type": "model_start",
             "round": round_number,
-            "provider": provider.active.provider,
-            "model": provider.active.model,
+            "provider": active.provider,
+            "model": active.model,
         }
-        text, thinking, calls, provider_data = "", "", [], None
-        shown_text, shown_thinking = StreamRedactor(), StreamRedactor()
-        usage: dict[str, int] = {}
         started = time.monotonic()
-        stream = provider.chat_stream(
+        reply = StreamAccumulator()
+        try:
+            yield from self._relay_stream(messages, memory_block, reply, turn)
+        except StreamCancelled:
+            self._keep_partial_answer(messages, reply, turn)
+            raise
+        return self._assistant_message(reply, turn, round_number, started)
+
+    def _relay_stream(
+        self, messages: list, memory_block: str, reply: StreamAccumulator, turn: TurnState
+    ) -> Iterator[RuntimeEvent]:
+        """Pass the provider's chunks on as events while `reply` collects them."""
+        shown = _ShownDeltas()
+        stream = self.provider.chat_stream(
             self._wire_messages(messages, memory_block),
             self.registry.schemas(),
             self.system_prompt(),
+            cancel_event=self._cancel,
         )
-        try:
-            for chunk in iter_with_timeout(stream, None, cancel_event=self._cancel):
-                kind = chunk["type"]
-                if kind == "text_delta":
-                    text += chunk["text"]
-                    yield from _delta(kind, shown_text.feed(chunk["text"]))
-                elif kind == "thinking_delta":
-                    thinking += chunk["text"]
-                    yield from _delta(kind, shown_thinking.feed(chunk["text"]))
-                elif kind == "tool_calls":
-                    calls = chunk["calls"]
-                    yield {"type": "tool_calls", "calls": calls}
-                elif kind == "provider_data":
-                    provider_data = chunk["data"]
-                elif kind == "usage":
-                    usage = {k: v for k, v in chunk.items() if k != "type"}
-                    yield self._account(usage, turn)
-                elif kind == "provider_switch":
-                    text, thinking, calls, provider_data = "", "", [], None
-                    shown_text, shown_thinking = StreamRedactor(), StreamRedactor()
-                    yield {
-                        "type": "provider_switch",
-                        "from": chunk["from"],
-                        "to": chunk["to"],
-                        "reason": chunk["reason"],
-                    }
-        except StreamCancelled:
-            text = redact_text(text)
-            if text:
-                messages.append(
-                    {"role": "assistant", "content": text, "meta": {"model": provider.active.model}}
-                )
-            turn.text = text
-            raise
-        yield from _delta("thinking_delta", shown_thinking.flush())
-        yield from _delta("text_delta", shown_text.flush())
-        text, thinking = redact_text(text), redact_text(thinking)
-        if thinking:
-            self._trace(turn, "thinking", round=round_number, text=thinking)
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if calls:
-            message["tool_calls"] = calls
-        if thinking and provider.active.provider == "openai":
-            message["reasoning_content"] = thinking
-        if provider_data:
-            message["provider_data"] = provider_data
+        for chunk in stream:
+            reply.add(chunk)
+            if chunk["type"] == "text_delta" or chunk["type"] == "thinking_delta":
+                yield from shown.feed(chunk)
+            elif chunk["type"] == "usage":
+                yield self._account(usage_of(chunk), turn)
+            elif chunk["type"] == "provider_switch":
+                shown = _ShownDeltas()  # the partial output before the switch is dropped
+                yield chunk
+            elif chunk["type"] == "tool_calls":
+                yield chunk
+        yield from shown.flush()
+
+    def _keep_partial_answer(
+        self, messages: list, reply: StreamAccumulator, turn: TurnState
+    ) -> None:
+        """A cancelled reply's text so far stays in the history (without tool calls)."""
+        text = redact_text(reply.text)
+        if text:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": text,
+                    "meta": {"model": self.provider.active.model},
+                }
+            )
+        turn.text = text
+
+    def _assistant_message(
+        self, reply: StreamAccumulator, turn: TurnState, round_number: int, started: float
+    ) -> dict[str, Any]:
+        reply.text, reply.thinking = redact_text(reply.text), redact_text(reply.thinking)
+        if reply.thinking:
+            self._trace(turn, "thinking", round=round_number, text=reply.thinking)
+        active = self.provider.active
+        message = reply.assistant_message(active)
+        usage = reply.usage
         message["meta"] = {
-            "model": provider.active.model,
-            "provider": provider.active.provider,
-            "input_tokens": usage.get("input", 0)
-            + usage.get("cache_read", 0)
-            + usage.get("cache_write", 0),
-            "output_tokens": usage.get("output", 0),
+            "model": active.model,
+            "provider": active.provider,
+            "input_tokens": usage["input_tokens"]
+            + usage["cache_read_tokens"]
+            + usage["cache_write_tokens"],
+            "output_tokens": usage["output_tokens"],
             "elapsed_s": round(time.monotonic() - started, 3),
         }
-        turn.text = text
+        turn.text = reply.text
         return message
 
-    def _account(self, usage: dict[str, int], turn: TurnState) -> RuntimeEvent:
+    def _account(self, usage: TokenUsage, turn: TurnState) -> Usage:
         from wyckoff.cli.pricing import price
         from wyckoff.usage_store import record_usage
 
@@ -692,6 +698,20 @@ class AgentRuntime:
     def _trace(self, turn: TurnState, kind: str, **fields: Any) -> None:
         if turn.scratchpad is not None:
             turn.scratchpad.record(kind, **fields)
+
+
+class _ShownDeltas:
+    """Text and thinking as shown while they stream: each redacted piece by piece."""
+
+    def __init__(self) -> None:
+        self.redactors = {"text_delta": StreamRedactor(), "thinking_delta": StreamRedactor()}
+
+    def feed(self, chunk: TextDelta | ThinkingDelta) -> Iterator[RuntimeEvent]:
+        yield from _delta(chunk["type"], self.redactors[chunk["type"]].feed(chunk["text"]))
+
+    def flush(self) -> Iterator[RuntimeEvent]:
+        for kind in ("thinking_delta", "text_delta"):
+            yield from _delta(kind, self.redactors[kind].flush())
 
 
 def _delta(kind: str, text: str) -> Iterator[RuntimeEvent]:

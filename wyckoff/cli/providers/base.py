@@ -4,22 +4,18 @@ Internal message format (OpenAI-like), shared by every provider:
 
     {"role": "user", "content": str}
     {"role": "assistant", "content": str, "tool_calls": [{"id", "name", "args": dict}],
-     "reasoning_content": str (optional), "provider_data": dict (optional)}
+     "reasoning_content": str (optional, from `assistant_fields`), "provider_data": dict (optional)}
     {"role": "tool", "tool_call_id": str, "name": str, "content": str}
 
 `provider_data` carries, untouched, what one provider needs back on the next request
 (Claude thinking blocks with signatures, Gemini parts with thought signatures); it is
 tagged with the provider that wrote it and ignored by the others.
 
-`chat_stream` yields dict chunks:
-
-    {"type": "text_delta", "text"}            {"type": "thinking_delta", "text"}
-    {"type": "tool_calls", "calls": [{id, name, args}]}
-    {"type": "usage", "input", "output", "cache_read", "cache_write"}
-    {"type": "provider_data", "data": {...}}   (store on the assistant message)
-    {"type": "provider_switch", "from", "to", "reason"}   (fallback only: drop partial output)
-
-`usage.input` counts only uncached input tokens; the total is input + cache_read + cache_write.
+`chat_stream` yields `Chunk`s (plain dicts, the TypedDicts below); `StreamAccumulator`
+assembles them into one reply. `provider_data` chunks are stored on the assistant message;
+a `provider_switch` (fallback only) drops the partial output before it. Usage is spelled as
+in the runtime's events; `input_tokens` counts only uncached input tokens, the total is
+input_tokens + cache_read_tokens + cache_write_tokens.
 """
 
 from __future__ import annotations
@@ -29,20 +25,82 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from wyckoff.config import ModelConfig, redact_text, remember_secrets
 from wyckoff.errors import WyckoffError
 
-Chunk = dict[str, Any]
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema}
+
+
+class ToolCall(TypedDict):
+    id: str
+    name: str
+    args: dict[str, Any]  # {"__malformed_arguments__": raw} when the JSON did not parse
+
+
+class TokenUsage(TypedDict):
+    input_tokens: int  # uncached input only
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+class TextDelta(TypedDict):
+    type: Literal["text_delta"]
+    text: str
+
+
+class ThinkingDelta(TypedDict):
+    type: Literal["thinking_delta"]
+    text: str
+
+
+class ToolCalls(TypedDict):
+    type: Literal["tool_calls"]
+    calls: list[ToolCall]
+
+
+class UsageChunk(TokenUsage):
+    type: Literal["usage"]
+
+
+class ProviderData(TypedDict):
+    type: Literal["provider_data"]
+    data: dict[str, Any]  # tagged with "provider": what it needs back on the next request
+
+
+# "from" is a keyword, hence the functional form.
+ProviderSwitch = TypedDict(
+    "ProviderSwitch",
+    {"type": Literal["provider_switch"], "from": str, "to": str, "reason": str},
+)
+
+Chunk = TextDelta | ThinkingDelta | ToolCalls | UsageChunk | ProviderData | ProviderSwitch
+
+
+def token_usage(
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> TokenUsage:
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_read_tokens": cache_read_tokens,
+        "cache_write_tokens": cache_write_tokens,
+    }
+
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "余额")
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
 POLL_S = 0.05
 CONNECT_TIMEOUT_S = 5.0  # an unreachable host fails this fast, so the fallback takes over soon
+# Without a fallback the SDK retries a 429/5xx (honouring retry-after) before we give up.
+SDK_RETRIES = 2
 
 
 class ProviderError(WyckoffError):
@@ -59,7 +117,8 @@ class IncompleteResponse(Exception):
 
 
 class LLMProvider:
-    """Base of every provider adapter; subclasses implement `_stream`, `_describe_error`."""
+    """Base of every provider adapter; subclasses implement `_make_client`, `_stream` and
+    `_describe_error`."""
 
     provider = ""
 
@@ -69,6 +128,13 @@ class LLMProvider:
         self.context_window = context_window
         self.stream_timeout_s = stream_timeout_s
         self.max_output_tokens = config.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.sdk_retries = SDK_RETRIES
+        self._client = self._make_client()
+
+    def fail_fast(self) -> None:
+        """No SDK retries: a fallback model takes over a 429/5xx at once instead."""
+        self.sdk_retries = 0
+        self._client = self._make_client()
 
     @property
     def name(self) -> str:
@@ -88,32 +154,30 @@ class LLMProvider:
         return self
 
     def chat_stream(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema],
+        system_prompt: str = "",
+        *,
+        cancel_event: threading.Event | None = None,
     ) -> Iterator[Chunk]:
-        """Stream one model reply; a silence over `stream_timeout_s` is a retryable error."""
+        """Stream one model reply. A silence over `stream_timeout_s` is a retryable error;
+        setting `cancel_event` raises StreamCancelled at once."""
         source = self._guarded(messages, tools, system_prompt)
-        yield from iter_with_timeout(source, self.stream_timeout_s, self._stall_error)
+        yield from iter_with_timeout(source, self.stream_timeout_s, self._stall_error, cancel_event)
 
     def chat(
         self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
-    ) -> dict:
-        """One whole reply: {text, thinking, tool_calls, usage, provider_data}."""
-        reply: dict[str, Any] = {"text": "", "thinking": "", "tool_calls": [], "usage": {}}
+    ) -> dict[str, Any]:
+        """One whole reply: {text, thinking, tool_calls, usage, provider_data (if any)}."""
+        reply = StreamAccumulator()
         for chunk in self.chat_stream(messages, tools, system_prompt):
-            kind = chunk["type"]
-            if kind == "text_delta":
-                reply["text"] += chunk["text"]
-            elif kind == "thinking_delta":
-                reply["thinking"] += chunk["text"]
-            elif kind == "tool_calls":
-                reply["tool_calls"].extend(chunk["calls"])
-            elif kind == "usage":
-                reply["usage"] = {k: v for k, v in chunk.items() if k != "type"}
-            elif kind == "provider_data":
-                reply["provider_data"] = chunk["data"]
-            elif kind == "provider_switch":
-                reply.update(text="", thinking="", tool_calls=[])
-        return reply
+            reply.add(chunk)
+        return reply.as_reply()
+
+    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+        """Extra fields this provider needs on the assistant message it answered."""
+        return {}
 
     def _guarded(self, messages, tools, system_prompt) -> Iterator[Chunk]:
         try:
@@ -124,6 +188,10 @@ class LLMProvider:
             raise self.incomplete_error() from None
         except Exception as exc:  # SDK errors of every kind become one clear sentence
             raise self._describe_error(exc) from None
+
+    def _make_client(self) -> Any:
+        """The SDK client, built with `sdk_retries` (None for a provider without an SDK)."""
+        return None
 
     def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
         raise NotImplementedError
@@ -212,6 +280,65 @@ class LLMProvider:
     def _clean(self, detail: str) -> str:
         detail = redact_text(str(detail or ""))
         return detail[:300]
+
+
+class StreamAccumulator:
+    """One reply assembled from the chunk stream; a provider switch starts it over."""
+
+    def __init__(self) -> None:
+        self.usage: TokenUsage = token_usage()
+        self.restart()
+
+    def restart(self) -> None:
+        self.text = ""
+        self.thinking = ""
+        self.calls: list[ToolCall] = []
+        self.provider_data: dict[str, Any] | None = None
+
+    def add(self, chunk: Chunk) -> None:
+        if chunk["type"] == "text_delta":
+            self.text += chunk["text"]
+        elif chunk["type"] == "thinking_delta":
+            self.thinking += chunk["text"]
+        elif chunk["type"] == "tool_calls":
+            self.calls.extend(chunk["calls"])
+        elif chunk["type"] == "provider_data":
+            self.provider_data = chunk["data"]
+        elif chunk["type"] == "usage":
+            self.usage = usage_of(chunk)
+        elif chunk["type"] == "provider_switch":
+            self.restart()
+
+    def as_reply(self) -> dict[str, Any]:
+        reply: dict[str, Any] = {
+            "text": self.text,
+            "thinking": self.thinking,
+            "tool_calls": self.calls,
+            "usage": self.usage,
+        }
+        if self.provider_data:
+            reply["provider_data"] = self.provider_data
+        return reply
+
+    def assistant_message(self, provider: LLMProvider) -> Message:
+        """The assistant message for the history, with what `provider` needs back."""
+        message: Message = {"role": "assistant", "content": self.text}
+        if self.calls:
+            message["tool_calls"] = self.calls
+        if self.thinking:
+            message.update(provider.assistant_fields(self.thinking))
+        if self.provider_data:
+            message["provider_data"] = self.provider_data
+        return message
+
+
+def usage_of(chunk: UsageChunk) -> TokenUsage:
+    return token_usage(
+        chunk["input_tokens"],
+        chunk["output_tokens"],
+        chunk["cache_read_tokens"],
+        chunk["cache_write_tokens"],
+    )
 
 
 class StreamCancelled(Exception):

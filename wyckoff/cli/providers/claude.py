@@ -20,6 +20,7 @@ from wyckoff.cli.providers.base import (
     ProviderError,
     ToolSchema,
     parse_json_args,
+    token_usage,
 )
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -30,14 +31,13 @@ UNMARKABLE_BLOCKS = ("thinking", "redacted_thinking")
 class ClaudeProvider(LLMProvider):
     provider = "claude"
 
-    def __init__(self, config, **kwargs) -> None:
-        super().__init__(config, **kwargs)
+    def _make_client(self):
         import anthropic
 
-        self._client = anthropic.Anthropic(
-            api_key=config.resolved_api_key() or "missing-key",
-            base_url=config.base_url,
-            max_retries=0,
+        return anthropic.Anthropic(
+            api_key=self.config.resolved_api_key() or "missing-key",
+            base_url=self.config.base_url,
+            max_retries=self.sdk_retries,
             timeout=self.http_timeout(anthropic.Timeout),
         )
 
@@ -92,7 +92,7 @@ class _StreamReader:
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
-        self.usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self.usage = token_usage()
 
     def read(self, stream) -> Iterator[Chunk]:
         for event in stream:
@@ -146,10 +146,10 @@ class _StreamReader:
 
     def _take_usage(self, usage) -> None:
         fields = {
-            "input": "input_tokens",
-            "output": "output_tokens",
-            "cache_read": "cache_read_input_tokens",
-            "cache_write": "cache_creation_input_tokens",
+            "input_tokens": "input_tokens",
+            "output_tokens": "output_tokens",
+            "cache_read_tokens": "cache_read_input_tokens",
+            "cache_write_tokens": "cache_creation_input_tokens",
         }
         for ours, theirs in fields.items():
             value = getattr(usage, theirs, None)

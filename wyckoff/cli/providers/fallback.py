@@ -1,13 +1,17 @@
 """Switch to the fallback model on retryable failures only; fail fast on configuration errors.
 
+Neither model lets its SDK retry: a 429/5xx switches models at once instead of waiting.
+
 After a switch the fallback stays active (and the context window follows it) until
 PRIMARY_RETRY_AFTER_S has passed, then the primary is tried again.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
 
@@ -19,6 +23,8 @@ class FallbackProvider(LLMProvider):
         # No base __init__: every attribute below follows the active provider.
         self.primary = primary
         self.fallback = fallback
+        primary.fail_fast()
+        fallback.fail_fast()
         self._primary_failed_at: float | None = None
 
     @property
@@ -48,16 +54,24 @@ class FallbackProvider(LLMProvider):
     def provider(self) -> str:  # type: ignore[override]
         return self.active.provider
 
+    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+        return self.active.assistant_fields(thinking)
+
     @property
     def using_fallback(self) -> bool:
         return self.active is self.fallback
 
     def chat_stream(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema],
+        system_prompt: str = "",
+        *,
+        cancel_event: threading.Event | None = None,
     ) -> Iterator[Chunk]:
         first = self.active
         try:
-            yield from first.chat_stream(messages, tools, system_prompt)
+            yield from first.chat_stream(messages, tools, system_prompt, cancel_event=cancel_event)
             return
         except ProviderError as exc:
             if first is self.fallback or not exc.retryable:
@@ -71,7 +85,9 @@ class FallbackProvider(LLMProvider):
             "reason": reason,
         }
         try:
-            yield from self.fallback.chat_stream(messages, tools, system_prompt)
+            yield from self.fallback.chat_stream(
+                messages, tools, system_prompt, cancel_event=cancel_event
+            )
         except ProviderError as exc:
             raise ProviderError(
                 f"主模型 {first.name} 与备用模型 {self.fallback.name} 都失败了：{exc.message}",

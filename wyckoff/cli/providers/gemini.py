@@ -20,30 +20,39 @@ from wyckoff.cli.providers.base import (
     LLMProvider,
     Message,
     ProviderError,
+    TokenUsage,
     ToolSchema,
+    token_usage,
 )
 
 FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
 GENERATED_ID_PREFIX = "gemini_call_"
+RETRY_INITIAL_DELAY_S = 0.5
+RETRY_MAX_DELAY_S = 8.0
 
 
 class GeminiProvider(LLMProvider):
     provider = "gemini"
 
-    def __init__(self, config, **kwargs) -> None:
-        super().__init__(config, **kwargs)
+    def _make_client(self):
         from google import genai
         from google.genai import types
 
-        options = types.HttpOptions(
-            timeout=int((self.stream_timeout_s + 30) * 1000),
-            retry_options=types.HttpRetryOptions(attempts=1),  # the fallback decides, not the SDK
+        # The SDK ignores retry-after; back off as the other SDKs do when none is sent.
+        retries = types.HttpRetryOptions(
+            attempts=self.sdk_retries + 1,
+            initial_delay=RETRY_INITIAL_DELAY_S,
+            max_delay=RETRY_MAX_DELAY_S,
+            jitter=RETRY_INITIAL_DELAY_S,
         )
-        if config.base_url:
-            options.base_url = config.base_url
+        options = types.HttpOptions(
+            timeout=int((self.stream_timeout_s + 30) * 1000), retry_options=retries
+        )
+        if self.config.base_url:
+            options.base_url = self.config.base_url
         # Keep this reference: a temporary Client closes its transport when collected.
-        self._client = genai.Client(
-            api_key=config.resolved_api_key() or "missing-key", http_options=options
+        return genai.Client(
+            api_key=self.config.resolved_api_key() or "missing-key", http_options=options
         )
 
     def build_request(
@@ -85,7 +94,7 @@ class GeminiProvider(LLMProvider):
         stream = self._client.models.generate_content_stream(**request)
         parts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
-        usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        usage = token_usage()
         finished = False
         for response in stream:
             if response.usage_metadata is not None:
@@ -140,14 +149,13 @@ def _part_chunk(part, calls: list[dict[str, Any]]) -> Chunk | None:
     return None
 
 
-def _usage(meta) -> dict[str, int]:
+def _usage(meta) -> TokenUsage:
     cached = meta.cached_content_token_count or 0
-    return {
-        "input": max((meta.prompt_token_count or 0) - cached, 0),
-        "output": (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
-        "cache_read": cached,
-        "cache_write": 0,
-    }
+    return token_usage(
+        input_tokens=max((meta.prompt_token_count or 0) - cached, 0),
+        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        cache_read_tokens=cached,
+    )
 
 
 # --- message conversion -------------------------------------------------------------------

@@ -21,8 +21,10 @@ from wyckoff.cli.providers.base import (
     LLMProvider,
     Message,
     ProviderError,
+    TokenUsage,
     ToolSchema,
     parse_json_args,
+    token_usage,
 )
 
 DROPPABLE_PARAMS = ("stream_options", "tool_choice", "parallel_tool_calls", "max_tokens")
@@ -35,15 +37,21 @@ class OpenAIProvider(LLMProvider):
 
     def __init__(self, config, **kwargs) -> None:
         super().__init__(config, **kwargs)
+        self.unsupported_params: set[str] = set()
+
+    def _make_client(self):
         import openai
 
-        self._client = openai.OpenAI(
-            api_key=config.resolved_api_key() or "missing-key",
-            base_url=config.base_url,
-            max_retries=0,
+        return openai.OpenAI(
+            api_key=self.config.resolved_api_key() or "missing-key",
+            base_url=self.config.base_url,
+            max_retries=self.sdk_retries,
             timeout=self.http_timeout(openai.Timeout),
         )
-        self.unsupported_params: set[str] = set()
+
+    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+        """DeepSeek's thinking mode with tools wants its reasoning back on the next request."""
+        return {"reasoning_content": thinking}
 
     def build_request(
         self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
@@ -130,7 +138,7 @@ class _StreamReader:
         self.calls: list[dict[str, Any]] = []
         self.call_at_index: dict[int, dict[str, Any]] = {}
         self.text_filter = TextToolCallFilter()
-        self.usage: dict[str, int] | None = None
+        self.usage: TokenUsage | None = None
         self.finished = False
 
     def read(self, stream) -> Iterator[Chunk]:
@@ -153,10 +161,7 @@ class _StreamReader:
         calls += text_calls
         if calls:
             yield {"type": "tool_calls", "calls": calls}
-        yield {
-            "type": "usage",
-            **(self.usage or {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}),
-        }
+        yield {"type": "usage", **(self.usage or token_usage())}
 
     def _delta(self, delta) -> Iterator[Chunk]:
         if delta is None:
@@ -188,18 +193,17 @@ class _StreamReader:
                 current["arguments"] += function.arguments
 
 
-def _usage(usage) -> dict[str, int]:
+def _usage(usage) -> TokenUsage:
     prompt = usage.prompt_tokens or 0
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) or (usage.model_extra or {}).get(
         "prompt_cache_hit_tokens", 0
     )
-    return {
-        "input": max(prompt - (cached or 0), 0),
-        "output": usage.completion_tokens or 0,
-        "cache_read": cached or 0,
-        "cache_write": 0,
-    }
+    return token_usage(
+        input_tokens=max(prompt - (cached or 0), 0),
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=cached or 0,
+    )
 
 
 class TextToolCallFilter:
