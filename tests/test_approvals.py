@@ -113,7 +113,7 @@ def test_always_allow_lasts_until_the_session_changes(openai_server, home, store
         openai_server.script(update({"action": "set_cash", "cash": cash}), Reply(text="好"))
         run(runtime)
         if cash == 2:
-            runtime.reset_approvals()  # what /new, /resume and /fork do
+            runtime.new_session("another")  # what /new, /resume and /fork do
     assert asked == [1, 3]
     assert Portfolio(store).cash() == 3
 

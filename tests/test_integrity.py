@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from tests.conftest import add_scripted_model, cli, marked_data, spawn_cli
 from tests.model_servers import Reply
-from wyckoff.cli.chat_log import ChatLog
+from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.sources import ensure_demo
 from wyckoff.engine.store import MarketStore, MarketStoreBusy
@@ -58,6 +59,35 @@ def saved_session(home, count: int) -> tuple[ChatLog, str]:
         role = "user" if number % 2 == 0 else "assistant"
         log.append(session_id, {"role": role, "content": f"消息 {number}"})
     return log, session_id
+
+
+def test_every_change_to_a_conversation_reaches_the_chat_log(home):
+    home.mkdir()
+    log = ChatLog(Store.in_home(home))
+    conversation = Conversation.start(log)
+    saved = lambda: log.load(conversation.session_id)  # noqa: E731
+    conversation.append({"role": "user", "content": "茅台怎么样"})
+    conversation.append({"role": "assistant", "content": "偏强"})
+    assert saved() == list(conversation) and len(conversation) == 2
+    conversation.replace_all([{"role": "user", "content": "[对话摘要] 问过茅台"}])
+    conversation.append({"role": "user", "content": "那平安银行呢"})
+    assert saved() == list(conversation) and conversation[-1]["content"] == "那平安银行呢"
+    extra = {"role": "user", "content": "没有保存的消息"}
+    changes = [
+        lambda c: c.extend([extra]),
+        lambda c: c.insert(0, extra),
+        lambda c: operator.iadd(c, [extra]),
+        lambda c: operator.setitem(c, slice(None), [extra]),
+        lambda c: operator.setitem(c, 0, extra),
+        lambda c: operator.delitem(c, 0),
+        lambda c: c.pop(),
+        lambda c: c.clear(),
+    ]
+    for change in changes:  # a change that would skip the chat log does not exist
+        with pytest.raises((AttributeError, TypeError)):
+            change(conversation)
+    conversation[:].append(extra)  # a slice is a copy
+    assert saved() == list(conversation) and len(conversation) == 2
 
 
 def test_a_compaction_that_fails_midway_keeps_the_old_history(home):
@@ -222,7 +252,7 @@ conn.close()
 HOLD_SESSION = """
 import sys, time
 from pathlib import Path
-from wyckoff.cli.chat_log import ChatLog
+from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.store import Store
 hold = ChatLog(Store.in_home(Path(sys.argv[1]))).hold(sys.argv[2])
 print("holding", flush=True)

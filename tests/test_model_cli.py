@@ -288,6 +288,24 @@ def test_add_without_provider_off_a_tty_says_what_is_missing(home):
     assert not (home / "wyckoff.json").exists()
 
 
+def test_updating_a_model_keeps_what_was_not_given(home):
+    claude = ["--provider", "claude", "--model", "claude-sonnet-4-5"]
+    assert cli("model", "add", "a", *claude, "--api-key", SECRET).returncode == 0
+    cli("model", "add", "b", "--provider", "gemini", "--model", "gemini-2.5-pro")
+    assert cli("model", "cost", "a", "--input-per-1m", "3", "--output-per-1m", "15").returncode == 0
+    updated = cli("model", "add", "a", "--model", "claude-opus-4", "--api-key-env", "MY_KEY")
+    assert updated.returncode == 0 and "已更新模型 a（默认）" in updated.stderr
+    models = _models(home)
+    assert (models["a"]["provider"], models["a"]["model"]) == ("claude", "claude-opus-4")
+    assert (models["a"]["input_per_1m"], models["a"]["output_per_1m"]) == (3, 15)
+    assert models["a"]["key"] == "环境变量 MY_KEY（未设置）" and models["a"]["default"]
+    assert SECRET not in (home / "wyckoff.json").read_text()  # the new key source replaced it
+    before = (home / "wyckoff.json").read_text()
+    bad = cli("model", "cost", "b", "--input-per-1m", "-1", "--output-per-1m", "1")
+    assert bad.returncode == 2 and "模型参数有误：input_per_1m" in bad.stderr
+    assert (home / "wyckoff.json").read_text() == before
+
+
 def test_config_written_by_cli_loads_back(home):
     cli(
         "model",

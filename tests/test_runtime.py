@@ -427,6 +427,25 @@ def test_words_in_tool_results_never_count_as_consent(openai_server, home, store
     assert changed == []
 
 
+def test_a_switched_model_answers_the_next_turn_and_serves_tools(
+    openai_server, anthropic_server, home, store
+):
+    seen = []
+    which = ToolSpec(
+        "which_model",
+        "看模型",
+        CodeParams,
+        lambda params, context: seen.append(context.provider.name) or {"source": "test"},
+        "看模型",
+    )
+    runtime = make_runtime(openai_server, home, store, tools=[which])
+    runtime.switch_provider(make_provider(model_config(anthropic_server, "second"), 5))
+    anthropic_server.script(Reply(tool_calls=[("which_model", {"code": "x"})]), Reply(text="换了"))
+    events = run(runtime, [{"role": "user", "content": "现在用哪个模型"}])
+    assert events[-1]["text"] == "换了" and not openai_server.requests
+    assert seen == ["second"]
+
+
 def test_headless_ask_user_is_unavailable(openai_server, home, store):
     openai_server.script(
         Reply(tool_calls=[("ask_user", {"question": "买多少？"})]), Reply(text="按默认处理")
@@ -438,7 +457,7 @@ def test_headless_ask_user_is_unavailable(openai_server, home, store):
 def test_background_task_notification_continues_the_loop(openai_server, home, store):
     def scan(params: CodeParams, context) -> dict:
         for step in range(3):
-            context.progress("扫描", f"第 {step + 1} 批", (step + 1) / 3)
+            context.progress("扫描", f"第 {step + 1} 批 sk-test{step}abcdefgh", (step + 1) / 3)
             time.sleep(0.05)
         return {"candidates": ["600519", "000858"], "source": "test"}
 
@@ -450,14 +469,11 @@ def test_background_task_notification_continues_the_loop(openai_server, home, st
     )
     manager = BackgroundTaskManager(store)
     updates = []
-    manager.listeners.append(updates.append)
+    runtime = make_runtime(openai_server, home, store, tools=[screen], background=manager)
+    runtime.on_task_update(updates.append)
     conversation = Conversation.start(ChatLog(store))
     conversation.append({"role": "user", "content": "全市场筛选一下"})
-    events = run(
-        make_runtime(openai_server, home, store, tools=[screen], background=manager),
-        conversation,
-        wait_for_background=True,
-    )
+    events = run(runtime, conversation, wait_for_background=True)
 
     started = of_type(events, "tool_result")[0]
     assert started["task_id"] and '"status": "running"' in started["result"]
@@ -470,6 +486,7 @@ def test_background_task_notification_continues_the_loop(openai_server, home, st
         and '<untrusted-data source="screen_stocks">' in notification
     )
     assert any(u["stage"] == "扫描" and u["progress"] for u in updates)
+    assert not any("sk-test" in u["detail"] for u in updates)  # keys cut out as in every event
     row = store.conn.execute("SELECT status, notified, result FROM background_tasks").fetchone()
     assert (row["status"], row["notified"]) == ("completed", 1) and "000858" in row["result"]
 

@@ -258,10 +258,16 @@ async def test_new_chat_resets_and_resume_restores(configured):
         await submit(pilot, "第一段对话")
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         first_session = app.agent.conversation.session_id
+        await submit(pilot, "/token")
+        await wait_until(pilot, lambda: any("本会话" in n for n in notices(app)))
+        assert "本会话 输入 0 输出 0" not in notices(app)[-1]
         await submit(pilot, "/new")
         await pilot.pause(0.1)
         assert not app.query(UserMessage) and len(app.agent.conversation) == 0
         assert app.agent.conversation.session_id != first_session
+        await submit(pilot, "/token")  # the new session counts its own usage
+        await wait_until(pilot, lambda: any("本会话" in n for n in notices(app)))
+        assert "本会话 输入 0 输出 0" in notices(app)[-1]
         await submit(pilot, "第二段对话")
         await wait_until(
             pilot, lambda: not app.turn_running and len(app.query(AssistantMessage)) == 1

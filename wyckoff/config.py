@@ -137,6 +137,30 @@ class WyckoffConfig(BaseModel):
     def find(self, model_id: str) -> ModelConfig | None:
         return next((m for m in self.models if m.id == model_id), None)
 
+    def upsert_model(
+        self, model_id: str, *, make_default: bool = False, **fields: Any
+    ) -> WyckoffConfig:
+        """This config with model `model_id` added, or updated in place: the given fields
+        (None = keep) over the stored ones, and a new key source replaces the other. The
+        default stays the one in use unless `make_default`. Raises ConfigError when the
+        result is not a valid model."""
+        existing = self.find(model_id)
+        merged = existing.model_dump(exclude={"detected_from_env"}) if existing else {}
+        merged.update({k: v for k, v in fields.items() if v is not None}, id=model_id)
+        if fields.get("api_key"):
+            merged["api_key_env"] = None
+        if fields.get("api_key_env"):
+            merged["api_key"] = None
+        try:
+            model = ModelConfig.model_validate(merged)
+        except ValidationError as exc:
+            raise ConfigError(f"模型参数有误：{describe_validation_error(exc)}。") from None
+        models = [model if m.id == model_id else m for m in self.models]
+        if existing is None:
+            models.append(model)
+        default = model_id if make_default else self.default or models[0].id
+        return self.model_copy(update={"models": models, "default": default})
+
 
 def config_path(home: Path | None = None) -> Path:
     return (home or wyckoff_home()) / CONFIG_FILE

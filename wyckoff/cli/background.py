@@ -66,8 +66,13 @@ class BackgroundTaskManager:
         self._tasks: dict[str, TaskState] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self._fail_orphaned_tasks()
+
+    def on_update(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        """Call `listener` with a `task_update` event whenever a task changes (on the task's
+        thread: a front end hands it over to its own loop)."""
+        self._listeners.append(listener)
 
     def _fail_orphaned_tasks(self) -> None:
         """Tasks left "running" by a process that no longer exists failed with it."""
@@ -169,7 +174,7 @@ class BackgroundTaskManager:
 
     def _emit(self, task: TaskState) -> None:
         event = {"type": "task_update", **task.snapshot()}
-        for listener in list(self.listeners):
+        for listener in list(self._listeners):
             listener(event)
 
     # --- queries ------------------------------------------------------------------------

@@ -17,7 +17,8 @@ import json
 import os
 import uuid
 import weakref
-from typing import IO, Any
+from collections.abc import Iterator
+from typing import IO, Any, overload
 
 from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
@@ -152,13 +153,15 @@ class ChatLog:
         return new_id
 
 
-class Conversation(list):
-    """The live message list of one session; `append` also writes to the chat log."""
+class Conversation:
+    """The live message list of one session. It reads like a list (iteration, len, indexing,
+    slices as plain lists), and changes only through `append` and `replace_all`, both of
+    which write to the chat log: no mutation can skip it."""
 
     def __init__(
         self, chat_log: ChatLog | None, session_id: str | None, messages: list | None = None
     ) -> None:
-        super().__init__(messages or [])
+        self._messages: list[dict[str, Any]] = list(messages or [])
         self.chat_log = chat_log
         self.session_id = session_id
         self.hold: SessionHold | None = None
@@ -178,15 +181,36 @@ class Conversation(list):
         conversation.hold = hold
         return conversation
 
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self._messages[index]  # a slice is a copy: editing it changes nothing here
+
+    def __repr__(self) -> str:
+        return f"Conversation({self.session_id!r}, {len(self)} messages)"
+
     def append(self, message: dict[str, Any]) -> None:
-        super().append(message)
-        if self.chat_log is not None and self.session_id is not None:
+        self._messages.append(message)
+        if self._persisted:
             self.chat_log.append(self.session_id, message)
 
     def replace_all(self, messages: list[dict[str, Any]]) -> None:
-        if self.chat_log is not None and self.session_id is not None:
+        """The whole history at once (a compaction), written in one transaction first."""
+        if self._persisted:
             self.chat_log.replace_messages(self.session_id, messages)
-        self[:] = messages
+        self._messages = list(messages)
+
+    @property
+    def _persisted(self) -> bool:
+        return self.chat_log is not None and self.session_id is not None
 
 
 def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

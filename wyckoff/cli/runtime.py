@@ -140,6 +140,25 @@ class AgentRuntime:
 
     # --- public -------------------------------------------------------------------------
 
+    def switch_provider(self, provider: LLMProvider) -> None:
+        """Answer with `provider` from the next model call on (tools that call a model too)."""
+        self.provider = provider
+        self.context.provider = provider
+
+    def new_session(self, session_id: str) -> None:
+        """Work on another session (new, resumed or forked): its usage counts from zero, and
+        no "always allow" answer or unused consent carries over."""
+        self.session_id = session_id
+        self.session_usage = UsageTotals()
+        self.always_allowed.clear()
+        self.context.state["consents"].clear()
+
+    def on_task_update(self, listener: Callable[[RuntimeEvent], None]) -> None:
+        """Call `listener` with every background task's `task_update` event, known keys cut
+        out like every other event; without a task manager there are none."""
+        if self.background is not None:
+            self.background.on_update(lambda event: listener(redact_value(event)))
+
     def cancel(self) -> None:
         """Stop the running turn: the stream is abandoned, running tools are told to stop."""
         self._cancel.set()
@@ -151,11 +170,6 @@ class AgentRuntime:
         trace = self.last_trace or self._scratchpad(self.session_id)
         if trace is not None:
             trace.record("front_end_error", message=message, traceback=details)
-
-    def reset_approvals(self) -> None:
-        """Forget "always allow" answers and unused consents (a new, resumed or forked session)."""
-        self.always_allowed.clear()
-        self.context.state["consents"].clear()
 
     @property
     def cancel_requested(self) -> bool:

@@ -79,30 +79,14 @@ def add(
     max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens")] = None,
 ) -> None:
     """添加或更新一个模型 / add or update a model."""
-    from pydantic import ValidationError
-
-    from wyckoff.cli.output import is_interactive, print_notice
-    from wyckoff.config import PROVIDERS, ModelConfig, describe_validation_error
-    from wyckoff.errors import ConfigError, UsageError
+    from wyckoff.cli.output import is_interactive
+    from wyckoff.errors import UsageError
 
     if api_key and api_key_env:
         raise UsageError("--api-key 与 --api-key-env 只能给一个。")
     home, config = _load()
     config = _editable(config, model_id)
     existing = config.find(model_id)
-    if is_interactive():
-        provider = provider or (
-            existing.provider if existing else typer.prompt(f"provider（{' | '.join(PROVIDERS)}）")
-        )
-        model = model or (existing.model if existing else typer.prompt("模型名"))
-        if not (api_key or api_key_env or existing):
-            api_key = (
-                typer.prompt(
-                    "API key（留空则稍后用 --api-key-env 指定）", default="", hide_input=True
-                )
-                or None
-            )
-    fields = existing.model_dump(exclude={"detected_from_env"}) if existing else {"id": model_id}
     given = {
         "provider": provider,
         "model": model,
@@ -112,29 +96,48 @@ def add(
         "context_window": context_window,
         "max_output_tokens": max_output_tokens,
     }
-    fields.update({k: v for k, v in given.items() if v is not None})
-    if api_key:
-        fields["api_key_env"] = None
-    if api_key_env:
-        fields["api_key"] = None
-    missing = [name for name in ("provider", "model") if not fields.get(name)]
+    if existing is None:
+        if is_interactive():
+            given.update(_ask_for_missing(given))
+        _require_provider_and_model(model_id, given)
+    config = config.upsert_model(model_id, **given)
+    _save(config, home)
+    _report_saved(config, model_id, updated=existing is not None)
+
+
+def _ask_for_missing(given: dict) -> dict:
+    """At a terminal, a new model's provider, name and key are asked for (the key may be
+    left empty and named later with --api-key-env)."""
+    from wyckoff.config import PROVIDERS
+
+    answers = {
+        "provider": given["provider"] or typer.prompt(f"provider（{' | '.join(PROVIDERS)}）"),
+        "model": given["model"] or typer.prompt("模型名"),
+    }
+    if not (given["api_key"] or given["api_key_env"]):
+        prompt = "API key（留空则稍后用 --api-key-env 指定）"
+        answers["api_key"] = typer.prompt(prompt, default="", hide_input=True) or None
+    return answers
+
+
+def _require_provider_and_model(model_id: str, given: dict) -> None:
+    from wyckoff.errors import UsageError
+
+    missing = [name for name in ("provider", "model") if not given[name]]
     if missing:
         raise UsageError(
             f"缺少 {' 和 '.join('--' + m for m in missing)}：例如 `wyckoff model add {model_id} --provider claude --model claude-sonnet-4-5 --api-key-env ANTHROPIC_API_KEY`。"
         )
-    try:
-        new_model = ModelConfig.model_validate(fields)
-    except ValidationError as exc:
-        raise ConfigError(f"模型参数有误：{describe_validation_error(exc)}。") from None
-    models = [new_model if m.id == model_id else m for m in config.models]
-    if existing is None:
-        models.append(new_model)
-    config = config.model_copy(update={"models": models, "default": config.default or model_id})
-    _save(config, home)
-    verb = "已更新" if existing else "已添加"
+
+
+def _report_saved(config, model_id: str, *, updated: bool) -> None:
+    from wyckoff.cli.output import print_notice
+
+    model = config.find(model_id)
+    verb = "已更新" if updated else "已添加"
     mark = "（默认）" if config.default == model_id else ""
     print_notice(
-        f"{verb}模型 {model_id}{mark}：{new_model.provider} / {new_model.model}，密钥来源：{new_model.key_source()}。"
+        f"{verb}模型 {model_id}{mark}：{model.provider} / {model.model}，密钥来源：{model.key_source()}。"
     )
 
 
@@ -285,28 +288,19 @@ def set_cost(
     context_window: Annotated[int | None, typer.Option("--context-window")] = None,
 ) -> None:
     """设置价格与上下文窗口 / set prices per 1M tokens and the context window."""
-    from pydantic import ValidationError
-
     from wyckoff.cli.output import print_notice
-    from wyckoff.config import ModelConfig, describe_validation_error
-    from wyckoff.errors import ConfigError
 
     home, config = _load()
     config = _editable(config, model_id)
-    model = _require(config, model_id)
-    update = {"input_per_1m": input_per_1m, "output_per_1m": output_per_1m}
-    if cache_read_per_1m is not None:
-        update["cache_read_per_1m"] = cache_read_per_1m
-    if context_window is not None:
-        update["context_window"] = context_window
-    try:
-        new_model = ModelConfig.model_validate(
-            {**model.model_dump(exclude={"detected_from_env"}), **update}
-        )
-    except ValidationError as exc:
-        raise ConfigError(f"参数有误：{describe_validation_error(exc)}。") from None
-    models = [new_model if m.id == model_id else m for m in config.models]
-    _save(config.model_copy(update={"models": models}), home)
+    _require(config, model_id)
+    config = config.upsert_model(
+        model_id,
+        input_per_1m=input_per_1m,
+        output_per_1m=output_per_1m,
+        cache_read_per_1m=cache_read_per_1m,
+        context_window=context_window,
+    )
+    _save(config, home)
     print_notice(f"已更新 {model_id} 的价格" + ("与上下文窗口。" if context_window else "。"))
 
 

@@ -21,7 +21,6 @@ from textual.message import Message
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
-from wyckoff.cli.events import UsageTotals
 from wyckoff.cli.tui.screens import (
     ApprovalScreen,
     AskUserScreen,
@@ -162,9 +161,7 @@ class WyckoffApp(App):
     def _agent_ready(self, agent, source: str) -> None:
         self.agent, self.data_source, self.loading_agent = agent, source, False
         self.end_waiting()
-        agent.runtime.background.listeners.append(
-            lambda event: self.post_message(TaskUpdated(event))
-        )
+        agent.runtime.on_task_update(lambda event: self.post_message(TaskUpdated(event)))
         for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
             self.show_notice(line, error=line not in agent.skills.notices)
         self.query_one(PromptInput).commands = [
@@ -511,8 +508,7 @@ class WyckoffApp(App):
 
         self.agent.end_session()
         self.agent.conversation = Conversation.start(self.agent.chat_log)
-        self.agent.runtime.session_usage = UsageTotals()
-        self.agent.runtime.reset_approvals()
+        self.agent.runtime.new_session(self.agent.conversation.session_id)
         self.action_clear_screen()
         self.show_notice("新对话已开始。")
         self.refresh_status()
@@ -540,7 +536,7 @@ class WyckoffApp(App):
         except WyckoffError as exc:  # e.g. the session is busy in another process
             self.show_notice(exc.message, error=True)
             return
-        self.agent.runtime.reset_approvals()
+        self.agent.runtime.new_session(session_id)
         self.action_clear_screen()
         self.render_history()
         self.show_notice(f"已恢复会话 {session_id}。")
@@ -551,7 +547,7 @@ class WyckoffApp(App):
         self.agent.end_session()
         new_id = self.agent.chat_log.fork(self.agent.conversation.session_id)
         self.agent.conversation = Conversation.resume(self.agent.chat_log, new_id)
-        self.agent.runtime.reset_approvals()
+        self.agent.runtime.new_session(new_id)
         self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
 
     def compact(self) -> None:
@@ -613,9 +609,7 @@ class WyckoffApp(App):
             ]
             self.show_notice("模型（/model ID 切换）：\n" + "\n".join(lines))
             return
-        provider = build_provider(config, model_id)
-        self.agent.runtime.provider = provider
-        self.agent.runtime.context.provider = provider
+        self.agent.runtime.switch_provider(build_provider(config, model_id))
         self.show_notice(f"已切换到模型 {model_id}。")
         self.refresh_status()
 

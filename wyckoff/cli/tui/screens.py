@@ -300,40 +300,24 @@ class SetupScreen(ModalScreen[bool]):
         if event.button.id == "quit":
             self.action_leave()
             return
-        from pydantic import ValidationError
-
-        from wyckoff.config import (
-            ModelConfig,
-            describe_validation_error,
-            load_config,
-            save_config,
-            wyckoff_home,
-        )
+        from wyckoff.config import load_config, save_config, wyckoff_home
+        from wyckoff.errors import ConfigError
 
         value = lambda widget_id: self.query_one(f"#{widget_id}", Input).value.strip() or None  # noqa: E731
         provider = self.query_one("#provider", Select).value
         key = value("key") or ""
-        fields = {
-            "id": value("model-id"),
-            "provider": None if provider is Select.BLANK else provider,
-            "model": value("model"),
-            "base_url": value("base-url"),
-            **({"api_key_env": key} if looks_like_env_name(key) else {"api_key": key or None}),
-        }
-        try:
-            model = ModelConfig.model_validate({k: v for k, v in fields.items() if v is not None})
-        except ValidationError as exc:
-            self.query_one("#error", Static).update(f"参数有误：{describe_validation_error(exc)}")
-            return
         home = wyckoff_home()
-        config = load_config(home)
-        save_config(
-            config.model_copy(
-                update={
-                    "models": [*[m for m in config.models if m.id != model.id], model],
-                    "default": model.id,
-                }
-            ),
-            home,
-        )
+        try:
+            config = load_config(home).upsert_model(
+                value("model-id") or "",
+                make_default=True,
+                provider=None if provider is Select.BLANK else provider,
+                model=value("model"),
+                base_url=value("base-url"),
+                **({"api_key_env": key} if looks_like_env_name(key) else {"api_key": key or None}),
+            )
+        except ConfigError as exc:
+            self.query_one("#error", Static).update(exc.message)
+            return
+        save_config(config, home)
         self.dismiss(True)
