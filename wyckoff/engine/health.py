@@ -207,7 +207,6 @@ def diagnose(
     exit_info = exit_status(p, code, t, stop["stop"], cfg)
     ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
     health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)
-    low250, high250 = scalar(f.low250), scalar(f.high250)
     return {
         "code": code,
         "close": round(close, 2),
@@ -225,6 +224,14 @@ def diagnose(
         "triggers": [TRIGGER_LABELS[t] for t in triggers],
         "stop": stop,
         "exit": exit_info,
+        **_ratios(f, close, cost),
+    }
+
+
+def _ratios(f: SimpleNamespace, close: float, cost: float) -> dict[str, Any]:
+    """RPS, returns, volume ratios, distance from the year's range and from the cost."""
+    low250, high250 = scalar(f.low250), scalar(f.high250)
+    return {
         "rps50": _r(scalar(f.rps50), 1),
         "rps120": _r(scalar(f.rps120), 1),
         "returns_pct": {
