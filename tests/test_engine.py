@@ -3,13 +3,15 @@ stays quiet where it must not; health, regime and backtest rules."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from tests.engine_fixtures import DAYS, make_panel, series
 from wyckoff.engine.config import DEFAULT_CONFIG
 from wyckoff.engine.funnel import layer2, run_funnel
-from wyckoff.engine.health import diagnose
+from wyckoff.engine.health import diagnose, holding_health
 from wyckoff.engine.indicators import features_at
 from wyckoff.engine.triggers import TRIGGERS
 
@@ -296,6 +298,64 @@ def test_health_is_caution_on_two_warnings():
     assert result["health"] == "caution"
     assert any("振幅" in r for r in result["reasons"]) and any(
         "量能" in r for r in result["reasons"]
+    )
+
+
+def _facts(**values: float) -> SimpleNamespace:
+    """Features as the health rules read them: one-stock arrays, NaN where not given."""
+    names = ("close", "ma50", "ma200", "ret10", "range60", "bias200", "volume3", "volume60")
+    names += ("volume20", "volume_prior60")
+    return SimpleNamespace(**{n: np.array([values.get(n, np.nan)]) for n in names})
+
+
+def test_every_danger_and_warning_reads_as_the_user_sees_it():
+    f = _facts(
+        close=9.0,
+        ma50=9.5,
+        ma200=10.0,
+        ret10=-0.2,
+        range60=0.6,
+        bias200=0.35,
+        volume3=1.0,
+        volume60=4.0,
+        volume20=1.0,
+        volume_prior60=3.0,
+    )
+    exit_info = {"status": "exit", "detail": "连续 2 日放量收于止损 8.90 下方"}
+    health, reasons = holding_health(f, DEFAULT_CONFIG, 10.0, 8.9, exit_info, [], [])
+    assert health == "danger"
+    assert reasons == [
+        "收盘 9.00 较成本 10.00 亏损超过 7%",
+        "触发止损：连续 2 日放量收于止损 8.90 下方",
+        "股价在 MA50 下方且 MA50 低于 MA200（空头结构）",
+        "近 10 日下跌 -20.0%",
+        "60 日振幅 60%，波动过大",
+        "派发预警：乖离 MA200 35% 且量能萎缩",
+        "距离止损 8.90 不到 2%",
+        "亏损中且 MA50 低于 MA200",
+        "20 日量能不足前 60 日的一半",
+    ]
+
+
+def test_one_warning_with_positives_is_healthy_and_positives_name_their_channel_and_trigger():
+    f = _facts(close=9.4, ma50=9.0, ma200=8.0)
+    hold = {"status": "hold", "detail": "收盘高于止损 8.00"}
+    channels, triggers = ["ambush", "momentum"], ["spring"]
+    health, reasons = holding_health(f, DEFAULT_CONFIG, 10.0, 8.0, hold, channels, triggers)
+    assert health == "healthy"
+    assert reasons == ["均线多头排列", "趋势通道：主升", "触发信号：Spring", "浮亏 6.0%"]
+    assert holding_health(f, DEFAULT_CONFIG, 10.0, 8.0, hold, [], []) == (
+        "healthy",
+        ["均线多头排列", "浮亏 6.0%"],
+    )
+    no_positive = _facts(close=9.4)
+    assert holding_health(no_positive, DEFAULT_CONFIG, 10.0, None, hold, [], []) == (
+        "caution",
+        ["浮亏 6.0%"],
+    )
+    assert holding_health(no_positive, DEFAULT_CONFIG, 0.0, None, hold, [], []) == (
+        "healthy",
+        ["没有风险信号"],
     )
 
 

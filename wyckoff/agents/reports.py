@@ -179,9 +179,8 @@ class DecisionParams(BaseModel):
 def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> dict[str, Any]:
     from wyckoff.agents.market import MarketData
     from wyckoff.agents.portfolio import Portfolio
-    from wyckoff.engine.health import stock_features
     from wyckoff.engine.regime import market_regime
-    from wyckoff.engine.strategy import PRIORITY, entry_stop, size_position
+    from wyckoff.engine.strategy import PRIORITY
 
     market = MarketData.from_context(context)
     panel = market.panel()
@@ -197,76 +196,18 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
         equity += value
     held = {p["code"] for p in positions}
     report_categories = _latest_categories(context)
-    candidates = [market.resolve_code(c) for c in params.candidate_codes] or report_categories.get(
-        "起跳板", []
-    ) + report_categories.get("储备营地", [])
+    springboard = report_categories.get("起跳板", [])
+    candidates = [market.resolve_code(c) for c in params.candidate_codes] or (
+        springboard + report_categories.get("储备营地", [])
+    )
     context.progress("候选与仓位", f"{len(candidates)} 只", 0.5)
     for code in dict.fromkeys(candidates):
         if code in held or not panel.has(code):
             continue
-        name = panel.stocks.loc[code, "name"]
-        entry = float(panel.close[-1, panel.column(code)])
-        if entry != entry:  # NaN: no bar today
-            orders.append(
-                {
-                    "code": code,
-                    "name": name,
-                    "close": None,
-                    "action": "WAIT",
-                    "shares": 0,
-                    "stop": None,
-                    "basis": ["今日停牌，无法买入"],
-                }
-            )
-            continue
-        if not regime["buy_allowed"]:
-            orders.append(
-                {
-                    "code": code,
-                    "name": name,
-                    "close": round(entry, 2),
-                    "action": "WAIT",
-                    "shares": 0,
-                    "stop": None,
-                    "basis": [f"市场状态 {regime['regime']} 禁止开新仓"],
-                }
-            )
-            continue
-        kind = (
-            "ATTACK"
-            if code in report_categories.get("起跳板", []) and regime["regime"] == "RISK_ON"
-            else "PROBE"
-        )
-        atr14 = float(stock_features(panel, code, len(panel.dates) - 1, DEFAULT_CONFIG).atr14[0])
-        stop = entry_stop(entry, atr14)
-        sizing = size_position(
-            kind, equity, cash, entry, stop, board=panel.stocks.loc[code, "board"]
-        )
-        if sizing["shares"] == 0:
-            orders.append(
-                {
-                    "code": code,
-                    "name": name,
-                    "close": round(entry, 2),
-                    "action": "WAIT",
-                    "shares": 0,
-                    "stop": stop,
-                    "basis": [f"按{sizing['limited_by']}计算不足一手"],
-                }
-            )
-            continue
-        cash -= sizing["amount"] + sizing["commission"]
-        orders.append(
-            {
-                "code": code,
-                "name": name,
-                "close": round(entry, 2),
-                "action": kind,
-                "stop": stop,
-                **sizing,
-                "basis": ["研报：起跳板" if kind == "ATTACK" else "候选：观察仓"],
-            }
-        )
+        order = _candidate_order(panel, code, regime, code in springboard, equity, cash)
+        if order["action"] != "WAIT":
+            cash -= order["amount"] + order["commission"]
+        orders.append(order)
     orders.sort(key=lambda o: PRIORITY[o["action"]])
     context.progress("撰写理由", "", 0.8)
     _attach_rationales(context, orders, market.source)
@@ -280,6 +221,54 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
     )
     _save(context, "strategy_decision", result)
     return result
+
+
+def _candidate_order(
+    panel,
+    code: str,
+    regime: dict[str, Any],
+    springboard: bool,
+    equity: float,
+    cash: float,
+) -> dict[str, Any]:
+    """A buy sized by risk (ATTACK for a report's springboard in RISK_ON, else PROBE), or
+    WAIT with the reason: suspended today, buying blocked by the regime, or under one lot."""
+    from wyckoff.engine.health import stock_features
+    from wyckoff.engine.strategy import entry_stop, size_position
+
+    name = panel.stocks.loc[code, "name"]
+    entry = float(panel.close[-1, panel.column(code)])
+    if entry != entry:  # NaN: no bar today
+        return _wait(code, name, None, None, "今日停牌，无法买入")
+    if not regime["buy_allowed"]:
+        return _wait(code, name, round(entry, 2), None, f"市场状态 {regime['regime']} 禁止开新仓")
+    kind = "ATTACK" if springboard and regime["regime"] == "RISK_ON" else "PROBE"
+    atr14 = float(stock_features(panel, code, len(panel.dates) - 1, DEFAULT_CONFIG).atr14[0])
+    stop = entry_stop(entry, atr14)
+    sizing = size_position(kind, equity, cash, entry, stop, board=panel.stocks.loc[code, "board"])
+    if sizing["shares"] == 0:
+        return _wait(code, name, round(entry, 2), stop, f"按{sizing['limited_by']}计算不足一手")
+    return {
+        "code": code,
+        "name": name,
+        "close": round(entry, 2),
+        "action": kind,
+        "stop": stop,
+        **sizing,
+        "basis": ["研报：起跳板" if kind == "ATTACK" else "候选：观察仓"],
+    }
+
+
+def _wait(code: str, name: str, close: float | None, stop: float | None, basis: str) -> dict:
+    return {
+        "code": code,
+        "name": name,
+        "close": close,
+        "action": "WAIT",
+        "shares": 0,
+        "stop": stop,
+        "basis": [basis],
+    }
 
 
 def _holding_order(panel, position: dict[str, Any]) -> tuple[dict[str, Any], float]:

@@ -132,33 +132,56 @@ def run_backtest(
         else:
             picks = precomputed.picks(t, allowed, top_n)
         signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in picks]})
-        held = {trade.code for trade in open_trades}
-        for j in picks:
-            if p.codes[j] in held or len(open_trades) >= top_n or cannot_buy(p, t + 1, j, cfg):
-                continue
-            trade = Trade(p.codes[j], t + 1, float(p.open[t + 1, j]))
-            trades.append(trade)
-            open_trades.append(trade)
+        entered = _entries(p, t, picks, open_trades, top_n, cfg)
+        trades += entered
+        open_trades += entered
         if progress:
             progress((t - start_t + 1) / max(end_t - start_t, 1))
     for trade in open_trades:
         _mark_at_end(p, end_t, trade)
+    params = {
+        "hold_days": hold_days,
+        "top_n": top_n,
+        "board": board,
+        "stop_loss_pct": stop_loss_pct,
+        "take_profit_pct": take_profit_pct,
+        "regime_gate": regime_gate,
+        "trailing": trailing,
+        "rank_by": "综合评分（强度、通道、触发、RPS120），同分按代码",
+    }
+    return _report(p, trades, signals, start_t, end_t, params, cfg)
+
+
+def _entries(
+    p: Panel, t: int, picks: list[int], open_trades: list[Trade], top_n: int, cfg: EngineConfig
+) -> list[Trade]:
+    """New trades at t+1's open for the picks not already held, while slots are free."""
+    held = {trade.code for trade in open_trades}
+    entered: list[Trade] = []
+    for j in picks:
+        full = len(open_trades) + len(entered) >= top_n
+        if p.codes[j] in held or full or cannot_buy(p, t + 1, j, cfg):
+            continue
+        entered.append(Trade(p.codes[j], t + 1, float(p.open[t + 1, j])))
+    return entered
+
+
+def _report(
+    p: Panel,
+    trades: list[Trade],
+    signals: list[dict[str, Any]],
+    start_t: int,
+    end_t: int,
+    params: dict[str, Any],
+    cfg: EngineConfig,
+) -> dict[str, Any]:
     closed = [tr for tr in trades if tr.exit is not None and tr.exit_t is not None]
     return {
         "period": {"start": str(p.dates[start_t]), "end": str(p.dates[end_t])},
-        "params": {
-            "hold_days": hold_days,
-            "top_n": top_n,
-            "board": board,
-            "stop_loss_pct": stop_loss_pct,
-            "take_profit_pct": take_profit_pct,
-            "regime_gate": regime_gate,
-            "trailing": trailing,
-            "rank_by": "综合评分（强度、通道、触发、RPS120），同分按代码",
-        },
-        **trade_statistics(closed, hold_days, cfg),
+        "params": params,
+        **trade_statistics(closed, params["hold_days"], cfg),
         "simple_view": simple_view(p, closed, start_t, end_t, cfg),
-        "cash_portfolio": cash_portfolio(p, closed, start_t, end_t, top_n, cfg),
+        "cash_portfolio": cash_portfolio(p, closed, start_t, end_t, params["top_n"], cfg),
         "trade_list": [_trade_row(p, tr, cfg) for tr in closed],
         "signals": signals,
     }

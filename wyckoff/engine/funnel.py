@@ -185,36 +185,10 @@ def layer3(
     p: Panel, l1: np.ndarray, l2: np.ndarray, strength: np.ndarray, cfg: EngineConfig
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     industries = p.stocks["industry"].fillna("未知").to_numpy()
-    sectors = []
-    for industry in np.unique(industries[l1]):
-        members = l1 & (industries == industry)
-        passed = l2 & members
-        sectors.append(
-            {
-                "industry": str(industry),
-                "count": int(passed.sum()),
-                "ratio": float(passed.sum() / max(members.sum(), 1)),
-                "strength": float(np.nanmedian(strength[members])) if members.any() else 0.0,
-            }
-        )
+    sectors = _sector_rows(industries, l1, l2, strength)
     if not sectors:
         return l2.copy(), []
-    counts = np.array([s["count"] for s in sectors], dtype=float)
-    ratios = np.array([s["ratio"] for s in sectors])
-    strengths = np.array([s["strength"] for s in sectors])
-    q = cfg.sector_quantile
-    for s in sectors:
-        s["kept"] = bool(
-            (
-                s["count"] >= max(cfg.sector_min_count, np.quantile(counts, q))
-                and s["ratio"] >= np.quantile(ratios, q)
-                and s["strength"] >= np.quantile(strengths, q)
-            )
-            or (
-                s["count"] >= cfg.sector_min_count
-                and s["strength"] >= np.quantile(strengths, cfg.sector_top_quantile)
-            )
-        )
+    _mark_kept(sectors, cfg)
     kept = sorted((s for s in sectors if s["kept"]), key=lambda s: -s["strength"])
     top = {s["industry"] for s in kept[: cfg.top_sectors]}
     strong_kept = {s["industry"] for s in kept if s["strength"] >= cfg.sector_strength_keep}
@@ -227,6 +201,41 @@ def layer3(
     for s in ranking:
         s["top"] = s["industry"] in top
     return survivors, ranking
+
+
+def _sector_rows(
+    industries: np.ndarray, l1: np.ndarray, l2: np.ndarray, strength: np.ndarray
+) -> list[dict[str, Any]]:
+    """Per industry of the universe: Layer-2 count, L2/L1 pass ratio, median strength."""
+    sectors = []
+    for industry in np.unique(industries[l1]):
+        members = l1 & (industries == industry)
+        passed = l2 & members
+        sectors.append(
+            {
+                "industry": str(industry),
+                "count": int(passed.sum()),
+                "ratio": float(passed.sum() / max(members.sum(), 1)),
+                "strength": float(np.nanmedian(strength[members])) if members.any() else 0.0,
+            }
+        )
+    return sectors
+
+
+def _mark_kept(sectors: list[dict[str, Any]], cfg: EngineConfig) -> None:
+    """Kept: above the quantile on count, ratio and strength; or a very strong sector."""
+    q = cfg.sector_quantile
+    min_count = max(cfg.sector_min_count, np.quantile([s["count"] for s in sectors], q))
+    min_ratio = np.quantile([s["ratio"] for s in sectors], q)
+    strengths = [s["strength"] for s in sectors]
+    min_strength = np.quantile(strengths, q)
+    top_strength = np.quantile(strengths, cfg.sector_top_quantile)
+    for s in sectors:
+        resonant = (
+            s["count"] >= min_count and s["ratio"] >= min_ratio and s["strength"] >= min_strength
+        )
+        standout = s["count"] >= cfg.sector_min_count and s["strength"] >= top_strength
+        s["kept"] = bool(resonant or standout)
 
 
 def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG) -> FunnelResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -119,26 +121,9 @@ def _first_bar_after_gap(p: Panel, j: int, t: int, cfg: EngineConfig) -> bool:
 def phase(p: Panel, code: str, t: int, f: SimpleNamespace, cfg: EngineConfig) -> str:
     j = p.column(code)
     close = p.close[: t + 1, j]
-    if t >= 215:
-        ma50, ma200 = (  # the last 16 days' MAs
-            nan_reduce(np.nanmean, sliding_window_view(close[t - 14 - n : t + 1], n), axis=1)
-            for n in (50, 200)
-        )
-        above = ma50 > ma200
-        crossed = [k for k in range(len(above) - 10, len(above)) if above[k] and not above[k - 1]]
-        if crossed and above[-5:].all() and ma50[-1] / ma50[-6] - 1 >= 0.02:
-            return "markup"
-    low250, ma_gap = scalar(f.low250), scalar(f.ma_gap)
-    dry = (scalar(f.volume20) or 0) < (
-        scalar(f.volume_prior120) or np.inf
-    ) * cfg.accumulation_volume_ratio
-    if (
-        low250
-        and close[-1] <= low250 * cfg.low_position
-        and ma_gap is not None
-        and ma_gap < cfg.accumulation_ma_gap
-        and dry
-    ):
+    if _in_markup(close, t):
+        return "markup"
+    if _accumulating(close[-1], f, cfg):
         return _accumulation_stage(p.low[: t + 1, j], cfg)
     ma50, ma200, c = scalar(f.ma50), scalar(f.ma200), close[-1]
     if ma50 and ma200 and c > ma50 > ma200:
@@ -146,6 +131,34 @@ def phase(p: Panel, code: str, t: int, f: SimpleNamespace, cfg: EngineConfig) ->
     if ma50 and ma200 and c < ma50 < ma200:
         return "downtrend"
     return "range"
+
+
+def _in_markup(close: np.ndarray, t: int) -> bool:
+    """MA50 crossed above MA200 within 10 bars, stayed above 5 bars and rose >= 2% in 5."""
+    if t < 215:
+        return False
+    ma50, ma200 = (  # the last 16 days' MAs
+        nan_reduce(np.nanmean, sliding_window_view(close[t - 14 - n : t + 1], n), axis=1)
+        for n in (50, 200)
+    )
+    above = ma50 > ma200
+    crossed = any(above[k] and not above[k - 1] for k in range(len(above) - 10, len(above)))
+    return bool(crossed and above[-5:].all() and ma50[-1] / ma50[-6] - 1 >= 0.02)
+
+
+def _accumulating(close: float, f: SimpleNamespace, cfg: EngineConfig) -> bool:
+    """Low in the year's range, MAs close together and volume drying up."""
+    low250, ma_gap = scalar(f.low250), scalar(f.ma_gap)
+    dry = (scalar(f.volume20) or 0) < (
+        scalar(f.volume_prior120) or np.inf
+    ) * cfg.accumulation_volume_ratio
+    return bool(
+        low250
+        and close <= low250 * cfg.low_position
+        and ma_gap is not None
+        and ma_gap < cfg.accumulation_ma_gap
+        and dry
+    )
 
 
 def _accumulation_stage(lows: np.ndarray, cfg: EngineConfig) -> str:
@@ -187,14 +200,13 @@ def diagnose(
         return {"code": code, "error": "该股在最新交易日没有行情（停牌或未上市）"}
     sos_fired, _ = TRIGGERS["sos"](one, t, f, cfg)
     channel_masks = layer2(one, f, cfg, t, sos_fired)
-    channels = [CHANNEL_LABELS[name] for name, mask in channel_masks.items() if mask[0]]
+    channels = [name for name, mask in channel_masks.items() if mask[0]]
     trigger_masks, _ = layer4(one, t, f, cfg, channel_masks)
-    triggers = [TRIGGER_LABELS[name] for name, mask in trigger_masks.items() if mask[0]]
+    triggers = [name for name, mask in trigger_masks.items() if mask[0]]
     stop = stops(one, t, cfg)
     exit_info = exit_status(p, code, t, stop["stop"], cfg)
     ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
     health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)
-    low250, high250 = scalar(f.low250), scalar(f.high250)
     return {
         "code": code,
         "close": round(close, 2),
@@ -208,10 +220,18 @@ def diagnose(
             "ma200": _r(ma200),
             "pattern": ma_pattern(close, ma20, ma50, ma200),
         },
-        "channels": channels,
-        "triggers": triggers,
+        "channels": [CHANNEL_LABELS[c] for c in channels],
+        "triggers": [TRIGGER_LABELS[t] for t in triggers],
         "stop": stop,
         "exit": exit_info,
+        **_ratios(f, close, cost),
+    }
+
+
+def _ratios(f: SimpleNamespace, close: float, cost: float) -> dict[str, Any]:
+    """RPS, returns, volume ratios, distance from the year's range and from the cost."""
+    low250, high250 = scalar(f.low250), scalar(f.high250)
+    return {
         "rps50": _r(scalar(f.rps50), 1),
         "rps120": _r(scalar(f.rps120), 1),
         "returns_pct": {
@@ -244,6 +264,167 @@ def ma_pattern(close: float, ma20: float | None, ma50: float | None, ma200: floa
     return "均线交织"
 
 
+@dataclass(frozen=True)
+class HoldingFacts:
+    """The numbers the health rules read (None where the history is too short)."""
+
+    close: float
+    cost: float
+    stop: float | None
+    exit_status: str
+    exit_detail: str
+    ma50: float | None
+    ma200: float | None
+    ret10: float | None
+    range60: float | None
+    bias200: float | None
+    volume3: float | None
+    volume60: float | None
+    volume20: float | None
+    volume_prior60: float | None
+
+    @classmethod
+    def of(cls, f, cost: float, stop: float | None, exit_info: dict) -> HoldingFacts:
+        measured = {name: scalar(getattr(f, name)) for name in _MEASURED}
+        return cls(
+            cost=cost,
+            stop=stop,
+            exit_status=exit_info["status"],
+            exit_detail=exit_info["detail"],
+            **measured,
+        )
+
+    @property
+    def bear_ma(self) -> bool:
+        return bool(self.ma50 and self.ma200 and self.ma50 < self.ma200)
+
+
+_MEASURED = (
+    "close",
+    "ma50",
+    "ma200",
+    "ret10",
+    "range60",
+    "bias200",
+    "volume3",
+    "volume60",
+    "volume20",
+    "volume_prior60",
+)
+
+# A rule returns the fields of its reason text when it fires, else None.
+HealthRule = Callable[[HoldingFacts, EngineConfig], dict[str, Any] | None]
+
+
+def _cost_loss(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.cost and h.close <= h.cost * cfg.danger_loss:
+        return {"close": h.close, "cost": h.cost, "limit": 1 - cfg.danger_loss}
+    return None
+
+
+def _stop_loss(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    return {"detail": h.exit_detail} if h.exit_status == "exit" else None
+
+
+def _bear_structure(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    return {} if h.bear_ma and h.close < h.ma50 else None
+
+
+def _sharp_drop(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    return {"ret10": h.ret10} if h.ret10 is not None and h.ret10 < cfg.danger_ret10 else None
+
+
+def _wide_range(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.range60 is not None and h.range60 > cfg.warn_range60:
+        return {"range60": h.range60}
+    return None
+
+
+def _distribution(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.bias200 is None or h.bias200 < cfg.distribution_bias200:
+        return None
+    if h.volume3 and h.volume60 and h.volume3 / h.volume60 <= cfg.distribution_volume_ratio:
+        return {"bias200": h.bias200}
+    return None
+
+
+def _near_stop(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.stop and h.stop <= h.close <= h.stop * (1 + cfg.warn_stop_distance):
+        return {"stop": h.stop, "distance": cfg.warn_stop_distance}
+    return None
+
+
+def _floating_loss(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.cost and h.cost * cfg.danger_loss < h.close < h.cost * (1 - cfg.warn_loss):
+        return {"loss": 1 - h.close / h.cost}
+    return None
+
+
+def _losing_in_downtrend(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    return {} if h.cost and h.close < h.cost and h.bear_ma else None
+
+
+def _thin_volume(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    v20, prior = h.volume20, h.volume_prior60
+    return {} if v20 and prior and v20 / prior < cfg.warn_volume_ratio else None
+
+
+DANGER_RULES: dict[str, HealthRule] = {
+    "cost_loss": _cost_loss,
+    "stop_loss": _stop_loss,
+    "bear_structure": _bear_structure,
+    "sharp_drop": _sharp_drop,
+}
+WARNING_RULES: dict[str, HealthRule] = {
+    "wide_range": _wide_range,
+    "distribution": _distribution,
+    "near_stop": _near_stop,
+    "floating_loss": _floating_loss,
+    "losing_in_downtrend": _losing_in_downtrend,
+    "thin_volume": _thin_volume,
+}
+REASON_TEXT = {
+    "cost_loss": "收盘 {close:.2f} 较成本 {cost:.2f} 亏损超过 {limit:.0%}",
+    "stop_loss": "触发止损：{detail}",
+    "bear_structure": "股价在 MA50 下方且 MA50 低于 MA200（空头结构）",
+    "sharp_drop": "近 10 日下跌 {ret10:.1%}",
+    "wide_range": "60 日振幅 {range60:.0%}，波动过大",
+    "distribution": "派发预警：乖离 MA200 {bias200:.0%} 且量能萎缩",
+    "near_stop": "距离止损 {stop:.2f} 不到 {distance:.0%}",
+    "floating_loss": "浮亏 {loss:.1%}",
+    "losing_in_downtrend": "亏损中且 MA50 低于 MA200",
+    "thin_volume": "20 日量能不足前 60 日的一半",
+    "bull_order": "均线多头排列",
+    "trend_channel": "趋势通道：{channel}",
+    "trigger": "触发信号：{trigger}",
+    "no_risk": "没有风险信号",
+}
+
+
+def fired_rules(
+    rules: dict[str, HealthRule], h: HoldingFacts, cfg: EngineConfig
+) -> list[tuple[str, dict[str, Any]]]:
+    """(key, reason fields) of each rule that fires, in table order."""
+    fired = ((key, rule(h, cfg)) for key, rule in rules.items())
+    return [(key, fields) for key, fields in fired if fields is not None]
+
+
+def positive_signs(
+    h: HoldingFacts, channels: list[str], triggers: list[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Bullish MA order, trend channels and triggers (channel and trigger keys)."""
+    bull = h.ma50 and h.ma200 and h.close > h.ma50 > h.ma200
+    return (
+        ([("bull_order", {})] if bull else [])
+        + [
+            ("trend_channel", {"channel": CHANNEL_LABELS[c]})
+            for c in channels
+            if c in TREND_CHANNELS
+        ]
+        + [("trigger", {"trigger": TRIGGER_LABELS[t]}) for t in triggers]
+    )
+
+
 def holding_health(
     f,
     cfg: EngineConfig,
@@ -253,46 +434,15 @@ def holding_health(
     channels: list[str],
     triggers: list[str],
 ) -> tuple[str, list[str]]:
-    close, ma50, ma200 = scalar(f.close), scalar(f.ma50), scalar(f.ma200)
-    dangers, warnings, positives = [], [], []
-    losing = bool(cost) and close < cost
-    if cost and close <= cost * cfg.danger_loss:
-        dangers.append(f"收盘 {close:.2f} 较成本 {cost:.2f} 亏损超过 {1 - cfg.danger_loss:.0%}")
-    if exit_info["status"] == "exit":
-        dangers.append(f"触发止损：{exit_info['detail']}")
-    if ma50 and ma200 and close < ma50 < ma200:
-        dangers.append("股价在 MA50 下方且 MA50 低于 MA200（空头结构）")
-    ret10 = scalar(f.ret10)
-    if ret10 is not None and ret10 < cfg.danger_ret10:
-        dangers.append(f"近 10 日下跌 {ret10:.1%}")
-    range60 = scalar(f.range60)
-    if range60 is not None and range60 > cfg.warn_range60:
-        warnings.append(f"60 日振幅 {range60:.0%}，波动过大")
-    bias200, vol3, vol60 = scalar(f.bias200), scalar(f.volume3), scalar(f.volume60)
-    if (
-        bias200 is not None
-        and bias200 >= cfg.distribution_bias200
-        and vol3
-        and vol60
-        and vol3 / vol60 <= cfg.distribution_volume_ratio
-    ):
-        warnings.append(f"派发预警：乖离 MA200 {bias200:.0%} 且量能萎缩")
-    if stop and close >= stop and close <= stop * (1 + cfg.warn_stop_distance):
-        warnings.append(f"距离止损 {stop:.2f} 不到 {cfg.warn_stop_distance:.0%}")
-    if cost and close < cost * (1 - cfg.warn_loss) and close > cost * cfg.danger_loss:
-        warnings.append(f"浮亏 {(1 - close / cost):.1%}")
-    if losing and ma50 and ma200 and ma50 < ma200:
-        warnings.append("亏损中且 MA50 低于 MA200")
-    vol20, vol_prior60 = scalar(f.volume20), scalar(f.volume_prior60)
-    if vol20 and vol_prior60 and vol20 / vol_prior60 < cfg.warn_volume_ratio:
-        warnings.append("20 日量能不足前 60 日的一半")
-    if ma50 and ma200 and close > ma50 > ma200:
-        positives.append("均线多头排列")
-    trend = [CHANNEL_LABELS[c] for c in TREND_CHANNELS]
-    positives += [f"趋势通道：{c}" for c in channels if c in trend]
-    positives += [f"触发信号：{t}" for t in triggers]
+    """The verdict and its reasons (display text). `channels` and `triggers` are keys."""
+    h = HoldingFacts.of(f, cost, stop, exit_info)
+    dangers = fired_rules(DANGER_RULES, h, cfg)
+    warnings = fired_rules(WARNING_RULES, h, cfg)
+    positives = positive_signs(h, channels, triggers)
     if dangers:
-        return "danger", dangers + warnings
-    if len(warnings) >= 2 or (warnings and not positives):
-        return "caution", warnings + positives
-    return "healthy", positives + warnings or ["没有风险信号"]
+        verdict, reasons = "danger", dangers + warnings
+    elif len(warnings) >= 2 or (warnings and not positives):
+        verdict, reasons = "caution", warnings + positives
+    else:
+        verdict, reasons = "healthy", positives + warnings or [("no_risk", {})]
+    return verdict, [REASON_TEXT[key].format(**fields) for key, fields in reasons]

@@ -133,6 +133,43 @@ def sync_tushare(
     progress("股票列表", "stock_basic", None)
     stocks = _tushare_stocks(client)
     names = client.query("namechange", "ts_code,name,start_date,end_date")
+    open_dates = _tushare_calendar(store, client, days)
+    wanted = {ts_code(c) for c in codes} if codes else None
+    done = set((store.get_state("tushare_dates") or "").split(",")) - {""}
+    todo = [d for d in open_dates if d not in done]
+    stored = 0
+    latest_caps: dict[str, float] = {}
+    try:
+        for number, trade_date in enumerate(todo, 1):
+            progress("日线", trade_date, number / max(len(todo), 1))
+            rows, caps = _sync_tushare_date(store, client, trade_date, wanted, names)
+            latest_caps.update(caps)
+            done.add(trade_date)
+            store.set_state("tushare_dates", ",".join(sorted(done)))
+            stored += rows
+    except SourceError as exc:
+        missing = [d for d in todo if d not in done]
+        raise SourceError(
+            f"{exc.message}（已保存 {len(todo) - len(missing)} 个交易日，仍缺 {len(missing)} 个：{missing[0]} 起；重新运行 `wyckoff data sync` 会从断点继续）"
+        ) from None
+    finally:
+        _store_tushare_stocks(store, stocks, latest_caps)
+    _sync_tushare_indices(store, client, open_dates, progress)
+    return {"dates": len(todo), "rows": stored}
+
+
+def _store_tushare_stocks(
+    store: MarketStore, stocks: pd.DataFrame, latest_caps: dict[str, float]
+) -> None:
+    """The stock list with the caps of the dates just synced; kept as stored when no date
+    was (a list without caps would blank the stored ones), unless the store is empty."""
+    stocks["market_cap"] = stocks["code"].map(latest_caps)
+    if stocks["market_cap"].notna().any() or store.is_empty():
+        store.upsert("stocks", stocks)
+
+
+def _tushare_calendar(store: MarketStore, client: TushareClient, days: int) -> list[str]:
+    """Store the SSE calendar around the last `days` open dates and return those dates."""
     end = date.today()
     start = end - timedelta(days=int(days * 1.6) + 10)
     calendar = client.query(
@@ -142,11 +179,6 @@ def sync_tushare(
         start_date=start.strftime("%Y%m%d"),
         end_date=end.strftime("%Y%m%d"),
     )
-    open_dates = sorted(
-        d
-        for d, flag in zip(calendar["cal_date"], calendar["is_open"], strict=True)
-        if int(flag) == 1
-    )[-days:]
     store.upsert(
         "trade_calendar",
         pd.DataFrame(
@@ -156,47 +188,37 @@ def sync_tushare(
             }
         ),
     )
-    wanted = {ts_code(c) for c in codes} if codes else None
-    done = set((store.get_state("tushare_dates") or "").split(",")) - {""}
-    todo = [d for d in open_dates if d not in done]
-    stored, missing = 0, []
-    latest_caps: dict[str, float] = {}
-    try:
-        for number, trade_date in enumerate(todo, 1):
-            progress("日线", trade_date, number / max(len(todo), 1))
-            daily = client.query(
-                "daily", "ts_code,trade_date,open,high,low,close,vol,amount", trade_date=trade_date
-            )
-            factors = client.query(
-                "adj_factor", "ts_code,trade_date,adj_factor", trade_date=trade_date
-            )
-            basic = client.query(
-                "daily_basic",
-                "ts_code,trade_date,total_mv,circ_mv,turnover_rate",
-                trade_date=trade_date,
-            )
-            if wanted is not None:
-                daily = daily[daily["ts_code"].isin(wanted)]
-            merged = daily.merge(factors, on=["ts_code", "trade_date"], how="left")
-            store.upsert("bars", _tushare_bars(merged))
-            store.upsert("daily_basic", _tushare_basic(basic, names, trade_date))
-            latest_caps.update(
-                dict(zip(basic["ts_code"].str[:6], basic["total_mv"] * 1e4, strict=True))
-            )
-            done.add(trade_date)
-            store.set_state("tushare_dates", ",".join(sorted(done)))
-            stored += len(merged)
-    except SourceError as exc:
-        missing = [d for d in todo if d not in done]
-        raise SourceError(
-            f"{exc.message}（已保存 {len(todo) - len(missing)} 个交易日，仍缺 {len(missing)} 个：{missing[0]} 起；重新运行 `wyckoff data sync` 会从断点继续）"
-        ) from None
-    finally:
-        stocks["market_cap"] = stocks["code"].map(latest_caps)
-        if stocks["market_cap"].notna().any() or store.is_empty():
-            store.upsert("stocks", stocks)
-    _sync_tushare_indices(store, client, open_dates, progress)
-    return {"dates": len(todo), "rows": stored}
+    return sorted(
+        d
+        for d, flag in zip(calendar["cal_date"], calendar["is_open"], strict=True)
+        if int(flag) == 1
+    )[-days:]
+
+
+def _sync_tushare_date(
+    store: MarketStore,
+    client: TushareClient,
+    trade_date: str,
+    wanted: set[str] | None,
+    names: pd.DataFrame,
+) -> tuple[int, dict[str, float]]:
+    """One trade date's bars and daily facts stored; returns the bar rows and market caps."""
+    daily = client.query(
+        "daily", "ts_code,trade_date,open,high,low,close,vol,amount", trade_date=trade_date
+    )
+    factors = client.query("adj_factor", "ts_code,trade_date,adj_factor", trade_date=trade_date)
+    basic = client.query(
+        "daily_basic",
+        "ts_code,trade_date,total_mv,circ_mv,turnover_rate",
+        trade_date=trade_date,
+    )
+    if wanted is not None:
+        daily = daily[daily["ts_code"].isin(wanted)]
+    merged = daily.merge(factors, on=["ts_code", "trade_date"], how="left")
+    store.upsert("bars", _tushare_bars(merged))
+    store.upsert("daily_basic", _tushare_basic(basic, names, trade_date))
+    caps = dict(zip(basic["ts_code"].str[:6], basic["total_mv"] * 1e4, strict=True))
+    return len(merged), caps
 
 
 def _tushare_stocks(client: TushareClient) -> pd.DataFrame:
