@@ -136,7 +136,13 @@ INJECTION = (
 
 
 def test_marked_text_cannot_close_its_marker_nor_count_as_consent(openai_server, home, store):
-    fetch = ToolSpec("fetch", "取网页", CodeParams, lambda p, c: INJECTION, "取网页")
+    fetch = ToolSpec(
+        name="fetch",
+        description="取网页",
+        params=CodeParams,
+        func=lambda p, c: INJECTION,
+        title="取网页",
+    )
     registry = default_registry()
     registry.register(fetch)
     provider = make_provider(model_config(openai_server), stream_timeout_s=5)

@@ -26,6 +26,7 @@ from wyckoff.cli.loop_guard import (
     DoomLoopDetector,
     resolve_turn_expectation,
 )
+from wyckoff.cli.messages import kind_of
 from wyckoff.cli.providers.base import (
     LLMProvider,
     ProviderError,
@@ -127,9 +128,13 @@ class AgentRuntime:
         self.session_usage = UsageTotals()
         self.token_cache = MessageTokenCache()
         self.context = ToolContext(
-            home=home, registry=registry, provider=provider, store=store, ask_user=ask_user
+            home=home,
+            registry=registry,
+            provider=provider,
+            store=store,
+            ask_user=ask_user,
+            background=background,
         )
-        self.context.state.update(background=background, consents=set())
         self._cancel = threading.Event()
         self._call_cancels: set[threading.Event] = set()
         self.last_trace: Scratchpad | None = None
@@ -151,7 +156,7 @@ class AgentRuntime:
     def reset_approvals(self) -> None:
         """Forget "always allow" answers and unused consents (a new, resumed or forked session)."""
         self.always_allowed.clear()
-        self.context.state["consents"].clear()
+        self.context.consents.clear()
 
     @property
     def cancel_requested(self) -> bool:
@@ -192,7 +197,7 @@ class AgentRuntime:
             for event in self._turn(messages, wait_for_background):
                 yield event if event["type"] in STREAMED_EVENTS else redact_value(event)
         finally:
-            self.context.state["consents"].clear()
+            self.context.consents.clear()
 
     def _turn(
         self, messages: list[dict[str, Any]], wait_for_background: bool
@@ -263,7 +268,7 @@ class AgentRuntime:
                     if retries < MAX_INCOMPLETE_TOOL_RETRIES:
                         retries += 1
                         messages.append(message)
-                        messages.append({"role": "user", "content": expectation.retry_message()})
+                        messages.append(expectation.retry_message())
                         yield {"type": "retry", "reason": expectation.reason, "attempt": retries}
                         continue
                     warning = expectation.warning()
@@ -542,7 +547,7 @@ class AgentRuntime:
             return "flag", None
         if name in self.always_allowed:
             return "always", None
-        consents: set = self.context.state["consents"]
+        consents = self.context.consents
         key = (name, canonical_args(args))
         if key in consents:
             consents.discard(key)  # consent covers this one action, once
@@ -680,8 +685,8 @@ class AgentRuntime:
             if not self.background.wait(running, self._cancel):
                 raise TurnCancelled()
         notifications = self.background.take_notifications(turn.session_id)
-        for text in notifications:
-            messages.append({"role": "user", "content": text})
+        for notification in notifications:
+            messages.append(notification)
         return bool(notifications)
 
     # --- traces -------------------------------------------------------------------------
@@ -718,10 +723,11 @@ def _group_safe(group: list[dict[str, Any]], registry: ToolRegistry) -> bool:
 
 
 def _last_user_index(messages: list) -> int:
+    """The turn's request: the last user-role message that is not a retry prompt (a
+    background notification starts a turn of its own)."""
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index].get("role") == "user" and not str(
-            messages[index].get("content", "")
-        ).startswith("[系统提醒]"):
+        message = messages[index]
+        if message.get("role") == "user" and kind_of(message) != "tool_retry":
             return index
     return -1
 

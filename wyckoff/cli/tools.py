@@ -12,16 +12,21 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
+
+if TYPE_CHECKING:
+    from wyckoff.agents.market import MarketData
+    from wyckoff.cli.background import BackgroundTaskManager
+    from wyckoff.cli.skills import SkillLibrary
 
 MAX_RESULT_CHARS = 8_000
 RESULT_HEAD_CHARS = 3_000
@@ -34,14 +39,19 @@ class ToolFailure(WyckoffError):
 
 @dataclass
 class ToolContext:
-    """What a tool may use: shared state, the provider, the registry, progress and cancel."""
+    """What a tool may use: the provider, the registry, progress and cancel, and what every
+    call of the session shares (copies made by `for_call` share the same objects)."""
 
     home: Path
     registry: ToolRegistry
     session_id: str | None = None
     provider: Any = None
     store: Any = None
-    state: dict[str, Any] = field(default_factory=dict)
+    skills: SkillLibrary | None = None
+    background: BackgroundTaskManager | None = None
+    # (tool, canonical args) the user agreed to through ask_user: each allows one call
+    consents: set[tuple[str, str]] = field(default_factory=set)
+    markets: dict[str, MarketData] = field(default_factory=dict)  # the open one, by source
     cancel_event: threading.Event = field(default_factory=threading.Event)
     on_progress: Callable[[dict[str, Any]], None] | None = None
     ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None
@@ -55,10 +65,8 @@ class ToolContext:
             self.on_progress({"stage": stage, "detail": detail, "fraction": fraction})
 
     def for_call(self, **changes: Any) -> ToolContext:
-        """A copy for one call (its own progress sink or cancel flag), sharing the state."""
-        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        values.update(changes)
-        return ToolContext(**values)
+        """A copy for one call (its own progress sink or cancel flag), sharing the rest."""
+        return replace(self, **changes)
 
 
 ResultSummary = Callable[[Any], str]  # the tool's return value -> one Chinese line for people
@@ -68,7 +76,7 @@ ToolFunction = Callable[[Any, ToolContext], Any]
 ActionDescriber = Callable[[Any, ToolContext], str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # by keyword: many fields, several of one type
 class ToolSpec:
     name: str
     description: str
