@@ -14,6 +14,7 @@ from tests.model_servers import Reply, check_tool_pairing
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.chat_log import ChatLog, Conversation
+from wyckoff.cli.messages import kind_of
 from wyckoff.cli.model_registry import make_provider
 from wyckoff.cli.providers.claude import to_claude_messages
 from wyckoff.cli.runtime import AgentRuntime, Approval
@@ -513,6 +514,9 @@ def test_background_task_notification_continues_the_loop(openai_server, home, st
         and "600519" in notification
         and '<untrusted-data source="screen_stocks">' in notification
     )
+    resumed = ChatLog(store).load(conversation.session_id)  # what `ask --continue` reads
+    assert [kind_of(m) for m in resumed if m["role"] == "user"] == [None, "notification"]
+    assert ChatLog(store).require(conversation.session_id)["title"] == "全市场筛选一下"
     assert any(u["stage"] == "扫描" and u["progress"] for u in updates)
     row = store.conn.execute("SELECT status, notified, result FROM background_tasks").fetchone()
     assert (row["status"], row["notified"]) == ("completed", 1) and "000858" in row["result"]

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.messages import synthetic
-from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolSpec
+from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
 from wyckoff.faults import crash_point
@@ -46,7 +46,7 @@ class TaskState:
     started: float = field(default_factory=time.monotonic)
     elapsed_s: float = 0.0
     outcome: ToolOutcome | None = None
-    cancel_event: threading.Event = field(default_factory=threading.Event)
+    cancel_event: CancelEvent = field(default_factory=CancelEvent)
 
     def snapshot(self) -> dict[str, Any]:
         return {

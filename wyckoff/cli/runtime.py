@@ -35,7 +35,14 @@ from wyckoff.cli.providers.base import (
 )
 from wyckoff.cli.scratchpad import Scratchpad
 from wyckoff.cli.tokens import MessageTokenCache
-from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolRegistry, ToolSpec, canonical_args
+from wyckoff.cli.tools import (
+    CancelEvent,
+    ToolContext,
+    ToolOutcome,
+    ToolRegistry,
+    ToolSpec,
+    canonical_args,
+)
 from wyckoff.cli.untrusted import PROMPT_RULE
 from wyckoff.config import StreamRedactor, redact_text, redact_value
 
@@ -84,6 +91,15 @@ class TurnState:
     text: str = ""
     doom: DoomLoopDetector = field(default_factory=DoomLoopDetector)
     started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class BatchState:
+    """One batch of tool calls: the outcomes so far, and why the rest do not run (a cancel
+    or a repeated call stops the batch)."""
+
+    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+    stopped: str | None = None
 
 
 class AgentRuntime:
@@ -136,7 +152,7 @@ class AgentRuntime:
             background=background,
         )
         self._cancel = threading.Event()
-        self._call_cancels: set[threading.Event] = set()
+        self._call_cancels: set[CancelEvent] = set()
         self.last_trace: Scratchpad | None = None
 
     # --- public -------------------------------------------------------------------------
@@ -455,61 +471,67 @@ class AgentRuntime:
         self, messages: list, calls: list[dict[str, Any]], turn: TurnState
     ) -> Iterator[RuntimeEvent]:
         """Run one batch: consecutive safe calls in parallel, others one by one, in order."""
-        outcomes: dict[str, ToolOutcome] = {}
-        stopped_reason: str | None = None
+        batch = BatchState()
         for group in _partition(calls, self.registry):
-            runnable: list[tuple[dict[str, Any], ToolSpec, Any]] = []
-            for call in group:
-                yield {
-                    "type": "tool_start",
-                    "id": call["id"],
-                    "name": call["name"],
-                    "args": call.get("args") or {},
-                    "title": self.registry.title(call["name"]),
-                }
-                if stopped_reason is None and self._cancel.is_set():
-                    stopped_reason = "已被用户取消。"
-                if stopped_reason is not None:
-                    outcomes[call["id"]] = ToolOutcome(
-                        call["id"], call["name"], error=stopped_reason
-                    )
-                    continue
-                turn.calls.append(call)
-                loop_error = turn.doom.check(call["name"], call.get("args") or {})
-                if loop_error:
-                    outcomes[call["id"]] = ToolOutcome(call["id"], call["name"], error=loop_error)
-                    stopped_reason = "因检测到重复调用，本批次剩余的工具调用已取消。"
-                    continue
-                prepared = self._prepare(call)
-                if isinstance(prepared, ToolOutcome):
-                    outcomes[call["id"]] = prepared
-                    continue
-                spec, params, approved_by = prepared
-                if approved_by is not None:
-                    yield self._approved_event(call, approved_by)
-                runnable.append((call, spec, params))
+            runnable = yield from self._admit_group(group, turn, batch)
             for call, outcome in (yield from self._run_group(runnable, turn)):
-                outcomes[call["id"]] = outcome
-            for call in group:
-                outcome = outcomes[call["id"]]
-                if turn.scratchpad is not None:
-                    turn.scratchpad.tool_result(
-                        call["name"],
-                        call.get("args") or {},
-                        outcome,
-                        "ok" if outcome.ok else "error",
-                    )
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call["id"],
-                        "name": call["name"],
-                        "content": outcome.observation(),
-                    }
-                )
-                yield outcome.event()
+                batch.outcomes[call["id"]] = outcome
+            yield from self._report_group(messages, group, batch, turn)
         if self._cancel.is_set():
             raise TurnCancelled()
+
+    def _admit_group(
+        self, group: list[dict[str, Any]], turn: TurnState, batch: BatchState
+    ) -> Iterator[RuntimeEvent]:
+        """Announce each call of the group; returns those that may run (the others already
+        have their outcome in `batch`)."""
+        runnable: list[tuple[dict[str, Any], ToolSpec, Any]] = []
+        for call in group:
+            yield {
+                "type": "tool_start",
+                "id": call["id"],
+                "name": call["name"],
+                "args": call.get("args") or {},
+                "title": self.registry.title(call["name"]),
+            }
+            admitted = self._admit(call, turn, batch)
+            if isinstance(admitted, ToolOutcome):
+                batch.outcomes[call["id"]] = admitted
+                continue
+            spec, params, approved_by = admitted
+            if approved_by is not None:
+                yield self._approved_event(call, approved_by)
+            runnable.append((call, spec, params))
+        return runnable
+
+    def _admit(
+        self, call: dict[str, Any], turn: TurnState, batch: BatchState
+    ) -> tuple[ToolSpec, Any, ApprovedBy | None] | ToolOutcome:
+        """Whether a call runs: not after a cancel or a repeated call in this batch, and
+        only when valid and approved."""
+        if batch.stopped is None and self._cancel.is_set():
+            batch.stopped = "已被用户取消。"
+        if batch.stopped is not None:
+            return ToolOutcome(call["id"], call["name"], error=batch.stopped)
+        turn.calls.append(call)
+        loop_error = turn.doom.check(call["name"], call.get("args") or {})
+        if loop_error:
+            batch.stopped = "因检测到重复调用，本批次剩余的工具调用已取消。"
+            return ToolOutcome(call["id"], call["name"], error=loop_error)
+        return self._prepare(call)
+
+    def _report_group(
+        self, messages: list, group: list[dict[str, Any]], batch: BatchState, turn: TurnState
+    ) -> Iterator[RuntimeEvent]:
+        """Each call's outcome in call order: traced, added to the history, announced."""
+        for call in group:
+            outcome = batch.outcomes[call["id"]]
+            if turn.scratchpad is not None:
+                turn.scratchpad.tool_result(
+                    call["name"], call.get("args") or {}, outcome, "ok" if outcome.ok else "error"
+                )
+            messages.append(_tool_message(call, outcome.observation()))
+            yield outcome.event()
 
     def _prepare(
         self, call: dict[str, Any]
@@ -633,7 +655,7 @@ class AgentRuntime:
         turn: TurnState,
         report: Callable[[RuntimeEvent], None],
     ) -> ToolOutcome:
-        cancel = threading.Event()
+        cancel = CancelEvent()
         if self._cancel.is_set():
             cancel.set()
         self._call_cancels.add(cancel)
@@ -660,14 +682,7 @@ class AgentRuntime:
 
     def _refuse_calls(self, messages: list, calls: list[dict[str, Any]], reason: str) -> None:
         for call in calls:
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "name": call["name"],
-                    "content": f"工具错误：{reason}",
-                }
-            )
+            messages.append(_tool_message(call, f"工具错误：{reason}"))
 
     # --- background notifications (headless) ----------------------------------------------
 
@@ -702,6 +717,10 @@ class AgentRuntime:
 def _delta(kind: str, text: str) -> Iterator[RuntimeEvent]:
     if text:
         yield {"type": kind, "text": text}
+
+
+def _tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": content}
 
 
 def _partition(calls: list[dict[str, Any]], registry: ToolRegistry) -> list[list[dict[str, Any]]]:
