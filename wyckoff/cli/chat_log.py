@@ -6,6 +6,10 @@ replaces the old one in a single transaction. Loading a session repairs what a c
 a tool call without its result gets an "interrupted" result, so no provider rejects the
 history.
 
+A message's `meta` (model, usage, and `kind` for what the program wrote in the user's role)
+is stored in columns of its own and comes back on load. Rows saved before kinds existed got
+theirs once, from how their text starts, when the db was migrated (store migration 7).
+
 One process at a time holds a session: a Conversation takes an exclusive lock file for its
 session (released when the process exits, even by kill -9), and a second process opening
 the same session is told, in one sentence, that it is busy.
