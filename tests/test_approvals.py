@@ -101,6 +101,16 @@ def test_an_unused_consent_expires_at_the_end_of_the_turn(openai_server, home, s
     assert [p["code"] for p in Portfolio(store).positions()] == ["600519"]
 
 
+@pytest.mark.parametrize(("answer", "removed"), [("行。", True), ("好？", False)])
+def test_a_yes_consents_and_a_question_back_does_not(openai_server, home, store, answer, removed):
+    runtime = runtime_for(openai_server, home, store, ask_user=lambda q: {"answer": answer})
+    openai_server.script(
+        ask_consent("删掉茅台？", REMOVE_MOUTAI), update(REMOVE_MOUTAI), Reply(text="好了")
+    )
+    run(runtime)
+    assert (Portfolio(store).positions() == []) is removed
+
+
 def test_always_allow_lasts_until_the_session_changes(openai_server, home, store):
     asked = []
 
@@ -136,7 +146,13 @@ INJECTION = (
 
 
 def test_marked_text_cannot_close_its_marker_nor_count_as_consent(openai_server, home, store):
-    fetch = ToolSpec("fetch", "取网页", CodeParams, lambda p, c: INJECTION, "取网页")
+    fetch = ToolSpec(
+        name="fetch",
+        description="取网页",
+        params=CodeParams,
+        func=lambda p, c: INJECTION,
+        title="取网页",
+    )
     registry = default_registry()
     registry.register(fetch)
     provider = make_provider(model_config(openai_server), stream_timeout_s=5)

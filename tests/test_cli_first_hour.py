@@ -103,6 +103,7 @@ def test_skills_and_stop_types_are_in_chinese(home):
 def test_session_list_leaves_out_failed_runs_and_lone_background_follow_ups(home):
     from wyckoff.cli.background import NOTIFICATION_PREFIX
     from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.cli.messages import synthetic
     from wyckoff.store import Store
 
     cli(
@@ -113,10 +114,10 @@ def test_session_list_leaves_out_failed_runs_and_lone_background_follow_ups(home
     assert cli("ask", "--max-rounds", "0", "用法错误").returncode == 2
     chat_log = ChatLog(Store.in_home(home))
     follow_up = chat_log.create_session()
-    chat_log.append(follow_up, {"role": "user", "content": f"{NOTIFICATION_PREFIX} 筛选完成"})
+    chat_log.append(follow_up, synthetic("notification", f"{NOTIFICATION_PREFIX} 筛选完成"))
     chat_log.append(follow_up, {"role": "assistant", "content": "筛选完成。"})
     answered = chat_log.create_session()
-    chat_log.append(answered, {"role": "user", "content": f"{NOTIFICATION_PREFIX} 回测完成"})
+    chat_log.append(answered, synthetic("notification", f"{NOTIFICATION_PREFIX} 回测完成"))
     chat_log.append(answered, {"role": "user", "content": "看看平安银行"})
     chat_log.append(answered, {"role": "assistant", "content": "好的。"})
     listed = json.loads(cli("session", "list", "--json").stdout)["sessions"]

@@ -233,6 +233,34 @@ def test_a_code_at_the_end_of_a_long_first_message_survives_as_an_anchor(home):
     assert "300750" in first and "止损设在 180" in first and len(first) <= 260  # fmt: skip
 
 
+def test_a_resumed_session_compacted_again_keeps_the_earlier_archive_ref(home):
+    from wyckoff.cli.chat_log import ChatLog, Conversation
+    from wyckoff.store import Store
+
+    home.mkdir(parents=True, exist_ok=True)
+    chat_log = ChatLog(Store.in_home(home))
+    conversation = Conversation.start(chat_log)
+    for message in research_conversation(40):
+        conversation.append(message)
+    first = compact(
+        conversation, window=16_000, summarize=lambda t: SUMMARY, home=home, session_id="s7"
+    )
+    conversation.replace_all(first.messages)
+    more = research_conversation(40)[2:]
+    for message in more:  # fresh call ids for the new turns
+        for call in message.get("tool_calls") or []:
+            call["id"] += "_resumed"
+        if message.get("tool_call_id"):
+            message["tool_call_id"] += "_resumed"
+    resumed = chat_log.load(conversation.session_id) + more  # as `ask --continue` reads it
+    second = compact(
+        resumed, window=16_000, summarize=lambda t: SUMMARY, home=home, session_id="s7"
+    )
+    opening = second.messages[0]["content"]
+    assert first.archive_ref in opening and second.archive_ref in opening
+    assert opening.count("[对话摘要]") == 1
+
+
 def test_three_successive_compactions_keep_earlier_anchors_and_every_archive_ref(home):
     messages = research_conversation(40)
     refs = []

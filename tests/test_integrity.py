@@ -90,6 +90,39 @@ def test_every_change_to_a_conversation_reaches_the_chat_log(home):
     assert saved() == list(conversation) and len(conversation) == 2
 
 
+def test_a_chat_log_from_before_message_kinds_still_tells_the_user_apart(home):
+    import sqlite3
+
+    from wyckoff.cli.messages import kind_of
+    from wyckoff.store import MIGRATIONS, _statements
+
+    home.mkdir()
+    old = sqlite3.connect(home / "wyckoff.db")
+    for migration in MIGRATIONS[:6]:  # the schema before messages had a kind
+        for statement in _statements(migration):
+            old.execute(statement)
+    old.execute("PRAGMA user_version = 6")
+    rows = [
+        ("lone", 1, "user", "[SYSTEM NOTIFICATION - NOT USER INPUT]\n筛选完成"),
+        ("lone", 2, "assistant", "筛选完成。"),
+        ("asked", 1, "user", "[对话摘要]\n前文"),
+        ("asked", 2, "user", "我有什么持仓？"),
+        ("asked", 3, "user", "[系统提醒] 回答持仓问题需要真实持仓数据。"),
+        ("asked", 4, "assistant", "你持有 600519。"),
+    ]
+    old.executemany("INSERT INTO sessions (id) VALUES (?)", [("lone",), ("asked",)])
+    old.executemany(
+        "INSERT INTO messages (session_id, seq, role, content) VALUES (?, ?, ?, ?)", rows
+    )
+    old.commit()
+    old.close()
+    log = ChatLog(Store.in_home(home))
+    loaded = log.load("asked")
+    assert [kind_of(m) for m in loaded] == ["compaction_summary", None, "tool_retry", None]
+    assert kind_of(log.load("lone")[0]) == "notification"
+    assert [(s["id"], s["title"]) for s in log.list_sessions()] == [("asked", "我有什么持仓？")]
+
+
 def test_a_compaction_that_fails_midway_keeps_the_old_history(home):
     home.mkdir()
     log, session_id = saved_session(home, 8)

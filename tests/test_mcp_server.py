@@ -275,7 +275,12 @@ def test_client_cancellation_stops_the_running_tool(home):
         return "finished"
 
     spec = ToolSpec(
-        "wait_for_cancel", "等到取消", WaitParams, wait_for_cancel, "等待取消", mcp_tier=2
+        name="wait_for_cancel",
+        description="等到取消",
+        params=WaitParams,
+        func=wait_for_cancel,
+        title="等待取消",
+        mcp_tier=2,
     )
     registry = ToolRegistry([spec])
     server = build_server(ToolContext(home=home, registry=registry), tier=2)
@@ -315,13 +320,23 @@ def test_results_and_errors_never_carry_a_known_secret(home, monkeypatch):
     secret = "sk-live-0123456789abcdefghij"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
 
+    calls = []
+
     def leaky(params: WaitParams, context: ToolContext) -> dict:
-        if context.state.setdefault("calls", 0):
+        calls.append(params)
+        if len(calls) > 1:
             raise RuntimeError(f"upstream said: bad key {secret}")
-        context.state["calls"] = 1
         return {"echo": f"key={secret}"}
 
-    spec = ToolSpec("leaky", "泄露", WaitParams, leaky, "泄露", output=LeakyResult, mcp_tier=2)
+    spec = ToolSpec(
+        name="leaky",
+        description="泄露",
+        params=WaitParams,
+        func=leaky,
+        title="泄露",
+        output=LeakyResult,
+        mcp_tier=2,
+    )
     server = build_server(ToolContext(home=home, registry=ToolRegistry([spec])), tier=2)
 
     async def main():

@@ -96,10 +96,19 @@ def test_spilled_results_archives_tasks_and_traces_never_hold_the_key(
     home.mkdir(parents=True, exist_ok=True)
     store = Store.in_home(home)
     page = ToolSpec(
-        "fetch_page", "取网页", EchoParams, lambda p, c: (p.text + " ") * 2000, "取网页"
+        name="fetch_page",
+        description="取网页",
+        params=EchoParams,
+        func=lambda p, c: (p.text + " ") * 2000,
+        title="取网页",
     )
     echo = ToolSpec(
-        "echo_later", "后台回显", EchoParams, lambda p, c: {"echo": p.text}, "回显", background=True
+        name="echo_later",
+        description="后台回显",
+        params=EchoParams,
+        func=lambda p, c: {"echo": p.text},
+        title="回显",
+        background=True,
     )
     registry = default_registry()
     registry.register(page)

@@ -48,7 +48,14 @@ class Spans:
                 self.spans.append((f"{name}:{params.code}", start, time.monotonic()))
             return {"code": params.code, "close": 10.5, "source": "test"}
 
-        return ToolSpec(name, f"测试工具 {name}", CodeParams, run, name, **fields)
+        return ToolSpec(
+            name=name,
+            description=f"测试工具 {name}",
+            params=CodeParams,
+            func=run,
+            title=name,
+            **fields,
+        )
 
     def ran(self, name: str) -> list[str]:
         return [label for label, _, _ in self.spans if label.startswith(f"{name}:")]

@@ -49,10 +49,11 @@ class MarketData:
         from wyckoff.engine.sources import resolve_source
 
         config = load_config(context.home)
-        market = context.state.get("market")
-        if market is None or market.source != resolve_source(config):
-            market = cls(context.home, config)
-            context.state["market"] = market
+        source = resolve_source(config)
+        market = context.markets.get(source)
+        if market is None:
+            context.markets.clear()  # only the current source stays open
+            market = context.markets[source] = cls(context.home, config)
         return market
 
     def ready(self) -> None:
@@ -690,11 +691,11 @@ class NoParams(BaseModel):
 
 MARKET_TOOLS = (
     ToolSpec(
-        "search_stock_by_name",
-        "按代码或名称查找 A 股股票，返回最新价和涨跌幅。",
-        SearchParams,
-        search_stock_by_name,
-        "查找股票",
+        name="search_stock_by_name",
+        description="按代码或名称查找 A 股股票，返回最新价和涨跌幅。",
+        params=SearchParams,
+        func=search_stock_by_name,
+        title="查找股票",
         concurrency_safe=True,
         summarize=summarize_search,
         timeout_s=60,
@@ -702,11 +703,11 @@ MARKET_TOOLS = (
         mcp_tier=2,
     ),
     ToolSpec(
-        "analyze_stock",
-        "诊断一只股票（健康度与理由、均线、通道、吸筹阶段、信号、止损）或返回最近日线。",
-        AnalyzeParams,
-        analyze_stock,
-        "个股诊断",
+        name="analyze_stock",
+        description="诊断一只股票（健康度与理由、均线、通道、吸筹阶段、信号、止损）或返回最近日线。",
+        params=AnalyzeParams,
+        func=analyze_stock,
+        title="个股诊断",
         concurrency_safe=True,
         summarize=summarize_analysis,
         timeout_s=60,
@@ -714,11 +715,11 @@ MARKET_TOOLS = (
         mcp_tier=2,
     ),
     ToolSpec(
-        "get_market_overview",
-        "大盘概览：主要指数、涨跌家数、市场状态（regime）。",
-        NoParams,
-        get_market_overview,
-        "大盘概览",
+        name="get_market_overview",
+        description="大盘概览：主要指数、涨跌家数、市场状态（regime）。",
+        params=NoParams,
+        func=get_market_overview,
+        title="大盘概览",
         concurrency_safe=True,
         summarize=summarize_overview,
         timeout_s=60,
@@ -726,11 +727,11 @@ MARKET_TOOLS = (
         mcp_tier=2,
     ),
     ToolSpec(
-        "get_market_history",
-        "指数历史行情与区间统计（收益、回撤、量价配合）。",
-        HistoryParams,
-        get_market_history,
-        "指数历史",
+        name="get_market_history",
+        description="指数历史行情与区间统计（收益、回撤、量价配合）。",
+        params=HistoryParams,
+        func=get_market_history,
+        title="指数历史",
         concurrency_safe=True,
         summarize=summarize_index_history,
         timeout_s=60,
@@ -738,11 +739,11 @@ MARKET_TOOLS = (
         mcp_tier=2,
     ),
     ToolSpec(
-        "screen_stocks",
-        "全市场威科夫漏斗筛选（后台任务），返回候选股、信号分组和强势行业。",
-        ScreenParams,
-        screen_stocks,
-        "全市场筛选",
+        name="screen_stocks",
+        description="全市场威科夫漏斗筛选（后台任务），返回候选股、信号分组和强势行业。",
+        params=ScreenParams,
+        func=screen_stocks,
+        title="全市场筛选",
         background=True,
         summarize=summarize_screen,
         timeout_s=600,
@@ -750,11 +751,11 @@ MARKET_TOOLS = (
         mcp_tier=2,
     ),
     ToolSpec(
-        "run_backtest",
-        "威科夫漏斗策略的逐日无未来函数回测（后台任务），两种记账口径。",
-        BacktestParams,
-        run_backtest_tool,
-        "策略回测",
+        name="run_backtest",
+        description="威科夫漏斗策略的逐日无未来函数回测（后台任务），两种记账口径。",
+        params=BacktestParams,
+        func=run_backtest_tool,
+        title="策略回测",
         background=True,
         summarize=summarize_backtest,
         timeout_s=1800,
@@ -762,11 +763,11 @@ MARKET_TOOLS = (
         mcp_tier=2,
     ),
     ToolSpec(
-        "query_history",
-        "查询历史推荐、待确认信号或上下文压缩归档。",
-        HistoryQueryParams,
-        query_history,
-        "查询历史",
+        name="query_history",
+        description="查询历史推荐、待确认信号或上下文压缩归档。",
+        params=HistoryQueryParams,
+        func=query_history,
+        title="查询历史",
         concurrency_safe=True,
         summarize=summarize_history_query,
         timeout_s=30,

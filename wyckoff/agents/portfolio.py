@@ -471,11 +471,11 @@ def _held(book: Portfolio | None, code: str) -> dict[str, Any] | None:
 
 PORTFOLIO_TOOLS = (
     ToolSpec(
-        "portfolio",
-        "查看用户持仓（view），或对每只持仓做健康诊断（diagnose：健康度、理由、止损位、离场状态）。",
-        PortfolioParams,
-        portfolio_tool,
-        "查看持仓",
+        name="portfolio",
+        description="查看用户持仓（view），或对每只持仓做健康诊断（diagnose：健康度、理由、止损位、离场状态）。",
+        params=PortfolioParams,
+        func=portfolio_tool,
+        title="查看持仓",
         concurrency_safe=True,
         summarize=summarize_positions,
         timeout_s=120,
@@ -483,11 +483,11 @@ PORTFOLIO_TOOLS = (
         mcp_tier=3,
     ),
     ToolSpec(
-        "update_portfolio",
-        "修改用户持仓（add/update/remove/set_cash）。需要用户批准；只在用户明确要求时使用。",
-        UpdatePortfolioParams,
-        update_portfolio,
-        "修改持仓",
+        name="update_portfolio",
+        description="修改用户持仓（add/update/remove/set_cash）。需要用户批准；只在用户明确要求时使用。",
+        params=UpdatePortfolioParams,
+        func=update_portfolio,
+        title="修改持仓",
         requires_approval=True,
         summarize=summarize_change,
         timeout_s=30,

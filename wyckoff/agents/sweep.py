@@ -116,12 +116,12 @@ def backtest_sweep_tool(params: SweepParams, context: ToolContext) -> dict[str, 
 
 
 SWEEP_TOOL = ToolSpec(
-    "run_backtest_sweep",
-    "回测参数扫描或滚动（walk-forward）检验（后台任务）：离场参数和引擎阈值的网格，"
+    name="run_backtest_sweep",
+    description="回测参数扫描或滚动（walk-forward）检验（后台任务）：离场参数和引擎阈值的网格，"
     "信号按引擎配置只算一次，在本地 Dask 进程池或已有集群上运行。",
-    SweepParams,
-    backtest_sweep_tool,
-    "参数扫描",
+    params=SweepParams,
+    func=backtest_sweep_tool,
+    title="参数扫描",
     background=True,
     summarize=summarize_sweep,
     timeout_s=3600,

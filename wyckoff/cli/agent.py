@@ -126,7 +126,7 @@ def open_agent(
         max_rounds=max_rounds,
         skills_reminder=lambda: skills.reminder(),
     )
-    runtime.context.state["skills"] = skills
+    runtime.context.skills = skills
     SubAgents(runtime).attach()
     agent = Agent(
         runtime, conversation, chat_log, home, config, skills, mcp_warnings, MemoryStore(store)

@@ -1,8 +1,9 @@
 """Background tasks: long tools return a task_id at once and run on a worker thread.
 
 Progress lives in memory (for the TUI panel); results and final states are stored in
-SQLite and survive the turn. A finished task becomes a notification message, marked as a
-system notification so the model never takes it for something the user typed. Each task
+SQLite and survive the turn. A finished task becomes a notification message (meta.kind
+"notification"), its text marked as a system notification so the model never takes it for
+something the user typed. Each task
 records the pid of its process; a new manager marks tasks whose process is gone as failed
 (进程已退出), so a killed process never leaves a task "running" forever.
 """
@@ -20,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolSpec
+from wyckoff.cli.messages import synthetic
+from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
 from wyckoff.faults import crash_point
@@ -44,7 +46,7 @@ class TaskState:
     started: float = field(default_factory=time.monotonic)
     elapsed_s: float = 0.0
     outcome: ToolOutcome | None = None
-    cancel_event: threading.Event = field(default_factory=threading.Event)
+    cancel_event: CancelEvent = field(default_factory=CancelEvent)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -198,7 +200,7 @@ class BackgroundTaskManager:
                 self._changed.wait(timeout=0.1)
         return True
 
-    def take_notifications(self, session_id: str | None) -> list[str]:
+    def take_notifications(self, session_id: str | None) -> list[dict[str, Any]]:
         """Messages for finished tasks not yet reported; each is reported once."""
         messages = []
         with self.store.transaction() as conn:
@@ -210,7 +212,7 @@ class BackgroundTaskManager:
                     (task.id,),
                 ).rowcount
                 if updated:
-                    messages.append(notification_text(task))
+                    messages.append(synthetic("notification", notification_text(task)))
         return messages
 
     def stored(self, session_id: str | None, task_id: str | None = None) -> list[dict[str, Any]]:
@@ -262,7 +264,7 @@ class CheckBackgroundTasksParams(BaseModel):
 def check_background_tasks(
     params: CheckBackgroundTasksParams, context: ToolContext
 ) -> dict[str, Any]:
-    manager: BackgroundTaskManager | None = context.state.get("background")
+    manager = context.background
     if manager is None:
         return {"tasks": [], "note": "本运行环境没有后台任务。"}
     live = {t.id: t for t in manager.tasks(context.session_id)}

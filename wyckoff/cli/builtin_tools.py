@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.background import CHECK_BACKGROUND_TASKS
+from wyckoff.cli.messages import is_affirmative
 from wyckoff.cli.tools import (
     RESULTS_DIR,
     ToolContext,
@@ -19,22 +20,6 @@ from wyckoff.cli.tools import (
 )
 
 READ_LIMIT = 6_000
-AFFIRMATIVE_ANSWERS = (
-    "确认",
-    "同意",
-    "继续",
-    "允许",
-    "可以",
-    "好的",
-    "好",
-    "是",
-    "是的",
-    "执行",
-    "yes",
-    "y",
-    "ok",
-    "allow",
-)
 
 
 class ReadToolResultParams(BaseModel):
@@ -109,11 +94,9 @@ def ask_user(params: AskUserParams, context: ToolContext) -> dict[str, Any]:
         )
     answer = context.ask_user(question)
     text = str(answer.get("answer", "")).strip()
-    approved = bool(params.action) and text.lower().strip("。.!！ ") in AFFIRMATIVE_ANSWERS
+    approved = bool(params.action) and is_affirmative(text)
     if approved and params.action is not None:
-        context.state.setdefault("consents", set()).add(
-            (params.action.tool, canonical_args(params.action.args))
-        )
+        context.consents.add((params.action.tool, canonical_args(params.action.args)))
     result = {"status": answer.get("status", "answered"), "answer": text}
     if params.action is not None:
         result["approved_action"] = params.action.model_dump() if approved else None

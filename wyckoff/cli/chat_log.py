@@ -6,6 +6,10 @@ replaces the old one in a single transaction. Loading a session repairs what a c
 a tool call without its result gets an "interrupted" result, so no provider rejects the
 history.
 
+A message's `meta` (model, usage, and `kind` for what the program wrote in the user's role)
+is stored in columns of its own and comes back on load. Rows saved before kinds existed got
+theirs once, from how their text starts, when the db was migrated (store migration 7).
+
 One process at a time holds a session: a Conversation takes an exclusive lock file for its
 session (released when the process exits, even by kill -9), and a second process opening
 the same session is told, in one sentence, that it is busy.
@@ -20,12 +24,13 @@ import weakref
 from collections.abc import Iterator
 from typing import IO, Any, overload
 
+from wyckoff.cli.messages import is_user_words
 from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 from wyckoff.faults import crash_point
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
-META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s")
+META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s", "kind")
 LOCKS_DIR = "locks"
 
 
@@ -78,9 +83,7 @@ class ChatLog:
     def append(self, session_id: str, message: dict[str, Any]) -> None:
         with self.store.transaction() as conn:
             message = _insert(conn, session_id, message)
-            title_needed = message["role"] == "user" and not str(
-                message.get("content", "")
-            ).startswith("[")
+            title_needed = is_user_words(message)
             conn.execute(
                 "UPDATE sessions SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),"
                 " title = CASE WHEN title = '' AND ? THEN ? ELSE title END WHERE id = ?",
@@ -113,9 +116,7 @@ class ChatLog:
     def list_sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         """Sessions with a question from the user and an answer, newest first: runs that
         failed before any answer, and background follow-ups alone, are not worth resuming."""
-        from wyckoff.cli.background import NOTIFICATION_PREFIX
-
-        asked = "m.role = 'user' AND substr(m.content, 1, ?) != ?"
+        asked = "m.role = 'user' AND m.kind IS NULL"
         rows = self.store.conn.execute(
             "SELECT s.id, s.created_at, s.updated_at, s.parent_id,"
             " COALESCE(NULLIF(s.title, ''), (SELECT substr(m.content, 1, 80) FROM messages m"
@@ -125,7 +126,7 @@ class ChatLog:
             f" WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND {asked})"
             " AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant')"
             " ORDER BY s.updated_at DESC LIMIT ?",
-            (len(NOTIFICATION_PREFIX), NOTIFICATION_PREFIX) * 2 + (limit,),
+            (limit,),
         ).fetchall()
         return [dict(row) for row in rows]
 
@@ -145,9 +146,9 @@ class ChatLog:
         with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
-                " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, created_at)"
+                " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, kind, created_at)"
                 " SELECT ?, seq, role, content, tool_calls, tool_call_id, name, reasoning_content, provider_data,"
-                " model, provider, input_tokens, output_tokens, elapsed_s, created_at FROM messages WHERE session_id = ?",
+                " model, provider, input_tokens, output_tokens, elapsed_s, kind, created_at FROM messages WHERE session_id = ?",
                 (new_id, session_id),
             )
         return new_id
@@ -259,8 +260,8 @@ def _insert(conn, session_id: str, message: dict[str, Any]) -> dict[str, Any]:
     ).fetchone()[0]
     conn.execute(
         "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
-        " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, kind)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id,
             seq,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wyckoff.cli.chat_log import without_secrets
+from wyckoff.cli.messages import is_user_words, kind_of, synthetic
 from wyckoff.cli.tokens import byte_bound, count_message, count_messages
 from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.config import redact_value
@@ -112,10 +113,10 @@ def expand_for_tool_refs(messages: list[dict[str, Any]], start: int) -> int:
 
 def importance(message: dict[str, Any]) -> int:
     """Scored over the whole message: a code at the end of a long one counts too."""
-    text = str(message.get("content") or "")
-    if text.startswith(SUMMARY_HEADING):
+    if kind_of(message) == "compaction_summary":
         return 0  # an earlier compaction: its anchors and refs are carried forward as they are
-    score = 3 if message["role"] == "user" and not text.startswith("[") else 0
+    text = str(message.get("content") or "")
+    score = 3 if is_user_words(message) else 0
     score += min(len(set(CODE.findall(text))), 3) * 2
     if "/" in text:  # the path pattern is the costly one
         score += min(len(PATH.findall(text)), 2) * 2
@@ -379,7 +380,7 @@ def compact(
     )
     # The acknowledgement keeps roles alternating; a tail that opens with the assistant needs none.
     ack = [{"role": "assistant", "content": ACK}] if tail[0]["role"] == "user" else []
-    compacted = [{"role": "user", "content": opening}, *ack, *tail]
+    compacted = [synthetic("compaction_summary", opening), *ack, *tail]
     return CompactionResult(compacted, ref, len(messages), len(compacted), summary)
 
 
@@ -388,9 +389,9 @@ def carried_from_earlier(head: list[dict[str, Any]]) -> tuple[list[str], list[st
     anchors: list[str] = []
     refs: list[str] = []
     for message in head:
-        text = str(message.get("content") or "")
-        if message["role"] != "user" or not text.startswith(SUMMARY_HEADING):
+        if kind_of(message) != "compaction_summary":
             continue
+        text = str(message.get("content") or "")
         _, _, rest = text.partition(ANCHORS_HEADING)
         kept, _, archive = rest.partition(ARCHIVE_HEADING)
         anchors += [line for line in kept.splitlines() if line.startswith("- [")]

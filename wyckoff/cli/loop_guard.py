@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from wyckoff.cli.messages import is_affirmative, synthetic
 from wyckoff.cli.tools import canonical_args
 
 MAX_INCOMPLETE_TOOL_RETRIES = 2
@@ -62,32 +63,11 @@ FOLLOW_UP = (
     "都怎么样",
     "怎么样了",
 )
-AFFIRMATIVE = (
-    "要",
-    "好的",
-    "好",
-    "可以",
-    "行",
-    "是的",
-    "是",
-    "嗯",
-    "对",
-    "好啊",
-    "需要",
-    "来吧",
-    "继续",
-    "ok",
-    "okay",
-    "yes",
-    "y",
-    "sure",
-)
 HOLDING_MARKERS = ("持仓", "成本价", "持股", "| 代码 | 名称", "cost_price", "shares")
 DIAGNOSIS_HINTS = ("体检", "诊断", "分析", "健康", "检查")
 FOLLOW_UP_MAX_CHARS = 12
 MEMORY_BLOCK = re.compile(r"<relevant-memories>.*?</relevant-memories>", re.S)
 CURRENT_MESSAGE = re.compile(r"<current-user-message>(.*?)</current-user-message>", re.S)
-TRAILING_PUNCTUATION = "。！!？?，,~～ .…"
 
 
 @dataclass(frozen=True)
@@ -106,11 +86,13 @@ class Expectation:
                 return True
         return False
 
-    def retry_message(self) -> str:
+    def retry_message(self) -> dict[str, Any]:
+        """The prompt that sends the model back to call the tool."""
         args = ", ".join(f'{k}="{v}"' for k, v in self.args.items())
-        return (
+        return synthetic(
+            "tool_retry",
             f"[系统提醒] {self.reason}。请直接调用 {self.tool}({args}) 获取真实数据后再回答，"
-            "不要凭记忆或只描述计划。"
+            "不要凭记忆或只描述计划。",
         )
 
     def warning(self) -> str:
@@ -143,9 +125,7 @@ def resolve_turn_expectation(messages: list[dict[str, Any]]) -> Expectation | No
         return None
     if len(text) <= FOLLOW_UP_MAX_CHARS and any(k in text for k in FOLLOW_UP):
         return Expectation("portfolio", {"mode": "diagnose"}, "这是对持仓的追问，需要真实持仓数据")
-    if text.strip(TRAILING_PUNCTUATION) in AFFIRMATIVE and any(
-        h in context for h in DIAGNOSIS_HINTS
-    ):
+    if is_affirmative(text) and any(h in context for h in DIAGNOSIS_HINTS):
         return Expectation(
             "portfolio", {"mode": "diagnose"}, "用户同意了持仓诊断，需要真实持仓数据"
         )

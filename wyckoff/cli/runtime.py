@@ -26,6 +26,7 @@ from wyckoff.cli.loop_guard import (
     DoomLoopDetector,
     resolve_turn_expectation,
 )
+from wyckoff.cli.messages import kind_of
 from wyckoff.cli.providers.base import (
     LLMProvider,
     ProviderError,
@@ -38,7 +39,14 @@ from wyckoff.cli.providers.base import (
 )
 from wyckoff.cli.scratchpad import Scratchpad
 from wyckoff.cli.tokens import MessageTokenCache
-from wyckoff.cli.tools import ToolContext, ToolOutcome, ToolRegistry, ToolSpec, canonical_args
+from wyckoff.cli.tools import (
+    CancelEvent,
+    ToolContext,
+    ToolOutcome,
+    ToolRegistry,
+    ToolSpec,
+    canonical_args,
+)
 from wyckoff.cli.untrusted import PROMPT_RULE
 from wyckoff.config import StreamRedactor, redact_text, redact_value
 
@@ -89,6 +97,15 @@ class TurnState:
     started: float = field(default_factory=time.monotonic)
 
 
+@dataclass
+class BatchState:
+    """One batch of tool calls: the outcomes so far, and why the rest do not run (a cancel
+    or a repeated call stops the batch)."""
+
+    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+    stopped: str | None = None
+
+
 class AgentRuntime:
     def __init__(
         self,
@@ -131,11 +148,15 @@ class AgentRuntime:
         self.session_usage = UsageTotals()
         self.token_cache = MessageTokenCache()
         self.context = ToolContext(
-            home=home, registry=registry, provider=provider, store=store, ask_user=ask_user
+            home=home,
+            registry=registry,
+            provider=provider,
+            store=store,
+            ask_user=ask_user,
+            background=background,
         )
-        self.context.state.update(background=background, consents=set())
         self._cancel = threading.Event()
-        self._call_cancels: set[threading.Event] = set()
+        self._call_cancels: set[CancelEvent] = set()
         self.last_trace: Scratchpad | None = None
 
     # --- public -------------------------------------------------------------------------
@@ -151,7 +172,7 @@ class AgentRuntime:
         self.session_id = session_id
         self.session_usage = UsageTotals()
         self.always_allowed.clear()
-        self.context.state["consents"].clear()
+        self.context.consents.clear()
 
     def on_task_update(self, listener: Callable[[RuntimeEvent], None]) -> None:
         """Call `listener` with every background task's `task_update` event, known keys cut
@@ -210,7 +231,7 @@ class AgentRuntime:
             for event in self._turn(messages, wait_for_background):
                 yield event if event["type"] in STREAMED_EVENTS else redact_value(event)
         finally:
-            self.context.state["consents"].clear()
+            self.context.consents.clear()
 
     def _turn(
         self, messages: list[dict[str, Any]], wait_for_background: bool
@@ -281,7 +302,7 @@ class AgentRuntime:
                     if retries < MAX_INCOMPLETE_TOOL_RETRIES:
                         retries += 1
                         messages.append(message)
-                        messages.append({"role": "user", "content": expectation.retry_message()})
+                        messages.append(expectation.retry_message())
                         yield {"type": "retry", "reason": expectation.reason, "attempt": retries}
                         continue
                     warning = expectation.warning()
@@ -470,61 +491,67 @@ class AgentRuntime:
         self, messages: list, calls: list[dict[str, Any]], turn: TurnState
     ) -> Iterator[RuntimeEvent]:
         """Run one batch: consecutive safe calls in parallel, others one by one, in order."""
-        outcomes: dict[str, ToolOutcome] = {}
-        stopped_reason: str | None = None
+        batch = BatchState()
         for group in _partition(calls, self.registry):
-            runnable: list[tuple[dict[str, Any], ToolSpec, Any]] = []
-            for call in group:
-                yield {
-                    "type": "tool_start",
-                    "id": call["id"],
-                    "name": call["name"],
-                    "args": call.get("args") or {},
-                    "title": self.registry.title(call["name"]),
-                }
-                if stopped_reason is None and self._cancel.is_set():
-                    stopped_reason = "已被用户取消。"
-                if stopped_reason is not None:
-                    outcomes[call["id"]] = ToolOutcome(
-                        call["id"], call["name"], error=stopped_reason
-                    )
-                    continue
-                turn.calls.append(call)
-                loop_error = turn.doom.check(call["name"], call.get("args") or {})
-                if loop_error:
-                    outcomes[call["id"]] = ToolOutcome(call["id"], call["name"], error=loop_error)
-                    stopped_reason = "因检测到重复调用，本批次剩余的工具调用已取消。"
-                    continue
-                prepared = self._prepare(call)
-                if isinstance(prepared, ToolOutcome):
-                    outcomes[call["id"]] = prepared
-                    continue
-                spec, params, approved_by = prepared
-                if approved_by is not None:
-                    yield self._approved_event(call, approved_by)
-                runnable.append((call, spec, params))
+            runnable = yield from self._admit_group(group, turn, batch)
             for call, outcome in (yield from self._run_group(runnable, turn)):
-                outcomes[call["id"]] = outcome
-            for call in group:
-                outcome = outcomes[call["id"]]
-                if turn.scratchpad is not None:
-                    turn.scratchpad.tool_result(
-                        call["name"],
-                        call.get("args") or {},
-                        outcome,
-                        "ok" if outcome.ok else "error",
-                    )
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call["id"],
-                        "name": call["name"],
-                        "content": outcome.observation(),
-                    }
-                )
-                yield outcome.event()
+                batch.outcomes[call["id"]] = outcome
+            yield from self._report_group(messages, group, batch, turn)
         if self._cancel.is_set():
             raise TurnCancelled()
+
+    def _admit_group(
+        self, group: list[dict[str, Any]], turn: TurnState, batch: BatchState
+    ) -> Iterator[RuntimeEvent]:
+        """Announce each call of the group; returns those that may run (the others already
+        have their outcome in `batch`)."""
+        runnable: list[tuple[dict[str, Any], ToolSpec, Any]] = []
+        for call in group:
+            yield {
+                "type": "tool_start",
+                "id": call["id"],
+                "name": call["name"],
+                "args": call.get("args") or {},
+                "title": self.registry.title(call["name"]),
+            }
+            admitted = self._admit(call, turn, batch)
+            if isinstance(admitted, ToolOutcome):
+                batch.outcomes[call["id"]] = admitted
+                continue
+            spec, params, approved_by = admitted
+            if approved_by is not None:
+                yield self._approved_event(call, approved_by)
+            runnable.append((call, spec, params))
+        return runnable
+
+    def _admit(
+        self, call: dict[str, Any], turn: TurnState, batch: BatchState
+    ) -> tuple[ToolSpec, Any, ApprovedBy | None] | ToolOutcome:
+        """Whether a call runs: not after a cancel or a repeated call in this batch, and
+        only when valid and approved."""
+        if batch.stopped is None and self._cancel.is_set():
+            batch.stopped = "已被用户取消。"
+        if batch.stopped is not None:
+            return ToolOutcome(call["id"], call["name"], error=batch.stopped)
+        turn.calls.append(call)
+        loop_error = turn.doom.check(call["name"], call.get("args") or {})
+        if loop_error:
+            batch.stopped = "因检测到重复调用，本批次剩余的工具调用已取消。"
+            return ToolOutcome(call["id"], call["name"], error=loop_error)
+        return self._prepare(call)
+
+    def _report_group(
+        self, messages: list, group: list[dict[str, Any]], batch: BatchState, turn: TurnState
+    ) -> Iterator[RuntimeEvent]:
+        """Each call's outcome in call order: traced, added to the history, announced."""
+        for call in group:
+            outcome = batch.outcomes[call["id"]]
+            if turn.scratchpad is not None:
+                turn.scratchpad.tool_result(
+                    call["name"], call.get("args") or {}, outcome, "ok" if outcome.ok else "error"
+                )
+            messages.append(_tool_message(call, outcome.observation()))
+            yield outcome.event()
 
     def _prepare(
         self, call: dict[str, Any]
@@ -562,7 +589,7 @@ class AgentRuntime:
             return "flag", None
         if name in self.always_allowed:
             return "always", None
-        consents: set = self.context.state["consents"]
+        consents = self.context.consents
         key = (name, canonical_args(args))
         if key in consents:
             consents.discard(key)  # consent covers this one action, once
@@ -648,7 +675,7 @@ class AgentRuntime:
         turn: TurnState,
         report: Callable[[RuntimeEvent], None],
     ) -> ToolOutcome:
-        cancel = threading.Event()
+        cancel = CancelEvent()
         if self._cancel.is_set():
             cancel.set()
         self._call_cancels.add(cancel)
@@ -675,14 +702,7 @@ class AgentRuntime:
 
     def _refuse_calls(self, messages: list, calls: list[dict[str, Any]], reason: str) -> None:
         for call in calls:
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "name": call["name"],
-                    "content": f"工具错误：{reason}",
-                }
-            )
+            messages.append(_tool_message(call, f"工具错误：{reason}"))
 
     # --- background notifications (headless) ----------------------------------------------
 
@@ -700,8 +720,8 @@ class AgentRuntime:
             if not self.background.wait(running, self._cancel):
                 raise TurnCancelled()
         notifications = self.background.take_notifications(turn.session_id)
-        for text in notifications:
-            messages.append({"role": "user", "content": text})
+        for notification in notifications:
+            messages.append(notification)
         return bool(notifications)
 
     # --- traces -------------------------------------------------------------------------
@@ -733,6 +753,10 @@ def _delta(kind: str, text: str) -> Iterator[RuntimeEvent]:
         yield {"type": kind, "text": text}
 
 
+def _tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": content}
+
+
 def _partition(calls: list[dict[str, Any]], registry: ToolRegistry) -> list[list[dict[str, Any]]]:
     """Consecutive concurrency-safe calls form one group; every other call is alone."""
     groups: list[list[dict[str, Any]]] = []
@@ -752,10 +776,11 @@ def _group_safe(group: list[dict[str, Any]], registry: ToolRegistry) -> bool:
 
 
 def _last_user_index(messages: list) -> int:
+    """The turn's request: the last user-role message that is not a retry prompt (a
+    background notification starts a turn of its own)."""
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index].get("role") == "user" and not str(
-            messages[index].get("content", "")
-        ).startswith("[系统提醒]"):
+        message = messages[index]
+        if message.get("role") == "user" and kind_of(message) != "tool_retry":
             return index
     return -1
 

@@ -137,7 +137,7 @@ class ExecuteSkillParams(BaseModel):
 
 
 def execute_skill(params: ExecuteSkillParams, context: ToolContext) -> dict[str, Any]:
-    library = context.state.get("skills") or SkillLibrary(context.home)
+    library = context.skills or SkillLibrary(context.home)
     try:
         skill = library.get(params.name)
     except UsageError as exc:
@@ -146,11 +146,11 @@ def execute_skill(params: ExecuteSkillParams, context: ToolContext) -> dict[str,
 
 
 EXECUTE_SKILL = ToolSpec(
-    "execute_skill",
-    "获取一个技能的完整指令（技能列表见系统提示）。",
-    ExecuteSkillParams,
-    execute_skill,
-    "执行技能",
+    name="execute_skill",
+    description="获取一个技能的完整指令（技能列表见系统提示）。",
+    params=ExecuteSkillParams,
+    func=execute_skill,
+    title="执行技能",
     concurrency_safe=True,
     summarize=lambda result: f"已载入技能 /{result['skill']} 的指令",
     timeout_s=10,

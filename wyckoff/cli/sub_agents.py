@@ -285,12 +285,12 @@ class SubAgents:
 
     def _spec(self, policy: SubAgentPolicy) -> ToolSpec:
         return ToolSpec(
-            f"delegate_to_{policy.name}",
-            f"委派给 {policy.name} 子智能体（{policy.duty}）。它用这些工具独立完成任务并返回"
+            name=f"delegate_to_{policy.name}",
+            description=f"委派给 {policy.name} 子智能体（{policy.duty}）。它用这些工具独立完成任务并返回"
             f"结构化结论：{', '.join(policy.tools)}。互不依赖的委派可在同一次回复里并行调用。",
-            DelegateParams,
-            lambda params, context: self.delegate(policy, params, context),
-            f"{policy.name} 子智能体",
+            params=DelegateParams,
+            func=lambda params, context: self.delegate(policy, params, context),
+            title=f"{policy.name} 子智能体",
             concurrency_safe=True,
             summarize=summarize_delegation,
             # waits for a free slot, then its own deadline; cancelled, it still answers

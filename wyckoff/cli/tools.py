@@ -7,21 +7,28 @@ timeout — becomes a `ToolOutcome` with an error the model can read and react t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, InvalidStateError, wait
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.config import redact_text
 from wyckoff.errors import WyckoffError
+
+if TYPE_CHECKING:
+    from wyckoff.agents.market import MarketData
+    from wyckoff.cli.background import BackgroundTaskManager
+    from wyckoff.cli.skills import SkillLibrary
 
 MAX_RESULT_CHARS = 8_000
 RESULT_HEAD_CHARS = 3_000
@@ -32,17 +39,58 @@ class ToolFailure(WyckoffError):
     """Raised by a tool for an expected failure; its message goes to the model as is."""
 
 
+class CancelEvent(threading.Event):
+    """A call's cancel flag; `future` completes when it is set, so whoever waits for the
+    tool's answer can wait for the cancel too, without polling."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.future: Future[None] = Future()
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(InvalidStateError):  # set twice, or from two threads
+            self.future.set_result(None)
+
+
+class DaemonThreads(Executor):
+    """Each call on its own daemon thread. Not a ThreadPoolExecutor: its workers are joined
+    at exit, so a hung tool would hold the process open after the turn gave up on it."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to whoever reads the future
+                future.set_exception(exc)
+
+        threading.Thread(
+            target=run, name=f"tool-{getattr(fn, '__name__', 'call')}", daemon=True
+        ).start()
+        return future
+
+
+TOOL_THREADS = DaemonThreads()
+
+
 @dataclass
 class ToolContext:
-    """What a tool may use: shared state, the provider, the registry, progress and cancel."""
+    """What a tool may use: the provider, the registry, progress and cancel, and what every
+    call of the session shares (copies made by `for_call` share the same objects)."""
 
     home: Path
     registry: ToolRegistry
     session_id: str | None = None
     provider: Any = None
     store: Any = None
-    state: dict[str, Any] = field(default_factory=dict)
-    cancel_event: threading.Event = field(default_factory=threading.Event)
+    skills: SkillLibrary | None = None
+    background: BackgroundTaskManager | None = None
+    # (tool, canonical args) the user agreed to through ask_user: each allows one call
+    consents: set[tuple[str, str]] = field(default_factory=set)
+    markets: dict[str, MarketData] = field(default_factory=dict)  # the open one, by source
+    cancel_event: CancelEvent = field(default_factory=CancelEvent)
     on_progress: Callable[[dict[str, Any]], None] | None = None
     ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     on_event: Callable[[dict[str, Any]], None] | None = None  # tagged sub-agent RuntimeEvents
@@ -55,10 +103,8 @@ class ToolContext:
             self.on_progress({"stage": stage, "detail": detail, "fraction": fraction})
 
     def for_call(self, **changes: Any) -> ToolContext:
-        """A copy for one call (its own progress sink or cancel flag), sharing the state."""
-        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        values.update(changes)
-        return ToolContext(**values)
+        """A copy for one call (its own progress sink or cancel flag), sharing the rest."""
+        return replace(self, **changes)
 
 
 ResultSummary = Callable[[Any], str]  # the tool's return value -> one Chinese line for people
@@ -68,7 +114,7 @@ ToolFunction = Callable[[Any, ToolContext], Any]
 ActionDescriber = Callable[[Any, ToolContext], str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # by keyword: many fields, several of one type
 class ToolSpec:
     name: str
     description: str
@@ -229,41 +275,28 @@ class ToolRegistry:
     def run(
         self, spec: ToolSpec, params: BaseModel, context: ToolContext, call_id: str
     ) -> ToolOutcome:
-        """Run a validated call on its own thread, bounded by the tool's timeout."""
+        """Run a validated call on its own thread; wait for its answer, the user's cancel
+        or the tool's timeout, whichever comes first (a hung tool is left behind)."""
         started = time.monotonic()
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = spec.func(params, context)
-            except ToolFailure as exc:
-                box["error"] = exc.message
-            except WyckoffError as exc:
-                box["error"] = exc.message
-            except Exception as exc:  # a tool bug must not end the turn
-                box["error"] = f"{type(exc).__name__}: {exc}"
-
-        worker = threading.Thread(target=target, name=f"tool-{spec.name}", daemon=True)
-        worker.start()
-        deadline = started + spec.timeout_s
-        while worker.is_alive():
-            worker.join(timeout=min(0.05, max(deadline - time.monotonic(), 0)))
-            if context.cancelled() and not _wait_after_cancel(worker, spec.cancel_grace_s):
-                return ToolOutcome(
-                    call_id, spec.name, error="已被用户取消。", elapsed_s=time.monotonic() - started
-                )
-            if time.monotonic() >= deadline and worker.is_alive():
-                context.cancel_event.set()
-                return ToolOutcome(
-                    call_id,
-                    spec.name,
-                    error=f"{spec.name} 超过 {spec.timeout_s:g} 秒未完成，已停止等待。可缩小范围后重试。",
-                    elapsed_s=time.monotonic() - started,
-                )
+        answer = TOOL_THREADS.submit(spec.func, params, context)
+        wait([answer, context.cancel_event.future], spec.timeout_s, FIRST_COMPLETED)
+        if not answer.done() and context.cancelled() and spec.cancel_grace_s > 0:
+            wait([answer], spec.cancel_grace_s)  # its own answer to the cancel is worth having
         elapsed = time.monotonic() - started
-        if "error" in box:
-            return ToolOutcome(call_id, spec.name, error=box["error"], elapsed_s=elapsed)
-        outcome = self.finish(call_id, spec.name, box.get("value"), elapsed, context)
+        if not answer.done():
+            if context.cancelled():
+                return ToolOutcome(call_id, spec.name, error="已被用户取消。", elapsed_s=elapsed)
+            context.cancel_event.set()  # the tool may still see it and stop
+            return ToolOutcome(
+                call_id,
+                spec.name,
+                error=f"{spec.name} 超过 {spec.timeout_s:g} 秒未完成，已停止等待。可缩小范围后重试。",
+                elapsed_s=elapsed,
+            )
+        error = answer.exception()
+        if error is not None:
+            return ToolOutcome(call_id, spec.name, error=failure_text(error), elapsed_s=elapsed)
+        outcome = self.finish(call_id, spec.name, answer.result(), elapsed, context)
         outcome.summary = self.summarize(spec.name, outcome.raw)
         return outcome
 
@@ -300,11 +333,12 @@ class ToolRegistry:
         )
 
 
-def _wait_after_cancel(worker: threading.Thread, grace_s: float) -> bool:
-    """True when a cancelled tool finished within its grace period (its answer is used)."""
-    if grace_s > 0:
-        worker.join(timeout=grace_s)
-    return grace_s > 0 and not worker.is_alive()
+def failure_text(error: BaseException) -> str:
+    """A tool's exception as the model reads it: an expected failure's own message, or the
+    bug's type and message (a tool bug must not end the turn)."""
+    if isinstance(error, WyckoffError):
+        return error.message
+    return f"{type(error).__name__}: {error}"
 
 
 def spill_result(home: Path, session_id: str | None, call_id: str, name: str, text: str) -> str:

@@ -15,7 +15,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import threading
 import uuid
 from typing import Any
 
@@ -30,7 +29,14 @@ from mcp.server.lowlevel import Server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, canonical_args, json_schema
+from wyckoff.cli.tools import (
+    CancelEvent,
+    ToolContext,
+    ToolRegistry,
+    ToolSpec,
+    canonical_args,
+    json_schema,
+)
 from wyckoff.config import redact_text, redact_value
 
 SERVER_NAME = "wyckoff"
@@ -119,7 +125,7 @@ async def run_call(
             return failure(answer)
         if answer is not None:  # the question; the client retries with the user's answer
             return answer
-    call = context.for_call(cancel_event=threading.Event(), on_progress=progress_sender(ctx))
+    call = context.for_call(cancel_event=CancelEvent(), on_progress=progress_sender(ctx))
     try:
         outcome = await anyio.to_thread.run_sync(
             context.registry.run, spec, params, call, f"mcp-{uuid.uuid4().hex[:12]}",

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
+from wyckoff.cli.messages import kind_of
 from wyckoff.cli.tui.screens import (
     ApprovalScreen,
     AskUserScreen,
@@ -457,8 +458,8 @@ class WyckoffApp(App):
         notes = manager.take_notifications(self.agent.conversation.session_id)
         if not notes:
             return
-        for text in notes:
-            self.agent.conversation.append({"role": "user", "content": text})
+        for note in notes:
+            self.agent.conversation.append(note)
         self.show_notice("后台任务已完成，继续分析……")
         self.run_turn()
 
@@ -642,7 +643,7 @@ class WyckoffApp(App):
         }
         for message in self.agent.conversation:
             role, content = message["role"], str(message.get("content") or "")
-            if role == "user" and not content.startswith("[SYSTEM NOTIFICATION"):
+            if role == "user" and kind_of(message) != "notification":
                 self.mount_chat(UserMessage(content.split("\n\n[用户调用了技能")[0]))
             elif role == "assistant" and content:
                 from textual.widgets import Markdown
