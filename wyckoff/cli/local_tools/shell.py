@@ -36,6 +36,7 @@ MAX_TIMEOUT_S = 600
 OUTPUT_CAP_BYTES = 1024 * 1024  # per stream; the registry spills a long result to disk
 READ_CHUNK = 65536
 USER_UMASK = 0o022  # files the user's commands make are ordinary files, not Wyckoff's 0600 state
+GROUP_EXIT_WAIT_S = 2.0  # after SIGKILL, how long to wait for the group to be gone
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -230,8 +231,28 @@ def _wait(process: subprocess.Popen, deadline: float, context: ToolContext) -> s
 
 
 def _kill_group(pgid: int) -> None:
+    """SIGKILL every process of the group and wait (up to GROUP_EXIT_WAIT_S) until none is
+    left running: the signal is only queued, and a busy machine may take a moment to act on it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
         os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + GROUP_EXIT_WAIT_S
+    while _group_running(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of the group is still alive (zombies waiting to be reaped are not)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited while we looked
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def summarize_command(data: dict[str, Any]) -> str:
