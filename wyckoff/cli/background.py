@@ -22,9 +22,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.messages import synthetic
-from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec
+from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec, failure_text
 from wyckoff.config import redact_text
-from wyckoff.errors import WyckoffError
 from wyckoff.faults import crash_point
 
 NOTIFICATION_PREFIX = "[SYSTEM NOTIFICATION - NOT USER INPUT]"
@@ -138,11 +137,8 @@ class BackgroundTaskManager:
                 call_id, spec.name, value, time.monotonic() - started, context, task.id
             )
             status = "cancelled" if context.cancelled() else "completed"
-        except WyckoffError as exc:
-            outcome = ToolOutcome(call_id, spec.name, error=exc.message)
-            status = "failed"
         except Exception as exc:  # a task bug is reported, never raised into a thread's void
-            outcome = ToolOutcome(call_id, spec.name, error=f"{type(exc).__name__}: {exc}")
+            outcome = ToolOutcome(call_id, spec.name, error=failure_text(exc))
             status = "failed"
         self._finish(task, status, outcome, time.monotonic() - started)
 

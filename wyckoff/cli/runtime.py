@@ -760,19 +760,16 @@ def _tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
 def _partition(calls: list[dict[str, Any]], registry: ToolRegistry) -> list[list[dict[str, Any]]]:
     """Consecutive concurrency-safe calls form one group; every other call is alone."""
     groups: list[list[dict[str, Any]]] = []
+    follows_safe = False
     for call in calls:
         spec = registry.get(call["name"])
         safe = spec is not None and spec.concurrency_safe
-        if safe and groups and groups[-1] and _group_safe(groups[-1], registry):
+        if safe and follows_safe:
             groups[-1].append(call)
         else:
             groups.append([call])
+        follows_safe = safe
     return groups
-
-
-def _group_safe(group: list[dict[str, Any]], registry: ToolRegistry) -> bool:
-    spec = registry.get(group[-1]["name"])
-    return spec is not None and spec.concurrency_safe
 
 
 def _last_user_index(messages: list) -> int:
