@@ -167,3 +167,19 @@ def test_a_synced_store_is_never_diagnosed_from_a_stale_cached_panel(demo_home):
     )  # fmt: skip
     after = json.loads(cli("analyze", "000001", "--json").stdout)
     assert after["as_of"] == next_day and after["close"] == price
+
+
+def test_ctrl_c_during_a_command_says_cancelled_and_a_rerun_works(home):
+    import signal
+
+    from tests.conftest import spawn_cli
+
+    building = spawn_cli("data", "use", "demo")
+    assert building.stderr is not None
+    first_stage = building.stderr.readline()  # the build has started
+    assert first_stage.strip()
+    building.send_signal(signal.SIGINT)
+    _, errors = building.communicate(timeout=60)
+    assert building.returncode == 130 and "已取消" in errors and "Traceback" not in errors
+    rerun = cli("data", "use", "demo")
+    assert rerun.returncode == 0 and "演示行情库已生成" in rerun.stdout + rerun.stderr

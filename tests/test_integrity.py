@@ -109,8 +109,15 @@ def test_a_chat_log_from_before_message_kinds_still_tells_the_user_apart(home):
         ("asked", 2, "user", "我有什么持仓？"),
         ("asked", 3, "user", "[系统提醒] 回答持仓问题需要真实持仓数据。"),
         ("asked", 4, "assistant", "你持有 600519。"),
+        (
+            "skill",
+            1,
+            "user",
+            "/diagnose 600519\n\n[用户调用了技能 /diagnose：请先调用 execute_skill]",
+        ),
+        ("skill", 2, "assistant", "600519 健康。"),
     ]
-    old.executemany("INSERT INTO sessions (id) VALUES (?)", [("lone",), ("asked",)])
+    old.executemany("INSERT INTO sessions (id) VALUES (?)", [("lone",), ("asked",), ("skill",)])
     old.executemany(
         "INSERT INTO messages (session_id, seq, role, content) VALUES (?, ?, ?, ?)", rows
     )
@@ -120,7 +127,10 @@ def test_a_chat_log_from_before_message_kinds_still_tells_the_user_apart(home):
     loaded = log.load("asked")
     assert [kind_of(m) for m in loaded] == ["compaction_summary", None, "tool_retry", None]
     assert kind_of(log.load("lone")[0]) == "notification"
-    assert [(s["id"], s["title"]) for s in log.list_sessions()] == [("asked", "我有什么持仓？")]
+    skill_call, _ = log.load("skill")  # shown as typed, sent with the instruction
+    assert skill_call["meta"]["shown"] == "/diagnose 600519" and kind_of(skill_call) is None
+    titles = {s["id"]: s["title"] for s in log.list_sessions()}
+    assert titles == {"asked": "我有什么持仓？", "skill": "/diagnose 600519"}
 
 
 def test_a_compaction_that_fails_midway_keeps_the_old_history(home):

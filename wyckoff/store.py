@@ -183,15 +183,20 @@ MIGRATIONS: tuple[str, ...] = (
         written INTEGER NOT NULL DEFAULT 0
     )
     """,
-    # 7: the kind of a message the program wrote in the user's role (meta.kind); messages
-    # saved before it were told apart by how their text starts, so they are given theirs
+    # 7: the kind of a message the program wrote in the user's role (meta.kind), and what
+    # the user typed when the program added an instruction (meta.shown); messages saved
+    # before it were told apart by how their text starts, so they are given theirs
     """
     ALTER TABLE messages ADD COLUMN kind TEXT;
     UPDATE messages SET kind = 'notification'
         WHERE role = 'user' AND instr(content, '[SYSTEM NOTIFICATION - NOT USER INPUT]') = 1;
     UPDATE messages SET kind = 'tool_retry' WHERE role = 'user' AND instr(content, '[系统提醒]') = 1;
     UPDATE messages SET kind = 'compaction_summary'
-        WHERE role = 'user' AND instr(content, '[对话摘要]') = 1
+        WHERE role = 'user' AND instr(content, '[对话摘要]') = 1;
+    -- what the user typed, when the stored content adds an instruction to it (a /skill call)
+    ALTER TABLE messages ADD COLUMN shown TEXT;
+    UPDATE messages SET shown = substr(content, 1, instr(content, char(10, 10) || '[用户调用了技能') - 1)
+        WHERE role = 'user' AND instr(content, char(10, 10) || '[用户调用了技能') > 0
     """,
 )
 

@@ -103,7 +103,7 @@ def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
     from typer._click import exceptions as click_errors
 
-    from wyckoff.cli.output import print_error
+    from wyckoff.cli.output import CANCELLED_EXIT, print_error, say_cancelled
     from wyckoff.errors import WyckoffError
 
     try:
@@ -120,8 +120,9 @@ def main() -> None:
     except WyckoffError as exc:
         print_error(exc.message)
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, click_errors.Abort):
-        sys.stderr.write("已取消。\n")
-        sys.exit(130)
+    except (KeyboardInterrupt, typer.Abort):
+        result = CANCELLED_EXIT
+    if result == CANCELLED_EXIT:
+        say_cancelled()
     if isinstance(result, int):
         sys.exit(result)

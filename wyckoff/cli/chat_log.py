@@ -24,13 +24,13 @@ import weakref
 from collections.abc import Iterator
 from typing import IO, Any, overload
 
-from wyckoff.cli.messages import is_user_words
+from wyckoff.cli.messages import is_user_words, shown_text
 from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 from wyckoff.faults import crash_point
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
-META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s", "kind")
+META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s", "kind", "shown")
 LOCKS_DIR = "locks"
 
 
@@ -87,7 +87,7 @@ class ChatLog:
             conn.execute(
                 "UPDATE sessions SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),"
                 " title = CASE WHEN title = '' AND ? THEN ? ELSE title END WHERE id = ?",
-                (title_needed, str(message.get("content", ""))[:80], session_id),
+                (title_needed, str(shown_text(message))[:80], session_id),
             )
 
     def load(self, session_id: str) -> list[dict[str, Any]]:
@@ -119,7 +119,7 @@ class ChatLog:
         asked = "m.role = 'user' AND m.kind IS NULL"
         rows = self.store.conn.execute(
             "SELECT s.id, s.created_at, s.updated_at, s.parent_id,"
-            " COALESCE(NULLIF(s.title, ''), (SELECT substr(m.content, 1, 80) FROM messages m"
+            " COALESCE(NULLIF(s.title, ''), (SELECT substr(COALESCE(m.shown, m.content), 1, 80) FROM messages m"
             f"  WHERE m.session_id = s.id AND {asked} ORDER BY m.seq LIMIT 1)) AS title,"
             " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages"
             " FROM sessions s"
@@ -260,8 +260,8 @@ def _insert(conn, session_id: str, message: dict[str, Any]) -> dict[str, Any]:
     ).fetchone()[0]
     conn.execute(
         "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
-        " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, kind)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, kind,"
+        " shown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id,
             seq,

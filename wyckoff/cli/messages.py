@@ -53,6 +53,11 @@ def kind_of(message: dict[str, Any]) -> MessageKind | None:
     return (message.get("meta") or {}).get("kind")
 
 
+def shown_text(message: dict[str, Any]) -> str:
+    """A message as the user typed it (a /skill call without the instruction added to it)."""
+    return (message.get("meta") or {}).get("shown") or str(message.get("content") or "")
+
+
 def is_user_words(message: dict[str, Any]) -> bool:
     """A user-role message the user typed (a /skill call included), not one the program wrote."""
     return message.get("role") == "user" and kind_of(message) is None

@@ -24,6 +24,18 @@ def print_notice(message: str) -> None:
     sys.stderr.write(f"{message}\n")
 
 
+CANCELLED_EXIT = 130  # what a shell expects after Ctrl+C (Typer turns one into this code too)
+_cancel_said = False
+
+
+def say_cancelled() -> None:
+    """Tell the user the command stopped at their Ctrl+C, once per process."""
+    global _cancel_said
+    if not _cancel_said:
+        _cancel_said = True
+        sys.stderr.write("已取消。\n")
+
+
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     """A Rich table (Rich imported only when a table is printed)."""
     from rich.console import Console

@@ -118,17 +118,17 @@ class SkillLibrary:
         lines += [f"- /{s.name}: {s.description}" for s in self.skills.values()]
         return "\n".join(lines)
 
-    def slash_message(self, text: str) -> str | None:
-        """A `/name args` input as the user message that starts the skill; None if not a skill."""
+    def user_message(self, text: str) -> dict[str, Any]:
+        """The user message for what was typed. A `/name args` skill call also tells the model
+        to load the skill; `meta.shown` keeps what the user typed, for display."""
         match = re.match(r"^/([a-z][a-z0-9_-]*)(?:\s+(.*))?$", text.strip(), re.S)
         if not match:
-            return None
+            return {"role": "user", "content": text.strip()}
         skill = self.get(match.group(1))
         args = (match.group(2) or "").strip()
-        return (
-            f"/{skill.name} {args}".strip()
-            + f'\n\n[用户调用了技能 /{skill.name}：请先调用 execute_skill(name="{skill.name}", user_input="{args}") 获取指令并照做。]'
-        )
+        typed = f"/{skill.name} {args}".strip()
+        hint = f'[用户调用了技能 /{skill.name}：请先调用 execute_skill(name="{skill.name}", user_input="{args}") 获取指令并照做。]'
+        return {"role": "user", "content": f"{typed}\n\n{hint}", "meta": {"shown": typed}}
 
 
 class ExecuteSkillParams(BaseModel):

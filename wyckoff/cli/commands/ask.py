@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
+from wyckoff.cli.output import say_cancelled
+
 EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
 APPROVED_BY = {
     "approve_all": "--approve-all",
@@ -74,8 +76,7 @@ def ask(
     )
     for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
         sys.stderr.write(line + "\n")
-    content = agent.skills.slash_message(text) or text.strip()
-    agent.conversation.append({"role": "user", "content": content})
+    agent.conversation.append(agent.skills.user_message(text))
     _cancel_on_interrupt(agent.runtime)
     render = {
         OutputFormat.text: TextRenderer,
@@ -207,7 +208,7 @@ class TextRenderer:
         if done.get("status") == "error":
             sys.stderr.write(f"错误：{done.get('error')}\n")
         elif done.get("status") == "cancelled":
-            sys.stderr.write("已取消。\n")
+            say_cancelled()
 
 
 class JsonRenderer:

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
-from wyckoff.cli.messages import kind_of
+from wyckoff.cli.messages import kind_of, shown_text
 from wyckoff.cli.tui.screens import (
     ApprovalScreen,
     AskUserScreen,
@@ -197,12 +197,14 @@ class WyckoffApp(App):
         else:
             self.send(text)
 
-    def send(self, text: str, shown: str | None = None) -> None:
+    def send(self, text: str) -> None:
+        """Send what the user typed (a question, or a /skill call) as the turn's message."""
         if self.turn_running:
             self.show_notice("上一个回答还在进行中；按 Esc 取消后再发送。", error=True)
             return
-        self.mount_chat(UserMessage(shown or text))
-        self.agent.conversation.append({"role": "user", "content": text})
+        message = self.agent.skills.user_message(text)
+        self.mount_chat(UserMessage(shown_text(message)))
+        self.agent.conversation.append(message)
         self.run_turn()
 
     def run_command(self, text: str) -> None:
@@ -230,7 +232,7 @@ class WyckoffApp(App):
             elif name == "/memory":
                 self.show_memories(arg)
             elif self.agent is not None:
-                self.send(self.agent.skills.slash_message(text) or text, shown=text)
+                self.send(text)
         except WyckoffError as exc:
             self.show_notice(exc.message, error=True)
 
@@ -644,7 +646,7 @@ class WyckoffApp(App):
         for message in self.agent.conversation:
             role, content = message["role"], str(message.get("content") or "")
             if role == "user" and kind_of(message) != "notification":
-                self.mount_chat(UserMessage(content.split("\n\n[用户调用了技能")[0]))
+                self.mount_chat(UserMessage(shown_text(message)))
             elif role == "assistant" and content:
                 from textual.widgets import Markdown
 
