@@ -470,11 +470,11 @@ def test_a_switched_model_answers_the_next_turn_and_serves_tools(
 ):
     seen = []
     which = ToolSpec(
-        "which_model",
-        "看模型",
-        CodeParams,
-        lambda params, context: seen.append(context.provider.name) or {"source": "test"},
-        "看模型",
+        name="which_model",
+        description="看模型",
+        params=CodeParams,
+        func=lambda params, context: seen.append(context.provider.name) or {"source": "test"},
+        title="看模型",
     )
     runtime = make_runtime(openai_server, home, store, tools=[which])
     runtime.switch_provider(make_provider(model_config(anthropic_server, "second"), 5))
