@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.panel import Panel
-from wyckoff.engine.store import MarketStore
 
 DAYS = 320
 

@@ -21,10 +21,10 @@ from wyckoff.engine.backtest import (
     run_backtest,
     simple_view,
 )
-from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig, limit_pct
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.engine.sources import ensure_demo
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig, limit_pct
 
 
 @pytest.fixture(scope="module")

@@ -149,7 +149,7 @@ def test_backtest_reports_its_stages_while_it_runs(demo_home):
 def test_a_synced_store_is_never_diagnosed_from_a_stale_cached_panel(demo_home):
     import pandas as pd
 
-    from wyckoff.engine.store import MarketStore
+    from wyckoff.engine.market_store import MarketStore
 
     before = json.loads(cli("analyze", "000001", "--json").stdout)
     again = json.loads(cli("analyze", "000001", "--json").stdout)  # from the cached panel

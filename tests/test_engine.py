@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from tests.engine_fixtures import DAYS, make_panel, series
-from wyckoff.engine.config import DEFAULT_CONFIG
 from wyckoff.engine.funnel import layer2, run_funnel
 from wyckoff.engine.health import diagnose, holding_health
 from wyckoff.engine.indicators import features_at
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.engine.triggers import TRIGGERS
 
 T = DAYS - 1

@@ -16,8 +16,8 @@ from tests.conftest import add_scripted_model, cli, marked_data, spawn_cli
 from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.engine.demo import build_demo_market
+from wyckoff.engine.market_store import MarketStore, MarketStoreBusy
 from wyckoff.engine.sources import ensure_demo
-from wyckoff.engine.store import MarketStore, MarketStoreBusy
 from wyckoff.store import Store
 
 
@@ -275,10 +275,10 @@ def test_a_reader_waits_for_a_writer_and_then_says_the_store_is_busy(home, monke
         text=True,
     )
     assert holder.stdout.readline().strip() == "holding"
-    monkeypatch.setattr("wyckoff.engine.store.LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr("wyckoff.engine.market_store.LOCK_WAIT_S", 0.5)
     with pytest.raises(MarketStoreBusy, match="正被另一个 Wyckoff 进程占用"):
         store.stocks()
-    monkeypatch.setattr("wyckoff.engine.store.LOCK_WAIT_S", 60.0)
+    monkeypatch.setattr("wyckoff.engine.market_store.LOCK_WAIT_S", 60.0)
     assert len(store.stocks()) == 50  # waits until the writer is done
     assert holder.wait(timeout=30) == 0
 

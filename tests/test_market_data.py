@@ -13,9 +13,9 @@ import pytest
 from tests.conftest import add_scripted_model, cli, marked_data
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
-from wyckoff.engine.config import MAIN_INDICES
+from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.sources import SourceError, ensure_demo, run_isolated, sync
-from wyckoff.engine.store import MarketStore
+from wyckoff.engine.thresholds import MAIN_INDICES
 
 TOKEN = "tushare-token-0123456789abcdef"
 DATES = ["20261125", "20261126", "20261127"]
@@ -184,8 +184,8 @@ def test_demo_market_is_deterministic_and_complete():
 
 
 def test_demo_daily_moves_respect_board_limits():
-    from wyckoff.engine.config import limit_pct
     from wyckoff.engine.demo import build_demo_market
+    from wyckoff.engine.thresholds import limit_pct
 
     market = build_demo_market(limit=300, days=260)
     wide = market["bars"].pivot(index="date", columns="code", values="close")

@@ -32,9 +32,9 @@ from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.tools import ToolContext
 from wyckoff.engine.backtest import Trade, cash_portfolio
-from wyckoff.engine.config import DEFAULT_CONFIG
 from wyckoff.engine.funnel import run_funnel
 from wyckoff.engine.indicators import features_at
+from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.sources import (
     PerCodeSource,
     akshare_frames,
@@ -45,7 +45,7 @@ from wyckoff.engine.sources import (
     sync,
     sync_per_code,
 )
-from wyckoff.engine.store import MarketStore
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.engine.triggers import TRIGGERS
 from wyckoff.store import Store
 

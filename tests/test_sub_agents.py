@@ -16,7 +16,6 @@ from tests.conftest import cli, marked_data, model_config
 from tests.model_servers import Reply
 from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.runtime import AgentRuntime, Approval
-from wyckoff.cli.scratchpad import read_trace_file
 from wyckoff.cli.sub_agents import (
     SUB_AGENTS,
     TRIMMED_MARK,
@@ -26,6 +25,7 @@ from wyckoff.cli.sub_agents import (
     trim_context,
 )
 from wyckoff.cli.tools import ToolRegistry, ToolSpec
+from wyckoff.cli.traces import read_trace_file
 from wyckoff.store import Store
 
 

@@ -22,12 +22,12 @@ from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext, ToolFailure
 from wyckoff.engine.backtest import run_backtest
-from wyckoff.engine.config import DEFAULT_CONFIG
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.engine.sources import ensure_demo
 from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep, walk_forward_folds
 from wyckoff.engine.sweep_grid import EXIT_DEFAULTS, parse_grid
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.store import Store
 
 START, END = 255, 299

@@ -143,7 +143,7 @@ async def test_an_answer_that_ends_mid_render_shows_each_block_once(configured, 
 
 @pytest.mark.asyncio
 async def test_a_display_error_is_one_short_line_and_lands_in_the_trace(configured, home):
-    from wyckoff.cli.scratchpad import list_traces, read_trace
+    from wyckoff.cli.traces import list_traces, read_trace
     from wyckoff.cli.tui.app import RuntimeEventPosted
 
     configured.script(Reply(text="好。"))

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-from wyckoff.engine.config import MAIN_INDICES, board_of
+from wyckoff.engine.thresholds import MAIN_INDICES, board_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,8 +34,8 @@ class MarketData:
     """The market store of the configured source and the panels loaded from it."""
 
     def __init__(self, home: Path, config) -> None:
+        from wyckoff.engine.market_store import MarketStore
         from wyckoff.engine.sources import resolve_source
-        from wyckoff.engine.store import MarketStore
 
         self.home = home
         self.source = resolve_source(config)
@@ -507,7 +507,7 @@ def save_screen(
     store, source: str, as_of: str, candidates: list[dict[str, Any]], open_days: np.ndarray
 ) -> None:
     """Candidates as recommendations; each trigger as a pending signal with its TTL."""
-    from wyckoff.engine.config import DEFAULT_CONFIG
+    from wyckoff.engine.thresholds import DEFAULT_CONFIG
     from wyckoff.engine.triggers import TRIGGER_LABELS, signal_expiry
 
     recommendations = [
@@ -672,7 +672,7 @@ def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str,
 def _refresh_expiry(rows: list[Signal], open_days: np.ndarray) -> None:
     """Recount each pending signal's TTL on the calendar known now (a holiday synced since
     the screen moves its expiry), and mark it expired once that day has passed."""
-    from wyckoff.engine.config import DEFAULT_CONFIG
+    from wyckoff.engine.thresholds import DEFAULT_CONFIG
     from wyckoff.engine.triggers import TRIGGER_KEYS, signal_expiry
 
     today = date.today().isoformat()

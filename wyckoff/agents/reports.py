@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from wyckoff import history_store
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.config import redact_text
-from wyckoff.engine.config import DEFAULT_CONFIG
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.history_store import ReportKind
 
 CATEGORIES = ("起跳板", "储备营地", "逻辑破产")

@@ -13,7 +13,7 @@ import re
 import unicodedata
 
 from wyckoff.cli.tools import ToolFailure
-from wyckoff.engine.config import MAIN_INDICES, ts_code
+from wyckoff.engine.thresholds import MAIN_INDICES, ts_code
 
 EXCHANGE_NAMES = {"SH": "上交所", "SZ": "深交所", "BJ": "北交所"}
 CODE_PATTERN = re.compile(r"^(SH|SZ|BJ)?(\d{6})(?:\.(SH|SZ|BJ))?$")

@@ -37,7 +37,6 @@ from wyckoff.cli.providers.base import (
     TokenUsage,
     usage_of,
 )
-from wyckoff.cli.scratchpad import Scratchpad
 from wyckoff.cli.tokens import MessageTokenCache
 from wyckoff.cli.tools import (
     CancelEvent,
@@ -47,6 +46,7 @@ from wyckoff.cli.tools import (
     ToolSpec,
     canonical_args,
 )
+from wyckoff.cli.traces import TurnTrace
 from wyckoff.cli.untrusted import PROMPT_RULE
 from wyckoff.config import StreamRedactor, redact_text, redact_value
 
@@ -88,7 +88,7 @@ class TurnCancelled(Exception):
 @dataclass
 class TurnState:
     session_id: str | None
-    scratchpad: Scratchpad | None
+    trace: TurnTrace | None
     usage: UsageTotals = field(default_factory=UsageTotals)
     calls: list[dict[str, Any]] = field(default_factory=list)
     started_tasks: list[str] = field(default_factory=list)
@@ -157,7 +157,7 @@ class AgentRuntime:
         )
         self._cancel = threading.Event()
         self._call_cancels: set[CancelEvent] = set()
-        self.last_trace: Scratchpad | None = None
+        self.last_trace: TurnTrace | None = None
 
     # --- public -------------------------------------------------------------------------
 
@@ -188,7 +188,7 @@ class AgentRuntime:
 
     def record_front_end_error(self, message: str, details: str) -> None:
         """A front end's own failure (a display bug) goes into the latest turn's trace."""
-        trace = self.last_trace or self._scratchpad(self.session_id)
+        trace = self.last_trace or self._new_trace(self.session_id)
         if trace is not None:
             trace.record("front_end_error", message=message, traceback=details)
 
@@ -239,8 +239,8 @@ class AgentRuntime:
         self._cancel.clear()
         session_id = getattr(messages, "session_id", None) or self.session_id
         self.context.session_id = session_id
-        turn = TurnState(session_id, self._scratchpad(session_id))
-        self.last_trace = turn.scratchpad
+        turn = TurnState(session_id, self._new_trace(session_id))
+        self.last_trace = turn.trace
         self._trace(
             turn,
             "init",
@@ -546,8 +546,8 @@ class AgentRuntime:
         """Each call's outcome in call order: traced, added to the history, announced."""
         for call in group:
             outcome = batch.outcomes[call["id"]]
-            if turn.scratchpad is not None:
-                turn.scratchpad.tool_result(
+            if turn.trace is not None:
+                turn.trace.tool_result(
                     call["name"], call.get("args") or {}, outcome, "ok" if outcome.ok else "error"
                 )
             messages.append(_tool_message(call, outcome.observation()))
@@ -726,12 +726,12 @@ class AgentRuntime:
 
     # --- traces -------------------------------------------------------------------------
 
-    def _scratchpad(self, session_id: str | None) -> Scratchpad | None:
-        return Scratchpad(self.home, session_id) if self.record_traces else None
+    def _new_trace(self, session_id: str | None) -> TurnTrace | None:
+        return TurnTrace(self.home, session_id) if self.record_traces else None
 
     def _trace(self, turn: TurnState, kind: str, **fields: Any) -> None:
-        if turn.scratchpad is not None:
-            turn.scratchpad.record(kind, **fields)
+        if turn.trace is not None:
+            turn.trace.record(kind, **fields)
 
 
 class _ShownDeltas:

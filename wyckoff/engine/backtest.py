@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig, limit_pct
 from wyckoff.engine.funnel import FunnelResult, run_funnel
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.regime import market_regime
 from wyckoff.engine.strategy import affordable, buyable, cents, commission_cents, fee_cents
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig, limit_pct
 
 
 @dataclass

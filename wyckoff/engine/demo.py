@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wyckoff.engine.config import MAIN_INDICES, board_of, limit_pct
+from wyckoff.engine.thresholds import MAIN_INDICES, board_of, limit_pct
 from wyckoff.faults import crash_point
 
 SEED = 20_240_601
@@ -169,7 +169,7 @@ def build_demo_store(
     The caller holds the build lock (see `ensure_demo`)."""
     import duckdb
 
-    from wyckoff.engine.store import SCHEMA
+    from wyckoff.engine.market_store import SCHEMA
 
     def report(stage: str, detail: str, fraction: float | None) -> None:
         if progress:

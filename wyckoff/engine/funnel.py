@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from wyckoff.engine.config import BENCHMARK, DEFAULT_CONFIG, TRADABLE_PREFIXES, EngineConfig
 from wyckoff.engine.indicators import (
     features_at,
     nan_quantile,
@@ -22,6 +21,7 @@ from wyckoff.engine.indicators import (
     wmin,
 )
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.thresholds import BENCHMARK, DEFAULT_CONFIG, TRADABLE_PREFIXES, EngineConfig
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 
 CHANNEL_LABELS = {

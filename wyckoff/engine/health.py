@@ -11,10 +11,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import skipped_weekdays
-from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig
 from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2, layer4
 from wyckoff.engine.indicators import features_at, nan_reduce, percentile_rank, ret
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 
 HEALTH_LABELS = {"healthy": "🟢 健康", "caution": "🟡 注意", "danger": "🔴 危险"}

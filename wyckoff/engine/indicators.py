@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from wyckoff.engine.config import BENCHMARK, EngineConfig
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.thresholds import BENCHMARK, EngineConfig
 
 MIN_VALID_SHARE = 0.8  # a window needs this share of trading days to count
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from wyckoff.engine.config import BENCHMARK, DEFAULT_CONFIG, SMALL_CAP_BENCHMARK, EngineConfig
 from wyckoff.engine.indicators import nan_reduce, window
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.thresholds import BENCHMARK, DEFAULT_CONFIG, SMALL_CAP_BENCHMARK, EngineConfig
 
 BUY_BLOCKED = frozenset({"RISK_OFF", "CRASH", "BEAR_REBOUND", "PANIC_REPAIR"})
 REGIME_LABELS = {

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wyckoff.engine.config import MAIN_INDICES, board_of, ts_code
-from wyckoff.engine.store import MarketStore
+from wyckoff.engine.market_store import MarketStore
+from wyckoff.engine.thresholds import MAIN_INDICES, board_of, ts_code
 from wyckoff.errors import WyckoffError
 
 SOURCES = ("auto", "tushare", "akshare", "baostock", "demo")

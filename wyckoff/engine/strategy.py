@@ -9,9 +9,9 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from wyckoff.engine.config import DEFAULT_CONFIG, EngineConfig
 from wyckoff.engine.health import exit_status
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 
 PRIORITY = {"EXIT": 0, "TRIM": 1, "HOLD": 2, "ATTACK": 3, "PROBE": 4, "WAIT": 5}
 

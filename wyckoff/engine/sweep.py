@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wyckoff.engine.backtest import Signals, compute_signals, run_backtest
-from wyckoff.engine.config import DEFAULT_CONFIG
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.sweep_grid import Grid
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.errors import UsageError, WyckoffError
 
 # Columns of a sweep result, in table order: trade statistics, then both accounting views.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from wyckoff.engine.config import DEFAULT_CONFIG
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.errors import UsageError
 
 # Exit parameters of run_backtest and their defaults: they never change the signals.

@@ -11,7 +11,6 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import trading_day_after
-from wyckoff.engine.config import EngineConfig
 from wyckoff.engine.indicators import (
     at,
     nan_quantile,
@@ -22,6 +21,7 @@ from wyckoff.engine.indicators import (
     wmean,
 )
 from wyckoff.engine.panel import Panel
+from wyckoff.engine.thresholds import EngineConfig
 
 TRIGGER_LABELS = {
     "spring": "Spring",

@@ -62,8 +62,8 @@ def _with_progress(label: str, work):
 
 def _build_demo(home) -> bool:
     """Build the demo store now, with progress, unless it is already complete."""
+    from wyckoff.engine.market_store import MarketStore
     from wyckoff.engine.sources import demo_complete, ensure_demo
-    from wyckoff.engine.store import MarketStore
 
     if demo_complete(MarketStore.for_source(home, "demo")):
         return False
@@ -339,8 +339,8 @@ def status(json_output: JsonOption = False) -> None:
     """数据覆盖情况 / what the market store holds."""
     from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.market_store import MarketStore
     from wyckoff.engine.sources import chosen_source, resolve_source
-    from wyckoff.engine.store import MarketStore
 
     home = wyckoff_home()
     config = load_config(home)

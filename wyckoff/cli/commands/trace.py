@@ -19,7 +19,7 @@ def list_traces(
 ) -> None:
     """列出最近的追踪 / recent traces."""
     from wyckoff.cli.output import print_json, print_notice, print_table
-    from wyckoff.cli.scratchpad import list_traces as traces_in
+    from wyckoff.cli.traces import list_traces as traces_in
     from wyckoff.config import wyckoff_home
 
     traces = traces_in(wyckoff_home(), limit)
@@ -38,7 +38,7 @@ def list_traces(
 @app.command("show")
 def show(trace_id: Annotated[str, typer.Argument(help="追踪 id（或其开头）")]) -> None:
     """逐行显示一个追踪 / print one trace, one JSON event per line."""
-    from wyckoff.cli.scratchpad import read_trace
+    from wyckoff.cli.traces import read_trace
     from wyckoff.config import wyckoff_home
 
     for entry in read_trace(wyckoff_home(), trace_id):

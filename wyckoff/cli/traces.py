@@ -14,13 +14,13 @@ from typing import Any
 
 from wyckoff.config import redact_value
 
-SCRATCHPAD_DIR = "scratchpad"
+TRACES_DIR = "scratchpad"  # the folder keeps its first name: older traces stay listed
 RESULT_PREVIEW_CHARS = 2_000
 
 
-class Scratchpad:
+class TurnTrace:
     def __init__(self, home: Path, session_id: str | None) -> None:
-        folder = home / SCRATCHPAD_DIR
+        folder = home / TRACES_DIR
         folder.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.id = f"{stamp}_{(session_id or 'nosession')[:12]}"
@@ -48,7 +48,7 @@ class Scratchpad:
 
 def list_traces(home: Path, limit: int = 20) -> list[dict[str, Any]]:
     """Newest traces first, with the question that started each."""
-    folder = home / SCRATCHPAD_DIR
+    folder = home / TRACES_DIR
     paths = sorted(folder.glob("*.jsonl"), reverse=True)[:limit] if folder.exists() else []
     traces = []
     for path in paths:
@@ -70,7 +70,7 @@ def list_traces(home: Path, limit: int = 20) -> list[dict[str, Any]]:
 def read_trace(home: Path, trace_id: str) -> list[dict[str, Any]]:
     from wyckoff.errors import UsageError
 
-    folder = home / SCRATCHPAD_DIR
+    folder = home / TRACES_DIR
     matches = (
         sorted(folder.glob(f"{trace_id}*.jsonl")) if folder.exists() and "/" not in trace_id else []
     )
