@@ -207,3 +207,21 @@ async def test_the_approval_sentence_follows_edited_arguments(home, openai_serve
         await pilot.press("escape", "enter")
         await wait_until(pilot, lambda: not app.turn_running)
     assert Portfolio(Store.in_home(home)).cash() == 2000
+
+
+def test_the_demo_label_shows_once_on_one_screen_and_stays_in_saved_output(demo_home, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import cli_env
+
+    together = subprocess.run(  # a terminal, or `2>&1`: stdout and stderr are one place
+        [sys.executable, "-m", "wyckoff", "analyze", "000001.SZ"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(),
+    )
+    assert together.returncode == 0 and together.stdout.count("演示数据：") == 1
+    apart = cli("analyze", "000001.SZ")  # `> saved.txt`: the file and the screen both say so
+    assert "演示数据：" in apart.stdout and "演示数据：" in apart.stderr

@@ -6,6 +6,7 @@ scripts) and a progress bar on long work. Demo results are labelled on every out
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Any
 
@@ -106,14 +107,23 @@ class StageLog:
             sys.stderr.flush()
 
 
+def _same_destination(first, second) -> bool:
+    """Whether two streams end up in the same place (one terminal, or `2>&1`)."""
+    try:
+        return os.path.sameopenfile(first.fileno(), second.fileno())
+    except (OSError, ValueError):  # not a real file (tests capture output in memory)
+        return False
+
+
 def _note(result: dict[str, Any]) -> None:
     from wyckoff.cli.output import print_notice
 
     source = f"数据源：{result.get('source')}，截至 {result.get('as_of')}"
     print_notice(source)
-    if result.get("data_note"):  # on stdout too: a piped output keeps the demo label
-        print_notice(f"⚠ {result['data_note']}")
+    if result.get("data_note"):  # on stdout: a piped or saved output keeps the demo label
         typer.echo(f"⚠ {result['data_note']}")
+        if not _same_destination(sys.stdout, sys.stderr):  # and on the screen, once
+            print_notice(f"⚠ {result['data_note']}")
     for caveat in result.get("data_caveats") or []:
         typer.echo(f"⚠ 数据缺口 — {caveat}")
 
