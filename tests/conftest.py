@@ -1,4 +1,7 @@
-"""Shared fixtures: a temporary WYCKOFF_HOME, no network beyond loopback, scripted servers."""
+"""Shared fixtures: a temporary WYCKOFF_HOME, no network beyond loopback, scripted servers.
+
+`cli` (tests/cli_runner.py) runs a command in this process; `cli_process` and `spawn_cli`
+in a real one."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import cli
 from tests.model_servers import SERVERS, AnthropicServer, GeminiServer, OpenAIServer, ScriptedServer
 
 KEY_VARIABLES = (
@@ -103,10 +107,11 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": python_path, **(env or {})}
 
 
-def cli(
+def cli_process(
     *args: str, input_text: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Run `python -m wyckoff ARGS` as a user would, in the test's WYCKOFF_HOME."""
+    """Run `python -m wyckoff ARGS` in a process of its own, in the test's WYCKOFF_HOME (for
+    what only a real process shows: exit by signal, kill -9, its pid; `cli` for the rest)."""
     return subprocess.run(
         [sys.executable, "-m", "wyckoff", *args],
         capture_output=True,

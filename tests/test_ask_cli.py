@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -97,10 +96,7 @@ def test_ctrl_c_cancels_with_exit_130(configured):
         text=True,
         env=env,
     )
-    deadline = time.monotonic() + 20
-    while not configured.requests and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert configured.requests, "the model was never called"
+    assert configured.wait_for_requests(1), "the model was never called"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
     assert process.returncode == 130 and "已取消" in err and "Traceback" not in err

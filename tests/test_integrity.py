@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
-from tests.conftest import add_scripted_model, cli, marked_data, spawn_cli
+from tests.conftest import add_scripted_model, cli, cli_process, marked_data, spawn_cli
 from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog
 from wyckoff.engine.demo import build_demo_market
@@ -95,10 +95,13 @@ def test_a_session_in_use_by_another_process_is_busy(home, openai_server):
     add_scripted_model(openai_server, "local")
     openai_server.script(Reply(text="第一个回答"))
     assert cli("ask", "第一个问题").returncode == 0
-    openai_server.script(Reply(text="慢的回答", delay_s=4), Reply(text="不该出现"))
+    answer = threading.Event()
+    openai_server.script(Reply(text="慢的回答", hold=answer), Reply(text="不该出现"))
+    asked = len(openai_server.requests) + 1
     slow = spawn_cli("ask", "第二个问题", "--continue")
-    time.sleep(2)
+    assert openai_server.wait_for_requests(asked), "the slow ask never reached the model"
     busy = cli("ask", "第三个问题", "--continue")
+    answer.set()
     code, out, err = finish([slow])[0]
     assert code == 0 and out.strip() == "慢的回答", err
     assert busy.returncode == 2 and "正忙" in busy.stderr and "Traceback" not in busy.stderr
@@ -122,9 +125,9 @@ def partial_demo_store(home) -> MarketStore:
 
 def test_a_demo_build_killed_midway_leaves_nothing_half_built_and_status_repairs(home):
     store = partial_demo_store(home)
-    assert cli("data", "use", "demo", env={"WYCKOFF_CRASH_AT": "demo-build"}).returncode == (
-        -signal.SIGKILL
-    )
+    assert cli_process(
+        "data", "use", "demo", env={"WYCKOFF_CRASH_AT": "demo-build"}
+    ).returncode == (-signal.SIGKILL)
     assert store.status()["indices"] == 0  # the killed build did not touch the store in use
     status = cli("data", "status", "--json")
     assert status.returncode == 0, status.stderr
@@ -153,7 +156,7 @@ def test_data_use_demo_builds_the_store_at_once(home):
 def test_a_background_task_of_a_killed_process_is_failed_not_running(home, openai_server):
     add_scripted_model(openai_server, "local")
     openai_server.script(Reply(tool_calls=[("screen_stocks", {})]))
-    killed = cli("ask", "全市场筛选", env={"WYCKOFF_CRASH_AT": "background-task"})
+    killed = cli_process("ask", "全市场筛选", env={"WYCKOFF_CRASH_AT": "background-task"})
     assert killed.returncode == -signal.SIGKILL
     openai_server.script(Reply(tool_calls=[("check_background_tasks", {})]), Reply(text="好"))
     assert cli("ask", "筛选好了吗？", "--continue").returncode == 0
