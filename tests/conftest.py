@@ -6,15 +6,20 @@ in a real one."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.cli_runner import cli
 from tests.model_servers import SERVERS, AnthropicServer, GeminiServer, OpenAIServer, ScriptedServer
+
+if TYPE_CHECKING:
+    from wyckoff.engine.store import MarketStore
 
 KEY_VARIABLES = (
     "ANTHROPIC_API_KEY",
@@ -150,12 +155,28 @@ def marked_data(content: str, source: str) -> str:
     return content[len(opening) : -len("\n</untrusted-data>")]
 
 
-@pytest.fixture
-def demo_home(home: Path) -> Path:
-    """A home whose chosen source is a 400-stock demo market."""
+@pytest.fixture(scope="session")
+def install_demo(tmp_path_factory) -> Callable[[Path, int], MarketStore]:
+    """`install(home, limit)`: puts a demo market of `limit` stocks into `home` (a copy of one
+    built once per test session: the build is deterministic, and the slowest setup step)."""
     from wyckoff.engine.sources import ensure_demo
+    from wyckoff.engine.store import MarketStore
 
-    home.mkdir(parents=True, exist_ok=True)
-    ensure_demo(home, limit=400)
+    built: dict[int, MarketStore] = {}
+
+    def install(home: Path, limit: int = 400) -> MarketStore:
+        if limit not in built:
+            built[limit] = ensure_demo(tmp_path_factory.mktemp(f"demo-{limit}"), limit=limit)
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[limit].path, home / built[limit].path.name)
+        return MarketStore.for_source(home, "demo")
+
+    return install
+
+
+@pytest.fixture
+def demo_home(home: Path, install_demo) -> Path:
+    """A home whose chosen source is a 400-stock demo market."""
+    install_demo(home, 400)
     assert cli("data", "use", "demo").returncode == 0
     return home

@@ -131,10 +131,8 @@ def test_sessions_and_traces_are_listed_shown_exported_and_forked(configured):
     assert json.loads(lines[0])["type"] == "init" and json.loads(lines[-1])["type"] == "final"
 
 
-def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home):
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
+def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home, install_demo):
+    install_demo(home, 100)
     cli("data", "use", "demo")
     configured.script(Reply(tool_calls=[("get_market_overview", {})]), Reply(text="偏强。"))
     result = cli("ask", "大盘怎么样？")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -15,7 +16,6 @@ from tests.conftest import add_scripted_model, cli, cli_process, marked_data, sp
 from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog
 from wyckoff.engine.demo import build_demo_market
-from wyckoff.engine.sources import ensure_demo
 from wyckoff.engine.store import MarketStore, MarketStoreBusy
 from wyckoff.store import Store
 
@@ -36,9 +36,8 @@ def test_parallel_first_runs_on_a_fresh_home_all_work(home):
     assert all(json.loads(out)["positions"] == [] for _, out, _ in results)
 
 
-def test_market_readers_run_side_by_side(home):
-    home.mkdir()
-    ensure_demo(home, limit=300)
+def test_market_readers_run_side_by_side(home, install_demo):
+    install_demo(home, 300)
     cli("data", "use", "demo")
     runs = [spawn_cli("analyze", "000001", "--json") for _ in range(3)]
     runs += [spawn_cli("market", "--json") for _ in range(2)]
@@ -46,6 +45,56 @@ def test_market_readers_run_side_by_side(home):
     assert_clean(results)
     assert json.loads(results[0][1])["code"] == "000001"
     assert json.loads(results[-1][1])["source"] == "demo"
+
+
+# --- the state db's version ------------------------------------------------------------------
+
+
+def state_db_at_version(home, version: int) -> sqlite3.Connection:
+    """A wyckoff.db as a Wyckoff that knew the first `version` migrations left it."""
+    from wyckoff.store import DB_FILE, MIGRATIONS
+
+    home.mkdir()
+    conn = sqlite3.connect(home / DB_FILE, isolation_level=None)
+    conn.executescript(";\n".join(MIGRATIONS[:version]))
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn
+
+
+def test_a_state_db_from_an_older_version_is_migrated_and_keeps_its_sessions(home):
+    from wyckoff.store import MIGRATIONS
+
+    old = state_db_at_version(home, 4)  # before background tasks knew their process
+    old.execute("INSERT INTO sessions (id, title) VALUES ('s1', '旧会话')")
+    old.execute(
+        "INSERT INTO messages (session_id, seq, role, content)"
+        " VALUES ('s1', 1, 'user', '你好'), ('s1', 2, 'assistant', '你好！')"
+    )
+    old.close()
+    listed = cli("session", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(s["id"], s["title"]) for s in json.loads(listed.stdout)["sessions"]] == [
+        ("s1", "旧会话")
+    ]
+    assert cli("memory", "list").returncode == 0  # a table of a later migration
+    conn = sqlite3.connect(home / "wyckoff.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(background_tasks)")]
+    assert "owner_pid" in columns
+
+
+def test_a_state_db_from_a_newer_version_is_refused_and_left_alone(home):
+    from wyckoff.store import MIGRATIONS
+
+    newer = state_db_at_version(home, len(MIGRATIONS))
+    newer.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    before = newer.execute(schema).fetchall()
+    refused = cli("session", "list")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "来自更新版本的 Wyckoff" in refused.stderr and "请升级 Wyckoff" in refused.stderr
+    assert newer.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
+    assert newer.execute(schema).fetchall() == before
 
 
 # --- the chat log --------------------------------------------------------------------------
@@ -171,9 +220,8 @@ def test_a_background_task_of_a_killed_process_is_failed_not_running(home, opena
 # --- everything at once ----------------------------------------------------------------------
 
 
-def test_eight_processes_on_one_home_lose_nothing(home, openai_server):
-    home.mkdir()
-    ensure_demo(home, limit=300)
+def test_eight_processes_on_one_home_lose_nothing(home, openai_server, install_demo):
+    install_demo(home, 300)
     cli("data", "use", "demo")
     add_scripted_model(openai_server, "local")
     openai_server.script(*[Reply(text="回答完毕。") for _ in range(3)])
@@ -196,9 +244,10 @@ def test_eight_processes_on_one_home_lose_nothing(home, openai_server):
     assert len(json.loads(cli("portfolio", "history", "--json").stdout)["history"]) == 3
 
 
-def test_a_reader_waits_for_a_writer_and_then_says_the_store_is_busy(home, monkeypatch):
-    home.mkdir()
-    store = ensure_demo(home, limit=50)
+def test_a_reader_waits_for_a_writer_and_then_says_the_store_is_busy(
+    home, monkeypatch, install_demo
+):
+    store = install_demo(home, 50)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_WRITE_LOCK, str(store.path), "3"],
         stdout=subprocess.PIPE,

@@ -14,7 +14,7 @@ from tests.conftest import add_scripted_model, cli, marked_data
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
 from wyckoff.engine.config import MAIN_INDICES
-from wyckoff.engine.sources import SourceError, ensure_demo, run_isolated, sync
+from wyckoff.engine.sources import SourceError, run_isolated, sync
 from wyckoff.engine.store import MarketStore
 
 TOKEN = "tushare-token-0123456789abcdef"
@@ -198,11 +198,10 @@ def test_demo_daily_moves_respect_board_limits():
     assert np.nanmax(excess) <= 0.011  # prices are in cents, like the exchange's limit prices
 
 
-def test_every_channel_and_trigger_occurs_on_the_demo_market(home):
+def test_every_channel_and_trigger_occurs_on_the_demo_market(home, install_demo):
     from wyckoff.engine.funnel import run_funnel
 
-    home.mkdir(parents=True)
-    panel = ensure_demo(home, limit=1500).load_panel(520)
+    panel = install_demo(home, 1500).load_panel(520)
     seen_channels, seen_triggers = set(), set()
     for t in range(len(panel.dates) - 1, 260, -4):
         result = run_funnel(panel, t)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -584,3 +585,11 @@ def test_scratchpad_records_the_turn_with_secrets_redacted(openai_server, home, 
     assert "sk-abcdefghijklmnop" not in text and "sk-zzzzzzzzzzzzzzzz" not in text
     kinds = [line.split('"type": "')[1].split('"')[0] for line in text.splitlines()]
     assert kinds[0] == "init" and "tool_result" in kinds and kinds[-1] == "final"
+
+
+def test_the_prompt_gives_the_model_the_date_of_the_runtimes_clock(openai_server, home, store):
+    openai_server.script(Reply(text="12 月 3 日。"))
+    runtime = make_runtime(openai_server, home, store, today=lambda: date(2026, 12, 3))
+    run(runtime, [{"role": "user", "content": "今天几号？"}])
+    system = openai_server.bodies[0]["messages"][0]
+    assert system["role"] == "system" and "今天是 2026-12-03。" in str(system["content"])

@@ -28,11 +28,9 @@ def configured(home, openai_server):
 
 
 @pytest.fixture
-def demo_market(home):
+def demo_market(home, install_demo):
     """The synthetic demo market, chosen as the data source (labelled DEMO everywhere)."""
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
+    install_demo(home, 100)
     cli("data", "use", "demo")
 
 
@@ -278,10 +276,8 @@ async def test_new_chat_resets_and_resume_restores(configured):
 
 
 @pytest.mark.asyncio
-async def test_background_panel_and_notification_turn(configured, home):
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=200)
+async def test_background_panel_and_notification_turn(configured, home, install_demo):
+    install_demo(home, 200)
     cli("data", "use", "demo")
     configured.script(
         Reply(tool_calls=[("screen_stocks", {"board": "all"})]),
