@@ -331,6 +331,25 @@ def test_large_result_goes_to_disk_and_can_be_read_back(openai_server, home, sto
     assert read_back["name"] == "read_tool_result" and '"offset": 3000' in read_back["result"]
 
 
+def test_read_tool_result_reads_saved_results_and_nothing_else(home):
+    from tests.test_local_tools import call, result
+
+    saved = home / "tool-results" / "r1.json"
+    saved.parent.mkdir(parents=True)
+    text = '{"rows": [' + ", ".join(map(str, range(100))) + "]}"
+    saved.write_text(text, encoding="utf-8")
+    secret = home / "wyckoff.json"
+    secret.write_text('{"api_key": "sk-secret-0123456789"}', encoding="utf-8")
+    (saved.parent / "link.json").symlink_to(secret)
+    read = result(call(home, "read_tool_result", ref=str(saved), offset=5, limit=100))
+    assert read["text"] == text[5:105] and read["total_chars"] == len(text) and read["more"]
+    outside = [secret, saved.parent / ".." / "wyckoff.json", saved.parent / "link.json"]
+    for ref in [*map(str, outside), "/etc/passwd", str(saved.parent)]:
+        refused = call(home, "read_tool_result", ref=ref)
+        assert not refused.ok and "不是已保存的工具结果" in refused.error, ref
+        assert "sk-secret" not in refused.error
+
+
 def test_headless_approval_is_refused_then_allowed_by_flag(openai_server, home, store):
     changed = []
     risky = recording_update_tool(changed)
