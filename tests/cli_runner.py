@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import io
+import logging
 import os
 import signal
 import sys
@@ -77,9 +78,12 @@ def _exit_status(code: object) -> int:
     return 1
 
 
+class _Pipe(io.TextIOWrapper):
+    """A command's standard stream, like a pipe's under PYTHONIOENCODING=utf-8."""
+
+
 def _text_stream(raw: io.BytesIO) -> io.TextIOWrapper:
-    """Like a pipe's stream under PYTHONIOENCODING=utf-8 (not a terminal)."""
-    return io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    return _Pipe(raw, encoding="utf-8", write_through=True)
 
 
 def _captured(stream: io.TextIOWrapper) -> str:
@@ -108,6 +112,7 @@ def _process_globals(argv: list[str], stdin, stdout, stderr) -> Iterator[None]:
     saved = sys.argv, sys.stdin, sys.stdout, sys.stderr
     umask = os.umask(0o022)
     sigint = signal.getsignal(signal.SIGINT)
+    handlers = _log_handlers_onto({sys.stderr: stderr, sys.stdout: stdout})
     sys.argv, sys.stdin, sys.stdout, sys.stderr = argv, stdin, stdout, stderr
     try:
         yield
@@ -115,6 +120,30 @@ def _process_globals(argv: list[str], stdin, stdout, stderr) -> Iterator[None]:
         sys.argv, sys.stdin, sys.stdout, sys.stderr = saved
         os.umask(umask)
         signal.signal(signal.SIGINT, sigint)
+        for handler, stream in handlers:
+            handler.setStream(stream)
+
+
+def _log_handlers_onto(streams: dict) -> list[tuple[logging.StreamHandler, object]]:
+    """Point logging handlers that write to the standard streams (libraries such as distributed
+    add them at import) at the command's streams, as they would be in its own process; returns
+    the handlers moved from the test's streams, with those streams. Handlers made during an
+    earlier command still hold its streams: they move too."""
+    streams = {**streams, sys.__stderr__: streams[sys.stderr], sys.__stdout__: streams[sys.stdout]}
+    moved = []
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            if type(handler) is not logging.StreamHandler:
+                continue
+            stream = handler.stream
+            if any(stream is ours for ours in streams.values()):
+                continue
+            if isinstance(stream, _Pipe):  # left by an earlier command: stderr, most likely
+                handler.setStream(streams[sys.stderr])
+            elif stream in streams:
+                moved.append((handler, handler.setStream(streams[stream])))
+    return moved
 
 
 @contextmanager
@@ -159,7 +188,8 @@ def _exit_like_a_process() -> Iterator[None]:
     finally:
         for thread in set(threading.enumerate()) - before:
             if not thread.daemon:
-                thread.join()
+                thread.join(timeout=120)  # a thread that never ends would hang its process
+                assert not thread.is_alive(), f"the command left thread {thread.name} running"
         atexit.register, atexit.unregister = register, unregister
         for func, args, kwargs in reversed(callbacks):
             func(*args, **kwargs)
