@@ -12,7 +12,6 @@ processes on one home, the console script) keep using real subprocesses (conftes
 from __future__ import annotations
 
 import atexit
-import importlib
 import io
 import logging
 import os
@@ -159,7 +158,7 @@ def _fresh_module_state() -> Iterator[None]:
     finally:
         for module_name, attribute in PER_PROCESS_STATE:
             if module_name in sys.modules:
-                state = getattr(importlib.import_module(module_name), attribute)
+                state = getattr(sys.modules[module_name], attribute)
                 state.clear()
                 state.update(saved.get((module_name, attribute), ()))
 
