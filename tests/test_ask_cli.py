@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -87,7 +88,8 @@ def test_no_model_configured_is_a_usage_error(home):
 
 
 def test_ctrl_c_cancels_with_exit_130(configured):
-    configured.script(Reply(text="慢慢说", stall_s=5))
+    never = threading.Event()  # no answer before the user presses Ctrl+C
+    configured.script(Reply(text="慢慢说", hold=never))
     env = {**os.environ, "PYTHONPATH": str(NETGUARD)}
     process = subprocess.Popen(
         [sys.executable, "-m", "wyckoff", "ask", "hi"],
@@ -99,6 +101,7 @@ def test_ctrl_c_cancels_with_exit_130(configured):
     assert configured.wait_for_requests(1), "the model was never called"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
+    never.set()
     assert process.returncode == 130 and "已取消" in err and "Traceback" not in err
 
 
