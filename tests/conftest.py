@@ -1,16 +1,25 @@
-"""Shared fixtures: a temporary WYCKOFF_HOME, no network beyond loopback, scripted servers."""
+"""Shared fixtures: a temporary WYCKOFF_HOME, no network beyond loopback, scripted servers.
+
+`cli` (tests/cli_runner.py) runs a command in this process; `cli_process` and `spawn_cli`
+in a real one."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.cli_runner import cli
 from tests.model_servers import SERVERS, AnthropicServer, GeminiServer, OpenAIServer, ScriptedServer
+
+if TYPE_CHECKING:
+    from wyckoff.engine.market_store import MarketStore
 
 KEY_VARIABLES = (
     "ANTHROPIC_API_KEY",
@@ -103,10 +112,11 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": python_path, **(env or {})}
 
 
-def cli(
+def cli_process(
     *args: str, input_text: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Run `python -m wyckoff ARGS` as a user would, in the test's WYCKOFF_HOME."""
+    """Run `python -m wyckoff ARGS` in a process of its own, in the test's WYCKOFF_HOME (for
+    what only a real process shows: exit by signal, kill -9, its pid; `cli` for the rest)."""
     return subprocess.run(
         [sys.executable, "-m", "wyckoff", *args],
         capture_output=True,
@@ -145,12 +155,28 @@ def marked_data(content: str, source: str) -> str:
     return content[len(opening) : -len("\n</untrusted-data>")]
 
 
-@pytest.fixture
-def demo_home(home: Path) -> Path:
-    """A home whose chosen source is a 400-stock demo market."""
+@pytest.fixture(scope="session")
+def install_demo(tmp_path_factory) -> Callable[[Path, int], MarketStore]:
+    """`install(home, limit)`: puts a demo market of `limit` stocks into `home` (a copy of one
+    built once per test session: the build is deterministic, and the slowest setup step)."""
+    from wyckoff.engine.market_store import MarketStore
     from wyckoff.engine.sources import ensure_demo
 
-    home.mkdir(parents=True, exist_ok=True)
-    ensure_demo(home, limit=400)
+    built: dict[int, MarketStore] = {}
+
+    def install(home: Path, limit: int = 400) -> MarketStore:
+        if limit not in built:
+            built[limit] = ensure_demo(tmp_path_factory.mktemp(f"demo-{limit}"), limit=limit)
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[limit].path, home / built[limit].path.name)
+        return MarketStore.for_source(home, "demo")
+
+    return install
+
+
+@pytest.fixture
+def demo_home(home: Path, install_demo) -> Path:
+    """A home whose chosen source is a 400-stock demo market."""
+    install_demo(home, 400)
     assert cli("data", "use", "demo").returncode == 0
     return home

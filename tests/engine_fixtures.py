@@ -222,6 +222,10 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
     stocks, bars = market["stocks"], market["bars"]
     shares = (stocks["market_cap"] / bars.groupby("code")["close"].last().values).to_numpy()
     share_count = dict(zip(stocks["code"], shares, strict=True))
+    st_flag = {
+        code: "1" if "ST" in name else "0"
+        for code, name in zip(stocks["code"], stocks["name"], strict=True)
+    }
     fetched = []
     for code in codes:
         rows = bars[(bars["code"] == code) & (bars["date"] >= start) & (bars["date"] <= end)]
@@ -244,7 +248,7 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
                     if traded
                     else ["0", "", "", "0"]
                 )
-                + ["1" if "ST" in stocks.set_index("code").loc[code, "name"] else "0"]
+                + [st_flag[code]]
             )
             hfq.append([day, f"{bar.close * 1.5:.4f}"])  # hfq = raw x cumulative factor
         fetched.append((raw, hfq))

@@ -45,6 +45,7 @@ class Reply:
     cut_stream: bool = False  # stream the text, then close without the provider's end marker
     html_body: bool = False  # HTTP 200 with an HTML page instead of the API's answer
     retry_after: float | None = None  # error replies: send a `retry-after` header (seconds)
+    hold: threading.Event | None = None  # answer only once the test sets it
 
 
 class ScriptedServer:
@@ -58,6 +59,7 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self.unsupported_params: set[str] = set()
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
         self.call_counter = 0
         server = self
 
@@ -119,6 +121,11 @@ class ScriptedServer:
     def bodies(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests]
 
+    def wait_for_requests(self, count: int, timeout_s: float = 60) -> bool:
+        """Whether `count` requests have arrived (waiting for them up to `timeout_s`)."""
+        with self.arrived:
+            return self.arrived.wait_for(lambda: len(self.requests) >= count, timeout_s)
+
     def next_call_id(self, prefix: str) -> str:
         with self.lock:
             self.call_counter += 1
@@ -131,6 +138,7 @@ class ScriptedServer:
             self.requests.append(
                 {"path": handler.path, "headers": dict(handler.headers), "body": body}
             )
+            self.arrived.notify_all()
         problem = self.validate(body)
         if problem:
             self.send_json(handler, 400, self.error_body(400, problem, "invalid_request_error"))
@@ -141,6 +149,8 @@ class ScriptedServer:
                 handler, 418, self.error_body(418, "no scripted reply left", "script_exhausted")
             )
             return
+        if reply.hold is not None:
+            reply.hold.wait(timeout=120)
         if reply.delay_s:
             time.sleep(reply.delay_s)
         if reply.html_body:

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -88,7 +88,8 @@ def test_no_model_configured_is_a_usage_error(home):
 
 
 def test_ctrl_c_cancels_with_exit_130(configured):
-    configured.script(Reply(text="慢慢说", stall_s=5))
+    never = threading.Event()  # no answer before the user presses Ctrl+C
+    configured.script(Reply(text="慢慢说", hold=never))
     env = {**os.environ, "PYTHONPATH": str(NETGUARD)}
     process = subprocess.Popen(
         [sys.executable, "-m", "wyckoff", "ask", "hi"],
@@ -97,12 +98,10 @@ def test_ctrl_c_cancels_with_exit_130(configured):
         text=True,
         env=env,
     )
-    deadline = time.monotonic() + 20
-    while not configured.requests and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert configured.requests, "the model was never called"
+    assert configured.wait_for_requests(1), "the model was never called"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
+    never.set()
     assert process.returncode == 130 and "已取消" in err and "Traceback" not in err
 
 
@@ -135,10 +134,8 @@ def test_sessions_and_traces_are_listed_shown_exported_and_forked(configured):
     assert json.loads(lines[0])["type"] == "init" and json.loads(lines[-1])["type"] == "final"
 
 
-def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home):
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
+def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home, install_demo):
+    install_demo(home, 100)
     cli("data", "use", "demo")
     configured.script(Reply(tool_calls=[("get_market_overview", {})]), Reply(text="偏强。"))
     result = cli("ask", "大盘怎么样？")

@@ -23,7 +23,6 @@ from wyckoff.engine.backtest import (
 )
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
-from wyckoff.engine.sources import ensure_demo
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig, limit_pct
 
 
@@ -35,13 +34,19 @@ def demo_panel() -> Panel:
     )
 
 
+@pytest.fixture(scope="module")
+def full_backtest(demo_panel) -> dict:
+    """The backtest over the whole panel, computed once (the cut runs compare against it)."""
+    return run_backtest(demo_panel, 255, 329, regime_gate=False)
+
+
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(cut=st.integers(min_value=262, max_value=325))
-def test_no_look_ahead_signals_and_entries_ignore_later_data(demo_panel, cut):
+def test_no_look_ahead_signals_and_entries_ignore_later_data(demo_panel, full_backtest, cut):
     start = 255
-    full = run_backtest(demo_panel, start, 329, regime_gate=False)
+    full = full_backtest
     truncated = run_backtest(demo_panel.upto(cut), start, cut, regime_gate=False)
     cut_date = str(demo_panel.dates[cut])
     assert [s for s in full["signals"] if s["date"] < cut_date] == truncated["signals"]
@@ -56,8 +61,8 @@ def test_no_look_ahead_signals_and_entries_ignore_later_data(demo_panel, cut):
     assert entered(full) == entered(truncated)
 
 
-def test_entries_happen_at_the_next_days_open(demo_panel):
-    result = run_backtest(demo_panel, 255, 329, regime_gate=False)
+def test_entries_happen_at_the_next_days_open(demo_panel, full_backtest):
+    result = full_backtest
     assert result["trades"] > 0
     signal_days = {s["date"]: s["codes"] for s in result["signals"]}
     dates = [str(d) for d in demo_panel.dates]
@@ -305,9 +310,10 @@ def _reject_nan(constant: str) -> None:
     raise AssertionError(f"bare {constant} is not valid JSON")
 
 
-def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_is_cut(home):
-    home.mkdir(parents=True, exist_ok=True)
-    start = str(ensure_demo(home, limit=400).load_panel(60).dates[-40])
+def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_is_cut(
+    home, install_demo
+):
+    start = str(install_demo(home, 400).load_panel(60).dates[-40])
     assert cli("data", "use", "demo").returncode == 0
     result = cli("backtest", "--start", start, "--json")
     assert result.returncode == 0, result.stderr

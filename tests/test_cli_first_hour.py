@@ -88,13 +88,10 @@ def test_tushare_without_a_token_is_refused_at_once(home):
     assert with_token.returncode == 0, with_token.stderr
 
 
-def test_skills_and_stop_types_are_in_chinese(home):
-    from wyckoff.engine.sources import ensure_demo
-
+def test_skills_and_stop_types_are_in_chinese(home, install_demo):
     skills = cli("skills", "list", env=WIDE).stdout
     assert "内置" in skills and "built-in" not in skills
-    home.mkdir(parents=True, exist_ok=True)
-    ensure_demo(home, limit=50)
+    install_demo(home, 50)
     cli("data", "use", "demo")
     analysis = cli("analyze", "000001").stdout
     assert "止损" in analysis and "accumulation" not in analysis and "trailing" not in analysis

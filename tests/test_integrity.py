@@ -6,18 +6,18 @@ import json
 import operator
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
-from tests.conftest import add_scripted_model, cli, marked_data, spawn_cli
+from tests.conftest import add_scripted_model, cli, cli_process, marked_data, spawn_cli
 from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.market_store import MarketStore, MarketStoreBusy
-from wyckoff.engine.sources import ensure_demo
 from wyckoff.store import Store
 
 
@@ -37,9 +37,8 @@ def test_parallel_first_runs_on_a_fresh_home_all_work(home):
     assert all(json.loads(out)["positions"] == [] for _, out, _ in results)
 
 
-def test_market_readers_run_side_by_side(home):
-    home.mkdir()
-    ensure_demo(home, limit=300)
+def test_market_readers_run_side_by_side(home, install_demo):
+    install_demo(home, 300)
     cli("data", "use", "demo")
     runs = [spawn_cli("analyze", "000001", "--json") for _ in range(3)]
     runs += [spawn_cli("market", "--json") for _ in range(2)]
@@ -47,6 +46,56 @@ def test_market_readers_run_side_by_side(home):
     assert_clean(results)
     assert json.loads(results[0][1])["code"] == "000001"
     assert json.loads(results[-1][1])["source"] == "demo"
+
+
+# --- the state db's version ------------------------------------------------------------------
+
+
+def state_db_at_version(home, version: int) -> sqlite3.Connection:
+    """A wyckoff.db as a Wyckoff that knew the first `version` migrations left it."""
+    from wyckoff.store import DB_FILE, MIGRATIONS
+
+    home.mkdir()
+    conn = sqlite3.connect(home / DB_FILE, isolation_level=None)
+    conn.executescript(";\n".join(MIGRATIONS[:version]))
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn
+
+
+def test_a_state_db_from_an_older_version_is_migrated_and_keeps_its_sessions(home):
+    from wyckoff.store import MIGRATIONS
+
+    old = state_db_at_version(home, 4)  # before background tasks knew their process
+    old.execute("INSERT INTO sessions (id, title) VALUES ('s1', '旧会话')")
+    old.execute(
+        "INSERT INTO messages (session_id, seq, role, content)"
+        " VALUES ('s1', 1, 'user', '你好'), ('s1', 2, 'assistant', '你好！')"
+    )
+    old.close()
+    listed = cli("session", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(s["id"], s["title"]) for s in json.loads(listed.stdout)["sessions"]] == [
+        ("s1", "旧会话")
+    ]
+    assert cli("memory", "list").returncode == 0  # a table of a later migration
+    conn = sqlite3.connect(home / "wyckoff.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(background_tasks)")]
+    assert "owner_pid" in columns
+
+
+def test_a_state_db_from_a_newer_version_is_refused_and_left_alone(home):
+    from wyckoff.store import MIGRATIONS
+
+    newer = state_db_at_version(home, len(MIGRATIONS))
+    newer.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    before = newer.execute(schema).fetchall()
+    refused = cli("session", "list")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "来自更新版本的 Wyckoff" in refused.stderr and "请升级 Wyckoff" in refused.stderr
+    assert newer.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
+    assert newer.execute(schema).fetchall() == before
 
 
 # --- the chat log --------------------------------------------------------------------------
@@ -168,10 +217,13 @@ def test_a_session_in_use_by_another_process_is_busy(home, openai_server):
     add_scripted_model(openai_server, "local")
     openai_server.script(Reply(text="第一个回答"))
     assert cli("ask", "第一个问题").returncode == 0
-    openai_server.script(Reply(text="慢的回答", delay_s=4), Reply(text="不该出现"))
+    answer = threading.Event()
+    openai_server.script(Reply(text="慢的回答", hold=answer), Reply(text="不该出现"))
+    asked = len(openai_server.requests) + 1
     slow = spawn_cli("ask", "第二个问题", "--continue")
-    time.sleep(2)
+    assert openai_server.wait_for_requests(asked), "the slow ask never reached the model"
     busy = cli("ask", "第三个问题", "--continue")
+    answer.set()
     code, out, err = finish([slow])[0]
     assert code == 0 and out.strip() == "慢的回答", err
     assert busy.returncode == 2 and "正忙" in busy.stderr and "Traceback" not in busy.stderr
@@ -195,9 +247,9 @@ def partial_demo_store(home) -> MarketStore:
 
 def test_a_demo_build_killed_midway_leaves_nothing_half_built_and_status_repairs(home):
     store = partial_demo_store(home)
-    assert cli("data", "use", "demo", env={"WYCKOFF_CRASH_AT": "demo-build"}).returncode == (
-        -signal.SIGKILL
-    )
+    assert cli_process(
+        "data", "use", "demo", env={"WYCKOFF_CRASH_AT": "demo-build"}
+    ).returncode == (-signal.SIGKILL)
     assert store.status()["indices"] == 0  # the killed build did not touch the store in use
     status = cli("data", "status", "--json")
     assert status.returncode == 0, status.stderr
@@ -226,7 +278,7 @@ def test_data_use_demo_builds_the_store_at_once(home):
 def test_a_background_task_of_a_killed_process_is_failed_not_running(home, openai_server):
     add_scripted_model(openai_server, "local")
     openai_server.script(Reply(tool_calls=[("screen_stocks", {})]))
-    killed = cli("ask", "全市场筛选", env={"WYCKOFF_CRASH_AT": "background-task"})
+    killed = cli_process("ask", "全市场筛选", env={"WYCKOFF_CRASH_AT": "background-task"})
     assert killed.returncode == -signal.SIGKILL
     openai_server.script(Reply(tool_calls=[("check_background_tasks", {})]), Reply(text="好"))
     assert cli("ask", "筛选好了吗？", "--continue").returncode == 0
@@ -241,9 +293,8 @@ def test_a_background_task_of_a_killed_process_is_failed_not_running(home, opena
 # --- everything at once ----------------------------------------------------------------------
 
 
-def test_eight_processes_on_one_home_lose_nothing(home, openai_server):
-    home.mkdir()
-    ensure_demo(home, limit=300)
+def test_eight_processes_on_one_home_lose_nothing(home, openai_server, install_demo):
+    install_demo(home, 300)
     cli("data", "use", "demo")
     add_scripted_model(openai_server, "local")
     openai_server.script(*[Reply(text="回答完毕。") for _ in range(3)])
@@ -266,9 +317,10 @@ def test_eight_processes_on_one_home_lose_nothing(home, openai_server):
     assert len(json.loads(cli("portfolio", "history", "--json").stdout)["history"]) == 3
 
 
-def test_a_reader_waits_for_a_writer_and_then_says_the_store_is_busy(home, monkeypatch):
-    home.mkdir()
-    store = ensure_demo(home, limit=50)
+def test_a_reader_waits_for_a_writer_and_then_says_the_store_is_busy(
+    home, monkeypatch, install_demo
+):
+    store = install_demo(home, 50)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_WRITE_LOCK, str(store.path), "3"],
         stdout=subprocess.PIPE,

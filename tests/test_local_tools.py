@@ -22,6 +22,7 @@ from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolOutcome
 from wyckoff.cli.tui.screens import ApprovalScreen
+from wyckoff.store import Store
 
 PAGE_HOST = "127.0.0.2"  # the one loopback address tests let web_fetch reach
 
@@ -47,7 +48,8 @@ def call(home: Path, name: str, **args) -> ToolOutcome:
     checked = registry.validate({"name": name, "args": args})
     assert not isinstance(checked, str), checked
     spec, params = checked
-    return registry.run(spec, params, ToolContext(home=home, registry=registry), "call-1")
+    context = ToolContext(home=home, registry=registry, store=Store.in_home(home))
+    return registry.run(spec, params, context, "call-1")
 
 
 def describe(home: Path, name: str, **args) -> str:

@@ -14,7 +14,7 @@ from tests.conftest import add_scripted_model, cli, marked_data
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
 from wyckoff.engine.market_store import MarketStore
-from wyckoff.engine.sources import SourceError, ensure_demo, run_isolated, sync
+from wyckoff.engine.sources import SourceError, run_isolated, sync
 from wyckoff.engine.thresholds import MAIN_INDICES
 
 TOKEN = "tushare-token-0123456789abcdef"
@@ -198,11 +198,10 @@ def test_demo_daily_moves_respect_board_limits():
     assert np.nanmax(excess) <= 0.011  # prices are in cents, like the exchange's limit prices
 
 
-def test_every_channel_and_trigger_occurs_on_the_demo_market(home):
+def test_every_channel_and_trigger_occurs_on_the_demo_market(home, install_demo):
     from wyckoff.engine.funnel import run_funnel
 
-    home.mkdir(parents=True)
-    panel = ensure_demo(home, limit=1500).load_panel(520)
+    panel = install_demo(home, 1500).load_panel(520)
     seen_channels, seen_triggers = set(), set()
     for t in range(len(panel.dates) - 1, 260, -4):
         result = run_funnel(panel, t)
@@ -343,3 +342,51 @@ def test_signal_ttl_counts_trading_days_on_the_stored_calendar(demo_home):
     context = ToolContext(home=demo_home, registry=default_registry(), store=store)
     (row,) = query_history(HistoryQueryParams(source="signal"), context)["rows"]
     assert row["expires_on"] == expected and row["status"] == "pending"
+
+
+def test_index_history_sums_up_the_days_asked_for(demo_home):
+    from tests.test_local_tools import call, result
+
+    bars = MarketStore.for_source(demo_home, "demo").query_df(
+        "SELECT date, close FROM index_bars WHERE code = '399006.SZ' ORDER BY date"
+    )
+    history = result(call(demo_home, "get_market_history", index="399006.sz", days=20))
+    assert history["index"] == "399006.SZ" and history["name"] == MAIN_INDICES["399006.SZ"]
+    assert history["source"] == "demo" and history["data_note"]
+    assert [r["date"] for r in history["rows"]] == [str(d)[:10] for d in bars["date"][-20:]]
+    closes = bars["close"].to_numpy()[-20:]
+    summary = history["summary"]
+    assert summary["period_return_pct"] == round(float(closes[-1] / closes[0] - 1) * 100, 2)
+    drawdown = np.max(1 - closes / np.maximum.accumulate(closes))
+    assert summary["max_drawdown_pct"] == round(float(drawdown) * 100, 2)
+    unknown = call(demo_home, "get_market_history", index="000300.XX")
+    assert not unknown.ok and "不支持的指数 000300.XX" in unknown.error
+
+
+def test_query_history_finds_saved_recommendations_newest_first(demo_home):
+    from tests.test_local_tools import call, result
+    from wyckoff.agents.market import MarketData, save_screen
+    from wyckoff.config import load_config
+    from wyckoff.store import Store
+
+    open_days = MarketData(demo_home, load_config(demo_home)).open_days()
+    store = Store.in_home(demo_home)
+    for day, code, name in (
+        ("2026-11-30", "000001", "平安银行"),
+        ("2026-12-01", "600519", "贵州茅台"),
+    ):
+        candidate = {"code": code, "name": name, "channels": ["潜伏"], "triggers": ["SOS"],
+                     "trigger_keys": ["sos"], "score": 60.0, "close": 10.0}  # fmt: skip
+        save_screen(store, "demo", day, [candidate], open_days)
+    rows = result(call(demo_home, "query_history", source="recommendation"))["rows"]
+    assert [(r["code"], r["as_of"]) for r in rows] == [
+        ("600519", "2026-12-01"),
+        ("000001", "2026-11-30"),
+    ]
+    assert rows[0]["channels"] == ["潜伏"] and rows[0]["triggers"] == ["SOS"]
+    one = result(call(demo_home, "query_history", source="recommendation", code="000001"))
+    assert [r["name"] for r in one["rows"]] == ["平安银行"]
+    signals = result(call(demo_home, "query_history", source="signal", limit=1))["rows"]
+    assert [(s["code"], s["status"]) for s in signals] == [("600519", "pending")]
+    archive = result(call(demo_home, "query_history", source="archive", code="000001"))
+    assert archive["rows"] == [] and archive["note"] == "没有匹配的上下文压缩归档。"

@@ -30,7 +30,6 @@ from tests.conftest import NETGUARD, cli
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tool_table import README, readme_with_table, tool_table
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
-from wyckoff.engine.sources import ensure_demo
 from wyckoff.mcp.server import build_server
 from wyckoff.store import Store
 
@@ -56,11 +55,10 @@ TIER_3 = [
 
 
 @pytest.fixture(scope="module")
-def demo_home(tmp_path_factory) -> Path:
+def demo_home(tmp_path_factory, install_demo) -> Path:
     """A home on the demo market (400 synthetic stocks), shared by the read-only tests."""
     path = tmp_path_factory.mktemp("mcp") / "home"
-    path.mkdir()
-    ensure_demo(path, limit=400)
+    install_demo(path, 400)
     assert cli("data", "use", "demo", env={"WYCKOFF_HOME": str(path)}).returncode == 0
     return path
 

@@ -22,7 +22,6 @@ from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.skills import SkillLibrary
 from wyckoff.cli.tools import ToolContext
-from wyckoff.engine.sources import ensure_demo
 from wyckoff.store import Store
 
 
@@ -92,9 +91,8 @@ def test_portfolio_add_averages_cost_and_undo_reverts_each_change(home):
 
 
 @pytest.fixture
-def agent_on_demo(home, openai_server):
-    home.mkdir(parents=True, exist_ok=True)
-    ensure_demo(home, limit=300)
+def agent_on_demo(home, openai_server, install_demo):
+    install_demo(home, 300)
     cli("data", "use", "demo")
     add_scripted_model(openai_server)
     return openai_server

@@ -12,7 +12,7 @@ from tests.conftest import add_scripted_model, cli, model_config
 from tests.model_servers import Reply
 from wyckoff.cli.providers.base import ProviderError, StreamCancelled
 from wyckoff.cli.providers.factory import make_provider
-from wyckoff.cli.providers.fallback import FallbackProvider
+from wyckoff.cli.providers.fallback import PRIMARY_RETRY_AFTER_S, FallbackProvider
 
 TOOLS = [
     {
@@ -398,10 +398,10 @@ def test_claude_cache_usage_is_reported(anthropic_server):
 # --- fallback -------------------------------------------------------------------------------
 
 
-def _fallback(primary_server, fallback_server, timeout=5.0):
+def _fallback(primary_server, fallback_server, timeout=5.0, **kwargs):
     primary = make_provider(model_config(primary_server, "primary"), stream_timeout_s=timeout)
     fallback = make_provider(model_config(fallback_server, "backup"), stream_timeout_s=timeout)
-    return FallbackProvider(primary, fallback)
+    return FallbackProvider(primary, fallback, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -429,6 +429,27 @@ def test_fallback_takes_over_on_retryable_failures(anthropic_server, openai_serv
     assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "备用模型的回答"
     assert provider.using_fallback and provider.name == "backup"
     assert provider.context_window == 1_000_000  # follows the active model (gpt-4.1)
+
+
+def test_the_primary_is_tried_again_once_its_retry_window_has_passed(
+    anthropic_server, openai_server
+):
+    now = [1000.0]
+    provider = _fallback(anthropic_server, openai_server, clock=lambda: now[0])
+    anthropic_server.script(Reply(status=529, error_message="Overloaded"))
+    openai_server.script(Reply(text="备用一"), Reply(text="备用二"))
+    question = [{"role": "user", "content": "x"}]
+    assert provider.chat(question, [])["text"] == "备用一"
+    now[0] += PRIMARY_RETRY_AFTER_S - 1  # still inside the window: the fallback answers
+    assert provider.chat(question, [])["text"] == "备用二" and provider.using_fallback
+    assert len(anthropic_server.requests) == 1
+    now[0] += 1
+    assert not provider.using_fallback and provider.name == "primary"
+    anthropic_server.script(Reply(text="主模型恢复了"))
+    chunks = list(provider.chat_stream(question, []))
+    assert [c for c in chunks if c["type"] == "provider_switch"] == []
+    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "主模型恢复了"
+    assert len(anthropic_server.requests) == 2 and len(openai_server.requests) == 2
 
 
 def test_fallback_takes_over_when_the_stream_goes_silent(openai_server, gemini_server):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -368,6 +369,25 @@ def test_large_result_goes_to_disk_and_can_be_read_back(openai_server, home, sto
     assert read_back["name"] == "read_tool_result" and '"offset": 3000' in read_back["result"]
 
 
+def test_read_tool_result_reads_saved_results_and_nothing_else(home):
+    from tests.test_local_tools import call, result
+
+    saved = home / "tool-results" / "r1.json"
+    saved.parent.mkdir(parents=True)
+    text = '{"rows": [' + ", ".join(map(str, range(100))) + "]}"
+    saved.write_text(text, encoding="utf-8")
+    secret = home / "wyckoff.json"
+    secret.write_text('{"api_key": "sk-secret-0123456789"}', encoding="utf-8")
+    (saved.parent / "link.json").symlink_to(secret)
+    read = result(call(home, "read_tool_result", ref=str(saved), offset=5, limit=100))
+    assert read["text"] == text[5:105] and read["total_chars"] == len(text) and read["more"]
+    outside = [secret, saved.parent / ".." / "wyckoff.json", saved.parent / "link.json"]
+    for ref in [*map(str, outside), "/etc/passwd", str(saved.parent)]:
+        refused = call(home, "read_tool_result", ref=ref)
+        assert not refused.ok and "不是已保存的工具结果" in refused.error, ref
+        assert "sk-secret" not in refused.error
+
+
 def test_headless_approval_is_refused_then_allowed_by_flag(openai_server, home, store):
     changed = []
     risky = recording_update_tool(changed)
@@ -660,3 +680,11 @@ def test_scratchpad_records_the_turn_with_secrets_redacted(openai_server, home, 
     assert "sk-abcdefghijklmnop" not in text and "sk-zzzzzzzzzzzzzzzz" not in text
     kinds = [line.split('"type": "')[1].split('"')[0] for line in text.splitlines()]
     assert kinds[0] == "init" and "tool_result" in kinds and kinds[-1] == "final"
+
+
+def test_the_prompt_gives_the_model_the_date_of_the_runtimes_clock(openai_server, home, store):
+    openai_server.script(Reply(text="12 月 3 日。"))
+    runtime = make_runtime(openai_server, home, store, today=lambda: date(2026, 12, 3))
+    run(runtime, [{"role": "user", "content": "今天几号？"}])
+    system = openai_server.bodies[0]["messages"][0]
+    assert system["role"] == "system" and "今天是 2026-12-03。" in str(system["content"])

@@ -224,12 +224,14 @@ def test_round_limit_ends_the_delegation_with_a_fallback_policy(openai_server, h
 
 
 def test_total_timeout_stops_the_sub_agent(openai_server, home, store):
+    never = threading.Event()  # the sub-agent's model answers only after its time is up
     openai_server.script(
         Reply(tool_calls=[("delegate_to_research", {"task": "TASK-T"})]),
         Reply(text="子智能体超时，我直接回答"),
-    ).route("TASK-T", Reply(text="太晚了", stall_s=5))
+    ).route("TASK-T", Reply(text="太晚了", hold=never))
     runtime = make_runtime(openai_server, home, store, [], [policy(total_timeout_s=0.5)])
     events = run(runtime)
+    never.set()
     [result] = delegation_results(events)
     assert result["status"] == "timeout" and result["policy"]["retryable"] is True
     assert tagged(events, "done")[0]["status"] == "timeout"

@@ -24,7 +24,6 @@ from wyckoff.cli.tools import ToolContext, ToolFailure
 from wyckoff.engine.backtest import run_backtest
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
-from wyckoff.engine.sources import ensure_demo
 from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep, walk_forward_folds
 from wyckoff.engine.sweep_grid import EXIT_DEFAULTS, parse_grid
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
@@ -183,20 +182,25 @@ def test_the_agents_tool_caps_the_grid_unless_raised(home):
         run_backtest_sweep(SweepParams(grid=big), context)
 
 
-def demo_sweep(home, tmp_path, days: int, grid_text: str) -> tuple[str, str]:
-    """A small demo market in use, and a grid file: (start date `days` back, grid path)."""
-    home.mkdir(parents=True, exist_ok=True)
-    start = str(ensure_demo(home, limit=120).load_panel(days).dates[-days])
-    assert cli("data", "use", "demo").returncode == 0
-    grid = tmp_path / "grid.toml"
-    grid.write_text(grid_text, encoding="utf-8")
-    return start, str(grid)
+@pytest.fixture
+def demo_sweep(home, tmp_path, install_demo):
+    """`setup(days, grid_text)`: a small demo market in use and a grid file, as
+    (start date `days` back, grid path)."""
+
+    def setup(days: int, grid_text: str) -> tuple[str, str]:
+        start = str(install_demo(home, 120).load_panel(days).dates[-days])
+        assert cli("data", "use", "demo").returncode == 0
+        grid = tmp_path / "grid.toml"
+        grid.write_text(grid_text, encoding="utf-8")
+        return start, str(grid)
+
+    return setup
 
 
-def test_sweep_command_ranks_saves_exports_and_walks_forward(home, tmp_path):
+def test_sweep_command_ranks_saves_exports_and_walks_forward(tmp_path, demo_sweep):
     tuples = "rps_gate_b = [[80, 50], [75, 45]]\n"  # a tuple threshold: two engine configs
     grid_text = "hold_days = [5, 10]\nstop_loss_pct = [5.0, 8.0]\n" + tuples
-    start, grid = demo_sweep(home, tmp_path, 45, grid_text)
+    start, grid = demo_sweep(45, grid_text)
     exported = tmp_path / "all.csv"
     args = ("backtest", "sweep", grid, "--start", start, "--workers", "2")
     wide = {"COLUMNS": "200"}
@@ -237,9 +241,9 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def test_ctrl_c_cancels_the_cluster_work_and_leaves_no_worker_behind(home, tmp_path):
+def test_ctrl_c_cancels_the_cluster_work_and_leaves_no_worker_behind(demo_sweep):
     grid_text = "hold_days = [5, 10, 20]\nrs10_min = [0.5, 1.0, 1.5, 2.0]\n"
-    start, grid = demo_sweep(home, tmp_path, 60, grid_text)
+    start, grid = demo_sweep(60, grid_text)
     running = spawn_cli("backtest", "sweep", grid, "--start", start, "--workers", "2")
     while "参数扫描" not in running.stderr.readline():  # wait for the cluster to be working
         assert running.poll() is None, running.stderr.read()

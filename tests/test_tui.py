@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 
@@ -28,11 +29,9 @@ def configured(home, openai_server):
 
 
 @pytest.fixture
-def demo_market(home):
+def demo_market(home, install_demo):
     """The synthetic demo market, chosen as the data source (labelled DEMO everywhere)."""
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=100)
+    install_demo(home, 100)
     cli("data", "use", "demo")
 
 
@@ -235,7 +234,8 @@ async def test_approval_with_edited_arguments(configured, home):
 
 @pytest.mark.asyncio
 async def test_escape_cancels_the_running_turn(configured):
-    configured.script(Reply(text="很慢的回答", stall_s=4), Reply(text="第二个问题的回答"))
+    never = threading.Event()  # the first answer does not come before the user gives up
+    configured.script(Reply(text="很慢的回答", hold=never), Reply(text="第二个问题的回答"))
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "慢慢说")
@@ -243,6 +243,7 @@ async def test_escape_cancels_the_running_turn(configured):
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.turn_running)
         assert any("已取消" in n for n in notices(app))
+        never.set()
         await submit(pilot, "再问一个")
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         assert app.query(AssistantMessage).last().text == "第二个问题的回答"
@@ -284,10 +285,8 @@ async def test_new_chat_resets_and_resume_restores(configured):
 
 
 @pytest.mark.asyncio
-async def test_background_panel_and_notification_turn(configured, home):
-    from wyckoff.engine.sources import ensure_demo
-
-    ensure_demo(home, limit=200)
+async def test_background_panel_and_notification_turn(configured, home, install_demo):
+    install_demo(home, 200)
     cli("data", "use", "demo")
     configured.script(
         Reply(tool_calls=[("screen_stocks", {"board": "all"})]),
@@ -445,20 +444,23 @@ async def test_resumed_tool_rows_show_their_summary(configured, demo_market):
 
 @pytest.mark.asyncio
 async def test_a_slow_first_token_shows_a_waiting_row_with_seconds(configured):
+    first, second = threading.Event(), threading.Event()  # each answer waits for the test
     configured.script(
-        Reply(tool_calls=[("check_background_tasks", {})], stall_s=1.5),
-        Reply(text="没有后台任务。", stall_s=1.5),
+        Reply(tool_calls=[("check_background_tasks", {})], hold=first),
+        Reply(text="没有后台任务。", hold=second),
     )
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "有后台任务吗")
         await wait_until(pilot, lambda: any("1s" in row for row in waiting_rows(app)))
         assert "等待模型回复" in waiting_rows(app)[0]
+        first.set()
         # the second model call starts after the tool ran: a waiting row again, below the tool row
         await wait_until(
             pilot,
             lambda: app.query(ToolRow) and app.query_one(ToolRow).outcome and waiting_rows(app),
         )
+        second.set()
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         assert waiting_rows(app) == []
 

@@ -7,6 +7,8 @@ Update after an intended change with `pytest tests/test_tui_snapshots.py --snaps
 
 from __future__ import annotations
 
+from datetime import date
+
 import numpy as np
 import pytest
 from textual.app import App, ComposeResult
@@ -115,6 +117,8 @@ def test_main_screen_after_an_answer(snap_compare, scripted_chat):
     from wyckoff.cli.tui.app import create_app
 
     async def ask(pilot) -> None:
+        await wait_until(pilot, lambda: pilot.app.agent is not None)
+        pilot.app.agent.runtime.today = lambda: date(2026, 12, 1)  # the prompt's date: its size
         await submit(pilot, "有后台任务吗？")
         await wait_until(
             pilot, lambda: not pilot.app.turn_running and pilot.app.query("AssistantMessage")
@@ -122,11 +126,6 @@ def test_main_screen_after_an_answer(snap_compare, scripted_chat):
         for row in pilot.app.query("ToolRow"):
             row.elapsed = 0.0  # elapsed times vary from run to run
             row._render_row()
-        status = pilot.app.query_one(StatusBar)
-        usage = pilot.app.agent.runtime.session_usage.as_dict()
-        status.show(
-            "m", False, 3.0, usage, "baostock"
-        )  # context share depends on today's date in the prompt
         pilot.app.set_focus(None)  # no blinking cursor to catch mid-blink
         await pilot.pause(0.3)
 

@@ -36,13 +36,14 @@ def test_piped_tables_print_every_value_whole(openai_server):
 
 
 @pytest.mark.asyncio
-async def test_open_tui_follows_data_use_demo_run_in_another_terminal(home, openai_server):
+async def test_open_tui_follows_data_use_demo_run_in_another_terminal(
+    home, openai_server, install_demo
+):
     """The "no data" error says to run `wyckoff data use demo`; the open TUI must then use it."""
     from tests.conftest import add_scripted_model
     from tests.test_tui import submit, wait_until
     from wyckoff.cli.tui.app import create_app
     from wyckoff.cli.tui.widgets import StatusBar, ToolRow
-    from wyckoff.engine.sources import ensure_demo
 
     add_scripted_model(openai_server)
     openai_server.script(
@@ -57,7 +58,7 @@ async def test_open_tui_follows_data_use_demo_run_in_another_terminal(home, open
         await wait_until(pilot, lambda: len(openai_server.requests) >= 2 and not app.turn_running)
         assert "没有数据" in str(app.query(ToolRow).last().render())
 
-        ensure_demo(home, limit=100)
+        install_demo(home, 100)
         assert cli("data", "use", "demo").returncode == 0  # the other terminal
 
         await submit(pilot, "换成演示数据了，再看看")

@@ -25,14 +25,13 @@ def print_notice(message: str) -> None:
 
 
 CANCELLED_EXIT = 130  # what a shell expects after Ctrl+C (Typer turns one into this code too)
-_cancel_said = False
+_said_once: set[str] = set()  # sentences a process says at most once
 
 
 def say_cancelled() -> None:
     """Tell the user the command stopped at their Ctrl+C, once per process."""
-    global _cancel_said
-    if not _cancel_said:
-        _cancel_said = True
+    if "cancelled" not in _said_once:
+        _said_once.add("cancelled")
         sys.stderr.write("已取消。\n")
 
 

@@ -27,6 +27,7 @@ from wyckoff.cli.loop_guard import (
     resolve_turn_expectation,
 )
 from wyckoff.cli.messages import kind_of
+from wyckoff.cli.output import local_today
 from wyckoff.cli.providers.base import (
     LLMProvider,
     ProviderError,
@@ -127,6 +128,7 @@ class AgentRuntime:
         record_traces: bool = True,
         instructions: str | None = None,
         parent: AgentRuntime | None = None,
+        today: Callable[[], date] = local_today,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -145,6 +147,7 @@ class AgentRuntime:
         self.record_traces = record_traces
         self.instructions = instructions  # a sub-agent's own system prompt
         self.parent = parent  # a sub-agent's risky calls are approved by its parent
+        self.today = today  # the date the prompt gives the model (tests pin it)
         self.session_usage = UsageTotals()
         self.token_cache = MessageTokenCache()
         self.context = ToolContext(
@@ -215,7 +218,7 @@ class AgentRuntime:
     def system_prompt(self) -> str:
         if self.instructions is not None:
             return self.instructions
-        prompt = SYSTEM_PROMPT.format(today=date.today().isoformat(), untrusted_rule=PROMPT_RULE)
+        prompt = SYSTEM_PROMPT.format(today=self.today().isoformat(), untrusted_rule=PROMPT_RULE)
         if self.skills_reminder is not None:
             reminder = self.skills_reminder()
             if reminder:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
@@ -19,18 +19,24 @@ PRIMARY_RETRY_AFTER_S = 300.0
 
 
 class FallbackProvider(LLMProvider):
-    def __init__(self, primary: LLMProvider, fallback: LLMProvider) -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self,
+        primary: LLMProvider,
+        fallback: LLMProvider,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         # No base __init__: every attribute below follows the active provider.
         self.primary = primary
         self.fallback = fallback
         primary.fail_fast()
         fallback.fail_fast()
+        self.clock = clock  # seconds; tests pass their own to cross the retry window
         self._primary_failed_at: float | None = None
 
     @property
     def active(self) -> LLMProvider:
         failed_at = self._primary_failed_at
-        if failed_at is not None and time.monotonic() - failed_at < PRIMARY_RETRY_AFTER_S:
+        if failed_at is not None and self.clock() - failed_at < PRIMARY_RETRY_AFTER_S:
             return self.fallback
         return self.primary
 
@@ -76,7 +82,7 @@ class FallbackProvider(LLMProvider):
         except ProviderError as exc:
             if first is self.fallback or not exc.retryable:
                 raise
-            self._primary_failed_at = time.monotonic()
+            self._primary_failed_at = self.clock()
             reason = exc.message
         yield {
             "type": "provider_switch",

@@ -1,0 +1,39 @@
+"""The installed `wyckoff` script in a process of its own (most tests run commands in-process,
+tests/cli_runner.py): help from its cache, exit codes, and the loopback guard in children."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import cli_env
+
+SCRIPT = shutil.which("wyckoff", path=str(Path(sys.executable).parent))
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    assert SCRIPT, "the wyckoff console script is not installed"
+    return subprocess.run(
+        [SCRIPT, *args], capture_output=True, text=True, env=cli_env(), timeout=120
+    )
+
+
+def test_the_console_script_answers_help_from_its_cache_and_exits_with_its_codes(home):
+    first = run_script("--help")
+    assert first.returncode == 0 and "Usage: wyckoff" in first.stdout and not first.stderr
+    assert [p.name for p in (home / "cache").iterdir()][0].startswith("help-")
+    again = run_script("--help")
+    assert again.returncode == 0 and again.stdout == first.stdout
+    refused = run_script("portfolio", "cash", "-1")
+    assert refused.returncode == 2 and "现金不能为负数" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_command_in_its_own_process_is_behind_the_loopback_guard(home):
+    probe = "import socket; socket.getaddrinfo('example.com', 443)"
+    child = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=60
+    )
+    assert child.returncode == 1 and "NetworkBlocked: tests may not resolve" in child.stderr
