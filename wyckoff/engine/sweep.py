@@ -182,7 +182,9 @@ def dask_client(workers: int | None = None, address: str | None = None) -> Itera
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            # any free loopback port: with None the scheduler still takes 8787, and a second
+            # sweep at once printed an English warning about it
+            dashboard_address="127.0.0.1:0",
             silence_logs=logging.CRITICAL,  # a closing worker's noise is not the user's
         ) as cluster,
         Client(cluster) as client,
