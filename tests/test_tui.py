@@ -261,7 +261,8 @@ async def test_new_chat_resets_and_resume_restores(configured):
         first_session = app.agent.conversation.session_id
         await submit(pilot, "/token")
         await wait_until(pilot, lambda: any("本会话" in n for n in notices(app)))
-        assert "本会话 输入 0 输出 0" not in notices(app)[-1]
+        first_usage = notices(app)[-1].split("本会话")[1]
+        assert not first_usage.startswith(" 输入 0 输出 0")
         await submit(pilot, "/new")
         await pilot.pause(0.1)
         assert not app.query(UserMessage) and len(app.agent.conversation) == 0
@@ -282,6 +283,12 @@ async def test_new_chat_resets_and_resume_restores(configured):
         assert (
             app.agent.conversation.session_id == first_session and len(app.agent.conversation) == 2
         )
+        input_tokens = first_usage.split("输入 ")[1].split(" ")[0]
+        assert f"入 {input_tokens} " in str(app.query_one(StatusBar).render())
+        shown = len(notices(app))
+        await submit(pilot, "/token")  # the resumed session goes on from its recorded usage
+        await wait_until(pilot, lambda: len(notices(app)) > shown)
+        assert notices(app)[-1].split("本会话")[1] == first_usage
 
 
 @pytest.mark.asyncio

@@ -25,6 +25,14 @@ class ModelUsage(TypedDict):
     priced_calls: int
 
 
+class SessionUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: float | None
+
+
 def record_usage(
     store: Store,
     model: ModelConfig,
@@ -49,6 +57,22 @@ def record_usage(
                 cost,
             ),
         )
+
+
+def session_usage(store: Store, session_id: str) -> SessionUsage:
+    """Tokens and cost recorded for one session's model calls (cost None when none priced)."""
+    row = store.conn.execute(
+        """
+        SELECT COALESCE(SUM(input_tokens), 0) AS input_tokens,
+               COALESCE(SUM(output_tokens), 0) AS output_tokens,
+               COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
+               COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
+               SUM(cost) AS cost
+        FROM usage WHERE session_id = ?
+        """,
+        (session_id,),
+    ).fetchone()
+    return SessionUsage(**dict(row))
 
 
 def usage_summary(store: Store, days: int) -> list[ModelUsage]:

@@ -170,10 +170,14 @@ class AgentRuntime:
         self.context.provider = provider
 
     def new_session(self, session_id: str) -> None:
-        """Work on another session (new, resumed or forked): its usage counts from zero, and
-        no "always allow" answer or unused consent carries over."""
+        """Work on another session (new, resumed or forked): its usage goes on from what it
+        recorded (zero when new), and no "always allow" answer or unused consent carries over."""
         self.session_id = session_id
         self.session_usage = UsageTotals()
+        if self.store is not None:  # a resumed session goes on from what it already used
+            from wyckoff.usage_store import session_usage
+
+            self.session_usage.add(session_usage(self.store, session_id))
         self.always_allowed.clear()
         self.context.consents.clear()
 
