@@ -202,7 +202,7 @@ def test_malformed_arguments_become_a_tool_error_then_recovery(openai_server, ho
     )
     errors = of_type(events, "tool_error")
     assert "不是合法的 JSON" in errors[0]["error"]
-    assert "参数无效" in errors[1]["error"] and "code" in errors[1]["error"]
+    assert "参数无效：code：缺少这一项" in errors[1]["error"]  # Chinese, as every tool error
     assert "没有名为 nonexistent_tool 的工具" in errors[2]["error"]
     assert of_type(events, "tool_result")[0]["name"] == "lookup"
     assert events[-1]["status"] == "completed"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.untrusted import mark_untrusted
-from wyckoff.config import redact_text
+from wyckoff.config import describe_pydantic_error, redact_text
 from wyckoff.errors import WyckoffError
 
 if TYPE_CHECKING:
@@ -267,7 +267,7 @@ class ToolRegistry:
             return spec, spec.params.model_validate(args)
         except ValidationError as exc:
             problems = "；".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '参数'}: {e['msg']}"
+                f"{'.'.join(str(p) for p in e['loc']) or '参数'}：{describe_pydantic_error(e)}"
                 for e in exc.errors()[:3]
             )
             return f"{spec.name} 的参数无效：{problems}。请按工具的参数定义重新调用。"
