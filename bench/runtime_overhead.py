@@ -51,7 +51,12 @@ class NoopParams(BaseModel):
 
 
 NOOP = ToolSpec(
-    "noop", "does nothing", NoopParams, lambda p, c: "ok", "空操作", concurrency_safe=True
+    name="noop",
+    description="does nothing",
+    params=NoopParams,
+    func=lambda p, c: "ok",
+    title="空操作",
+    concurrency_safe=True,
 )
 
 

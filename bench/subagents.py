@@ -30,9 +30,13 @@ class CodeParams(BaseModel):
 
 def quote_tool(name: str) -> ToolSpec:
     return ToolSpec(
-        name, "行情", CodeParams, lambda p, c: {"code": p.code, "close": 10.5}, name,
+        name=name,
+        description="行情",
+        params=CodeParams,
+        func=lambda p, c: {"code": p.code, "close": 10.5},
+        title=name,
         concurrency_safe=True,
-    )  # fmt: skip
+    )
 
 
 def one_turn(server: OpenAIServer, home: Path, max_parallel: int, delay: float) -> float:
