@@ -1,0 +1,19 @@
+"""The benchmarks are not tests, but they must keep up with the code they measure."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parent.parent / "bench"
+
+
+@pytest.mark.parametrize("script", sorted(BENCH.glob("*.py")), ids=lambda path: path.stem)
+def test_each_benchmark_loads_against_the_current_code(script: Path):
+    spec = importlib.util.spec_from_file_location(f"bench_{script.stem}", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # imports and module-level set-up only; nothing runs
+    assert callable(getattr(module, "main", None))
