@@ -101,8 +101,12 @@ def test_an_unused_consent_expires_at_the_end_of_the_turn(openai_server, home, s
     assert [p["code"] for p in Portfolio(store).positions()] == ["600519"]
 
 
-@pytest.mark.parametrize(("answer", "removed"), [("行。", True), ("好？", False)])
-def test_a_yes_consents_and_a_question_back_does_not(openai_server, home, store, answer, removed):
+@pytest.mark.parametrize(
+    ("answer", "removed"), [("确认。", True), ("好？", False), ("嗯", False), ("对，", False)]
+)
+def test_a_clear_yes_consents_and_a_question_or_a_murmur_does_not(
+    openai_server, home, store, answer, removed
+):
     runtime = runtime_for(openai_server, home, store, ask_user=lambda q: {"answer": answer})
     openai_server.script(
         ask_consent("删掉茅台？", REMOVE_MOUTAI), update(REMOVE_MOUTAI), Reply(text="好了")

@@ -393,3 +393,29 @@ def test_a_market_store_from_an_older_version_gains_new_tables_on_read(home):
     conn.execute("CREATE TABLE sync_state (key VARCHAR PRIMARY KEY, value VARCHAR)")
     conn.close()
     assert store.get_state("built_at") is None and store.status()["bars"] == 0
+
+
+def test_a_fork_keeps_every_message_as_it_was_saved(home):
+    from wyckoff.cli.messages import synthetic
+
+    home.mkdir()
+    log = ChatLog(Store.in_home(home))
+    session_id = log.create_session()
+    saved = [
+        {
+            "role": "user",
+            "content": "/checkup\n\n[用户调用了技能 /checkup：…]",
+            "meta": {"shown": "/checkup"},
+        },
+        {
+            "role": "assistant",
+            "content": "体检完成。",
+            "meta": {"model": "m", "provider": "openai"},
+        },
+        synthetic("notification", "[SYSTEM NOTIFICATION - NOT USER INPUT]\n筛选完成"),
+    ]
+    for message in saved:
+        log.append(session_id, message)
+    fork_id = log.fork(session_id)
+    assert log.load(fork_id) == log.load(session_id)
+    assert log.load(fork_id)[0]["meta"]["shown"] == "/checkup"

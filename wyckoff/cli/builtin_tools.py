@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.background import CHECK_BACKGROUND_TASKS
-from wyckoff.cli.messages import is_affirmative
+from wyckoff.cli.messages import is_consent
 from wyckoff.cli.tools import (
     RESULTS_DIR,
     ToolContext,
@@ -94,7 +94,7 @@ def ask_user(params: AskUserParams, context: ToolContext) -> dict[str, Any]:
         )
     answer = context.ask_user(question)
     text = str(answer.get("answer", "")).strip()
-    approved = bool(params.action) and is_affirmative(text)
+    approved = bool(params.action) and is_consent(text)
     if approved and params.action is not None:
         context.consents.add((params.action.tool, canonical_args(params.action.args)))
     result = {"status": answer.get("status", "answered"), "answer": text}

@@ -31,6 +31,16 @@ from wyckoff.faults import crash_point
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
 META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s", "kind", "shown")
+MESSAGE_COLUMNS = (
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "reasoning_content",
+    "provider_data",
+    *META_COLUMNS,
+)
 LOCKS_DIR = "locks"
 
 
@@ -144,11 +154,10 @@ class ChatLog:
         source = self.require(session_id)
         new_id = self.create_session(title=f"{source['title']}（分支）", parent_id=session_id)
         with self.store.transaction() as conn:
+            copied = ", ".join(("seq", *MESSAGE_COLUMNS, "created_at"))
             conn.execute(
-                "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
-                " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, kind, created_at)"
-                " SELECT ?, seq, role, content, tool_calls, tool_call_id, name, reasoning_content, provider_data,"
-                " model, provider, input_tokens, output_tokens, elapsed_s, kind, created_at FROM messages WHERE session_id = ?",
+                f"INSERT INTO messages (session_id, {copied})"
+                f" SELECT ?, {copied} FROM messages WHERE session_id = ?",
                 (new_id, session_id),
             )
         return new_id
@@ -258,10 +267,9 @@ def _insert(conn, session_id: str, message: dict[str, Any]) -> dict[str, Any]:
     seq = conn.execute(
         "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
     ).fetchone()[0]
+    columns = ("session_id", "seq", *MESSAGE_COLUMNS)
     conn.execute(
-        "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, name,"
-        " reasoning_content, provider_data, model, provider, input_tokens, output_tokens, elapsed_s, kind,"
-        " shown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
         (
             session_id,
             seq,

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from wyckoff.cli.messages import is_affirmative, synthetic
+from wyckoff.cli.messages import is_go_ahead, synthetic
 from wyckoff.cli.tools import canonical_args
 
 MAX_INCOMPLETE_TOOL_RETRIES = 2
@@ -125,7 +125,7 @@ def resolve_turn_expectation(messages: list[dict[str, Any]]) -> Expectation | No
         return None
     if len(text) <= FOLLOW_UP_MAX_CHARS and any(k in text for k in FOLLOW_UP):
         return Expectation("portfolio", {"mode": "diagnose"}, "这是对持仓的追问，需要真实持仓数据")
-    if is_affirmative(text) and any(h in context for h in DIAGNOSIS_HINTS):
+    if is_go_ahead(text) and any(h in context for h in DIAGNOSIS_HINTS):
         return Expectation(
             "portfolio", {"mode": "diagnose"}, "用户同意了持仓诊断，需要真实持仓数据"
         )

@@ -13,35 +13,25 @@ from typing import Any, Literal, get_args
 MessageKind = Literal["notification", "tool_retry", "compaction_summary"]
 KINDS: tuple[MessageKind, ...] = get_args(MessageKind)
 
-# A yes to a question (consent to one action, or "go on" to a proposed diagnosis).
-AFFIRMATIVE_ANSWERS = frozenset(
-    {
-        "确认",
-        "同意",
-        "允许",
-        "执行",
-        "继续",
-        "可以",
-        "要",
-        "需要",
-        "行",
-        "好",
-        "好的",
-        "好啊",
-        "是",
-        "是的",
-        "嗯",
-        "对",
-        "来吧",
-        "yes",
-        "y",
-        "ok",
-        "okay",
-        "sure",
-        "allow",
-    }
+# A yes that consents to one exact risky action (ask_user): only unambiguous words.
+CONSENT_ANSWERS = frozenset(
+    {"确认", "同意", "继续", "允许", "可以", "好的", "好", "是", "是的", "执行"}
+    | {"yes", "y", "ok", "allow"}
 )
-ANSWER_PUNCTUATION = "。！!，,~～ .…"  # not "?": "好？" asks, it does not agree
+# A go-ahead to a proposed analysis (the loop guard): consent words and casual ones.
+GO_AHEAD_ANSWERS = CONSENT_ANSWERS | {
+    "要",
+    "需要",
+    "行",
+    "好啊",
+    "嗯",
+    "对",
+    "来吧",
+    "okay",
+    "sure",
+}
+CONSENT_PUNCTUATION = "。！!. "
+GO_AHEAD_PUNCTUATION = "。！!，,~～ .…"  # never "?": "好？" asks, it does not agree
 
 
 def synthetic(kind: MessageKind, content: str) -> dict[str, Any]:
@@ -63,5 +53,11 @@ def is_user_words(message: dict[str, Any]) -> bool:
     return message.get("role") == "user" and kind_of(message) is None
 
 
-def is_affirmative(answer: str) -> bool:
-    return answer.strip().lower().strip(ANSWER_PUNCTUATION) in AFFIRMATIVE_ANSWERS
+def is_consent(answer: str) -> bool:
+    """Whether an answer to "may I do X?" is a clear yes."""
+    return answer.strip().lower().strip(CONSENT_PUNCTUATION) in CONSENT_ANSWERS
+
+
+def is_go_ahead(answer: str) -> bool:
+    """Whether an answer to "shall I analyse …?" asks for it."""
+    return answer.strip().lower().strip(GO_AHEAD_PUNCTUATION) in GO_AHEAD_ANSWERS
