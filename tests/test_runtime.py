@@ -15,6 +15,7 @@ from tests.model_servers import Reply, check_tool_pairing
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.chat_log import ChatLog, Conversation
+from wyckoff.cli.events import UsageTotals
 from wyckoff.cli.messages import kind_of
 from wyckoff.cli.providers.claude import to_claude_messages
 from wyckoff.cli.providers.factory import make_provider
@@ -688,3 +689,17 @@ def test_the_prompt_gives_the_model_the_date_of_the_runtimes_clock(openai_server
     run(runtime, [{"role": "user", "content": "今天几号？"}])
     system = openai_server.bodies[0]["messages"][0]
     assert system["role"] == "system" and "今天是 2026-12-03。" in str(system["content"])
+
+
+def test_a_resumed_session_goes_on_from_its_recorded_usage(openai_server, home, store):
+    openai_server.script(Reply(text="第一次回答"), Reply(text="第二次回答"))
+    first = make_runtime(openai_server, home, store, session_id="s-usage")
+    run(first, [{"role": "user", "content": "你好"}])
+    used = first.session_usage.as_dict()
+    assert used["input_tokens"] > 0
+    reopened = make_runtime(openai_server, home, store, session_id="s-usage")  # --continue
+    assert reopened.session_usage.as_dict() == used
+    run(reopened, [{"role": "user", "content": "再问"}])
+    assert reopened.session_usage.input_tokens == 2 * used["input_tokens"]
+    fresh = make_runtime(openai_server, home, store, session_id="other")
+    assert fresh.session_usage.as_dict() == UsageTotals().as_dict()

@@ -148,7 +148,7 @@ class AgentRuntime:
         self.instructions = instructions  # a sub-agent's own system prompt
         self.parent = parent  # a sub-agent's risky calls are approved by its parent
         self.today = today  # the date the prompt gives the model (tests pin it)
-        self.session_usage = UsageTotals()
+        self.session_usage = self._recorded_usage(session_id)
         self.token_cache = MessageTokenCache()
         self.context = ToolContext(
             home=home,
@@ -173,13 +173,18 @@ class AgentRuntime:
         """Work on another session (new, resumed or forked): its usage goes on from what it
         recorded (zero when new), and no "always allow" answer or unused consent carries over."""
         self.session_id = session_id
-        self.session_usage = UsageTotals()
-        if self.store is not None:  # a resumed session goes on from what it already used
-            from wyckoff.usage_store import session_usage
-
-            self.session_usage.add(session_usage(self.store, session_id))
+        self.session_usage = self._recorded_usage(session_id)
         self.always_allowed.clear()
         self.context.consents.clear()
+
+    def _recorded_usage(self, session_id: str | None) -> UsageTotals:
+        """What the session's model calls used so far: a resumed session goes on from it."""
+        totals = UsageTotals()
+        if self.store is not None and session_id is not None:
+            from wyckoff.usage_store import session_usage
+
+            totals.add(session_usage(self.store, session_id))
+        return totals
 
     def on_task_update(self, listener: Callable[[RuntimeEvent], None]) -> None:
         """Call `listener` with every background task's `task_update` event, known keys cut
