@@ -292,6 +292,22 @@ async def test_new_chat_resets_and_resume_restores(configured):
 
 
 @pytest.mark.asyncio
+async def test_a_fork_counts_its_own_usage_on_the_bar_and_in_token(configured):
+    configured.script(Reply(text="分支前的回答"))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "分支前的问题")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        assert "入 0 " not in str(app.query_one(StatusBar).render())
+        await submit(pilot, "/fork")
+        await wait_until(pilot, lambda: any("已分出新会话" in n for n in notices(app)))
+        assert "入 0 出 0" in str(app.query_one(StatusBar).render())
+        await submit(pilot, "/token")
+        await wait_until(pilot, lambda: "本会话" in notices(app)[-1])
+        assert "本会话 输入 0 输出 0" in notices(app)[-1]
+
+
+@pytest.mark.asyncio
 async def test_background_panel_and_notification_turn(configured, home, install_demo):
     install_demo(home, 200)
     cli("data", "use", "demo")

@@ -551,6 +551,7 @@ class WyckoffApp(App):
         new_id = self.agent.chat_log.fork(self.agent.conversation.session_id)
         self.agent.conversation = Conversation.resume(self.agent.chat_log, new_id)
         self.agent.runtime.new_session(new_id)
+        self.refresh_status()  # the branch counts its own usage, as /token says
         self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
 
     def compact(self) -> None:
