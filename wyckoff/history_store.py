@@ -30,28 +30,26 @@ class NewSignal:
     expires_on: str
 
 
-class Recommendation(TypedDict):
+class _ScreenRow(TypedDict):
+    """What every saved screening row has: which screen (day, data source) and which stock."""
+
     id: int
     created_at: str
     as_of: str
     source: str
     code: str
     name: str | None
+    score: float | None
+
+
+class Recommendation(_ScreenRow):
     channels: list[str]
     triggers: list[str]
-    score: float | None
     close: float | None
 
 
-class Signal(TypedDict):
-    id: int
-    created_at: str
-    as_of: str
-    source: str
-    code: str
-    name: str | None
+class Signal(_ScreenRow):
     trigger: str
-    score: float | None
     status: str
     expires_on: str
 
