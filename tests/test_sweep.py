@@ -21,6 +21,7 @@ from tests.conftest import cli, spawn_cli
 from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext, ToolFailure
+from wyckoff.config import SweepConfig
 from wyckoff.engine.backtest import run_backtest
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
@@ -179,7 +180,7 @@ def test_the_agents_tool_caps_the_grid_unless_raised(home):
     context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
     big = {"hold_days": list(range(1, 11)), "stop_loss_pct": list(range(1, 11))}
     with pytest.raises(ToolFailure, match="共 100 个组合，超过上限 64"):
-        run_backtest_sweep(SweepParams(grid=big), context)
+        run_backtest_sweep(SweepParams(grid=big), context, SweepConfig())
 
 
 @pytest.fixture

@@ -1,0 +1,155 @@
+"""Sweeps under a hostile model: the model never chooses where a sweep runs. A loopback TCP
+listener stands in for an attacker's Dask scheduler (a real one would run code in Wyckoff's
+process through the pickles it returns); a scripted model asks the tool to use it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.shared.memory import create_client_server_memory_streams
+
+from tests.conftest import add_scripted_model, cli
+from tests.model_servers import Reply
+from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.tools import ToolContext
+from wyckoff.mcp.server import build_server
+
+WHERE_CODE_RUNS = {"cluster", "workers"}
+
+
+class HostileScheduler:
+    """Listens on 127.0.0.1 and counts the connections it is offered."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.1)
+        self.connections = 0
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def address(self) -> str:
+        return f"tcp://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            connection.close()
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+        self.listener.close()
+
+
+@pytest.fixture
+def hostile_scheduler() -> Iterator[HostileScheduler]:
+    scheduler = HostileScheduler()
+    yield scheduler
+    scheduler.close()
+
+
+def test_a_model_cannot_send_a_sweep_to_its_own_scheduler(
+    home, install_demo, openai_server, hostile_scheduler
+):
+    install_demo(home, 60)  # a market to sweep: nothing else stands before the cluster
+    assert cli("data", "use", "demo").returncode == 0
+    add_scripted_model(openai_server)
+    attack = {"grid": {"hold_days": [5]}, "cluster": hostile_scheduler.address, "workers": 256}
+    openai_server.script(
+        Reply(tool_calls=[("run_backtest_sweep", attack)]),
+        Reply(text="扫描没有运行。"),
+        Reply(text="扫描没有运行。"),
+    )
+    result = cli("ask", "帮我扫描持有天数")
+    assert result.returncode == 0, result.stderr
+    assert hostile_scheduler.connections == 0
+
+    offered = {t["function"]["name"]: t["function"] for t in openai_server.bodies[0]["tools"]}
+    assert not WHERE_CODE_RUNS & set(offered["run_backtest_sweep"]["parameters"]["properties"])
+    assert "集群" not in offered["run_backtest_sweep"]["description"]
+    (answer,) = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "run_backtest_sweep 的参数无效" in answer["content"]
+    assert "cluster：不认识的字段" in answer["content"]
+
+
+def test_the_mcp_server_offers_no_tool_that_takes_a_cluster(home):
+    server = build_server(ToolContext(home=home, registry=default_registry()), tier=3)
+
+    async def listed():
+        async with (
+            create_client_server_memory_streams() as (client_streams, server_streams),
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(
+                lambda: server.run(*server_streams, server.create_initialization_options())
+            )
+            async with ClientSession(*client_streams) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+            group.cancel_scope.cancel()
+        return tools
+
+    tools = anyio.run(listed)
+    assert tools, "the server listed no tools at all"
+    for tool in tools:
+        assert not WHERE_CODE_RUNS & set(tool.input_schema.get("properties", {})), tool.name
+
+
+def one_sentence(result, code: int = 2) -> str:
+    """The single stderr line of a refused command."""
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("错误："), result.stderr
+    return lines[0]
+
+
+def test_the_user_chooses_the_cluster_and_is_told_what_that_means(
+    home, tmp_path, install_demo, hostile_scheduler
+):
+    install_demo(home, 60)
+    assert cli("data", "use", "demo").returncode == 0
+    assert "本机运行，每个核心一个进程" in cli("backtest", "cluster").stderr
+    chosen = cli("backtest", "cluster", hostile_scheduler.address)
+    assert chosen.returncode == 0 and "只连接你自己的集群" in chosen.stderr
+    assert hostile_scheduler.address in cli("backtest", "cluster").stderr
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text("hold_days = [5, 10]\n", encoding="utf-8")
+    refused = cli("backtest", "sweep", str(grid))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert f"连不上 Dask 集群 {hostile_scheduler.address}" in refused.stderr.splitlines()[-1]
+    assert hostile_scheduler.connections >= 1  # the user's setting is where sweeps go
+
+    assert cli("backtest", "cluster", "local", "--workers", "1").returncode == 0
+    assert "本机运行，1 个进程" in cli("backtest", "cluster").stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["sweep", "GRID", "--workers", "256"], "--workers 要在 1 到"),
+        (["sweep", "GRID", "--workers", "0"], "--workers 要在 1 到"),
+        (["sweep", "GRID", "--cluster", "http://evil.example/x"], "tcp://主机:端口"),
+        (["sweep", "GRID", "--workers", "1", "--cluster", "tcp://127.0.0.1:1"], "只能选一个"),
+        (["cluster", "local", "--workers", "256"], "--workers 要在 1 到"),
+        (["cluster", "tcp://a b:1"], "tcp://主机:端口"),
+    ],
+)
+def test_bad_places_to_run_a_sweep_are_refused_and_nothing_is_saved(home, tmp_path, args, phrase):
+    grid = tmp_path / "grid.toml"
+    grid.write_text("hold_days = [5, 10]\n", encoding="utf-8")
+    args = [str(grid) if arg == "GRID" else arg for arg in args]
+    assert phrase in one_sentence(cli("backtest", *args))
+    assert not (home / "wyckoff.json").exists()
