@@ -20,7 +20,7 @@ import wyckoff.engine.backtest as backtest_module
 from tests.conftest import cli, spawn_cli
 from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.tools import ToolContext, ToolFailure
+from wyckoff.cli.tools import ToolContext
 from wyckoff.config import SweepConfig
 from wyckoff.engine.backtest import run_backtest
 from wyckoff.engine.demo import build_demo_market
@@ -28,6 +28,7 @@ from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep, walk_forward_folds
 from wyckoff.engine.sweep_grid import EXIT_DEFAULTS, parse_grid
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
+from wyckoff.errors import UsageError
 from wyckoff.store import Store
 
 START, END = 255, 299
@@ -179,7 +180,7 @@ def test_a_bad_grid_file_gets_one_clear_sentence(home, tmp_path, text, expected)
 def test_the_agents_tool_caps_the_grid_unless_raised(home):
     context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
     big = {"hold_days": list(range(1, 11)), "stop_loss_pct": list(range(1, 11))}
-    with pytest.raises(ToolFailure, match="共 100 个组合，超过上限 64"):
+    with pytest.raises(UsageError, match="共 100 个组合，超过上限 64"):
         run_backtest_sweep(SweepParams(grid=big), context, SweepConfig())
 
 

@@ -1,11 +1,16 @@
-"""Sweeps under a hostile model: the model never chooses where a sweep runs. A loopback TCP
-listener stands in for an attacker's Dask scheduler (a real one would run code in Wyckoff's
-process through the pickles it returns); a scripted model asks the tool to use it."""
+"""Sweeps under a hostile model and hostile input. The model never chooses where a sweep runs:
+a loopback TCP listener stands in for an attacker's Dask scheduler (a real one would run code
+in Wyckoff's process through the pickles it returns) and a scripted model asks the tool to use
+it. Grids are counted before they are built, and a grid path is read only when it is a small
+regular file: each bad input gets one Chinese sentence."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import threading
+import tracemalloc
 from collections.abc import Iterator
 
 import anyio
@@ -13,7 +18,7 @@ import pytest
 from mcp import ClientSession
 from mcp.shared.memory import create_client_server_memory_streams
 
-from tests.conftest import add_scripted_model, cli
+from tests.conftest import add_scripted_model, cli, cli_process
 from tests.model_servers import Reply
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext
@@ -153,3 +158,67 @@ def test_bad_places_to_run_a_sweep_are_refused_and_nothing_is_saved(home, tmp_pa
     args = [str(grid) if arg == "GRID" else arg for arg in args]
     assert phrase in one_sentence(cli("backtest", *args))
     assert not (home / "wyckoff.json").exists()
+
+
+# --- grids that would eat the machine: refused from their size, before anything is built ----
+
+HUGE_GRIDS = [
+    "stop_loss_pct = { start = 1, stop = 10, step = 1e-300 }",  # grew to 14 GB
+    "stop_loss_pct = { start = 1, stop = 1000000, step = 1 }",  # a million values, built
+    "hold_days = { start = 1, stop = 1000, step = 1 }\ntop_n = { start = 1, stop = 1000, step = 1 }",
+]
+
+
+@pytest.mark.parametrize("text", HUGE_GRIDS, ids=["tiny-step", "million", "product"])
+def test_a_huge_grid_is_refused_before_any_list_of_values_is_built(home, tmp_path, text):
+    grid = tmp_path / "grid.toml"
+    grid.write_text(text + "\n", encoding="utf-8")
+    cli("backtest", "sweep", str(tmp_path / "missing.toml"))  # the command's imports, once
+    tracemalloc.start()
+    try:
+        refused = cli("backtest", "sweep", str(grid))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "超过上限 5000" in one_sentence(refused)
+    assert peak < 10 * 2**20, f"{peak / 2**20:.0f} MB allocated to refuse a grid"
+
+
+def test_a_model_asking_for_a_huge_grid_gets_one_sentence_back(home, openai_server):
+    add_scripted_model(openai_server)
+    huge = {"grid": {"stop_loss_pct": {"start": 1, "stop": 10, "step": 1e-300}}}
+    openai_server.script(
+        Reply(tool_calls=[("run_backtest_sweep", huge)]),
+        Reply(text="网格太大。"),
+        Reply(text="网格太大。"),
+    )
+    result = cli("ask", "把止损从 1 扫到 10")
+    assert result.returncode == 0, result.stderr
+    told = json.dumps(openai_server.bodies[-1]["messages"], ensure_ascii=False)
+    assert "参数网格共 约 10^300 个组合，超过上限 64" in told
+
+
+@pytest.mark.parametrize(
+    ("make", "phrase"),
+    [
+        (lambda tmp: tmp, "是一个文件夹"),
+        (lambda tmp: "/dev/zero", "不是普通文件"),
+        (lambda tmp: _fifo(tmp / "grid.toml"), "不是普通文件"),
+        (lambda tmp: _write(tmp / "grid.toml", "# " + "x" * 70_000 + "\n"), "超过 64 KB"),
+        (lambda tmp: _write(tmp / "grid.toml", b"hold_days = [5]\n# \xff\n"), "不是 UTF-8"),
+    ],
+    ids=["directory", "dev-zero", "fifo", "too-big", "not-utf8"],
+)
+def test_a_grid_path_that_is_not_a_small_text_file_is_refused_unread(home, tmp_path, make, phrase):
+    refused = cli_process("backtest", "sweep", str(make(tmp_path)))  # a hang fails by timeout
+    assert phrase in one_sentence(refused)
+
+
+def _fifo(path):
+    os.mkfifo(path)
+    return path
+
+
+def _write(path, content: str | bytes):
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path

@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.cli.tools import ToolContext, ToolSpec
 from wyckoff.config import SweepConfig
+from wyckoff.engine.sweep_grid import MAX_COMBINATIONS
 
 TOOL_GRID_CAP = 64  # the agent's default; the user may raise it
 RESULT_ROWS = 20  # ranked rows returned (all are saved)
@@ -35,7 +36,10 @@ class SweepParams(BaseModel):
     )
     board: Literal["all", "main", "chinext", "star"] = "all"
     max_combinations: int = Field(
-        default=TOOL_GRID_CAP, ge=1, le=5000, description="组合数上限；用户要求时才调高"
+        default=TOOL_GRID_CAP,
+        ge=1,
+        le=MAX_COMBINATIONS,
+        description="组合数上限；超出时先请用户确认，用户要求时才调高",
     )
 
     @field_validator("metric")
@@ -67,12 +71,7 @@ def run_backtest_sweep(
     from wyckoff.engine.sweep_grid import parse_grid
     from wyckoff.engine.sweep_store import save_sweep
 
-    grid = parse_grid(params.grid)
-    if grid.size > params.max_combinations:
-        raise ToolFailure(
-            f"参数网格共 {grid.size} 个组合，超过上限 {params.max_combinations}：请缩小网格，"
-            "或在确有需要时调高 max_combinations。"
-        )
+    grid = parse_grid(params.grid, params.max_combinations)
     market, panel, start_t, end_t = backtest_span(context, params.start, params.end)
     walk = tuple(int(n) for n in params.walk_forward.split(":")) if params.walk_forward else None
     context.progress(

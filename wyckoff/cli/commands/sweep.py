@@ -15,7 +15,6 @@ from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _par
 if TYPE_CHECKING:
     from wyckoff.config import SweepConfig
 
-CLI_GRID_CAP = 5000
 CLUSTER_WARNING = (
     "Dask 集群会运行你交给它的代码，并把结果以 pickle 传回本机还原（等于让它在本机执行代码）："
     "只连接你自己的集群。"
@@ -77,7 +76,7 @@ def sweep(
     默认在 `wyckoff backtest cluster` 保存的地方运行（未设置时为本机进程池）。"""
     from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
     from wyckoff.cli.output import print_json
-    from wyckoff.engine.sweep_grid import parse_grid, read_grid_file
+    from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid, read_grid_file
     from wyckoff.errors import UsageError
 
     table = read_grid_file(grid_file)
@@ -90,7 +89,7 @@ def sweep(
         metric=metric,
         walk_forward=walk_forward,
         board=board,
-        max_combinations=CLI_GRID_CAP,
+        max_combinations=MAX_COMBINATIONS,
     )
     if walk_forward and axes:
         raise UsageError("--heatmap 只用于普通扫描，滚动检验（--walk-forward）不画热力图。")
