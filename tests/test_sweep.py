@@ -164,7 +164,16 @@ def test_a_killed_workers_task_completes_elsewhere(panel):
         ('hold_days = ["five"]', ["hold_days", "类型不对"]),
         ("stop_loss_pct = { start = 8, stop = 4, step = 1 }", ["stop_loss_pct", "stop 不小于"]),
         ("", ["参数网格是空的"]),
+        ("stop_loss_pct = [inf]", ["stop_loss_pct", "不是有限的数"]),
+        ("hold_days = [nan]", ["hold_days", "不是有限的数"]),
+        ("rps_gate_b = [[80, nan]]", ["rps_gate_b", "不是有限的数"]),
+        ("stop_loss_pct = { start = 1, stop = inf, step = 1 }", ["stop_loss_pct", "inf 或 nan"]),
+        ("stop_loss_pct = { start = -1e308, stop = 1e308, step = 1e-308 }", ["step 太小"]),
+        ("hold_days = " + "[" * 30_000 + "]" * 30_000, ["嵌套过深"]),
+        ("hold_days = " + "[" * 100_000 + "]" * 100_000, ["超过 64 KB"]),
+        ("hold_days = " + "[" * 200 + "5" + "]" * 200, ["hold_days", "类型不对"]),
     ],
+    ids=lambda value: value[:40] if isinstance(value, str) else None,
 )
 def test_a_bad_grid_file_gets_one_clear_sentence(home, tmp_path, text, expected):
     grid = tmp_path / "grid.toml"

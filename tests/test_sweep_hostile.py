@@ -184,18 +184,32 @@ def test_a_huge_grid_is_refused_before_any_list_of_values_is_built(home, tmp_pat
     assert peak < 10 * 2**20, f"{peak / 2**20:.0f} MB allocated to refuse a grid"
 
 
-def test_a_model_asking_for_a_huge_grid_gets_one_sentence_back(home, openai_server):
+def nested(depth: int) -> str:
+    return '{"grid": {"hold_days": ' + "[" * depth + "]" * depth + "}}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "phrase"),
+    [
+        (
+            '{"grid": {"stop_loss_pct": {"start": 1, "stop": 10, "step": 1e-300}}}',
+            "约 10^300 个组合",
+        ),
+        ('{"grid": {"stop_loss_pct": [NaN, Infinity]}}', "不是有限的数"),
+        ('{"grid": {"stop_loss_pct": {"start": 1, "stop": Infinity, "step": 1}}}', "inf 或 nan"),
+        (nested(500), "嵌套超过 32 层"),  # parses, then overflowed the redaction: a traceback
+        (nested(100_000), "嵌套超过 32 层"),  # did not parse: the whole ask failed
+    ],
+    ids=["tiny-step", "nan-list", "inf-range", "500-deep", "100k-deep"],
+)
+def test_a_model_sending_a_bad_grid_gets_one_sentence_back(home, openai_server, arguments, phrase):
     add_scripted_model(openai_server)
-    huge = {"grid": {"stop_loss_pct": {"start": 1, "stop": 10, "step": 1e-300}}}
-    openai_server.script(
-        Reply(tool_calls=[("run_backtest_sweep", huge)]),
-        Reply(text="网格太大。"),
-        Reply(text="网格太大。"),
-    )
-    result = cli("ask", "把止损从 1 扫到 10")
-    assert result.returncode == 0, result.stderr
+    call = Reply(tool_calls=[("run_backtest_sweep", {})], raw_arguments=arguments)
+    openai_server.script(call, Reply(text="网格有误。"), Reply(text="网格有误。"))
+    result = cli("ask", "扫描一下止损")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     told = json.dumps(openai_server.bodies[-1]["messages"], ensure_ascii=False)
-    assert "参数网格共 约 10^300 个组合，超过上限 64" in told
+    assert phrase in told
 
 
 @pytest.mark.parametrize(

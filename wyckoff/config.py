@@ -239,6 +239,7 @@ def describe_pydantic_error(error: dict[str, Any]) -> str:
 PYDANTIC_PHRASES = {
     "float_parsing": "需要一个数字",
     "float_type": "需要一个数字",
+    "finite_number": "必须是有限的数（不能是 inf 或 nan）",
     "int_parsing": "需要一个整数",
     "int_type": "需要一个整数",
     "int_from_float": "需要一个整数",
