@@ -15,11 +15,10 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
-from mcp import ClientSession
-from mcp.shared.memory import create_client_server_memory_streams
 
 from tests.conftest import add_scripted_model, cli, cli_process
 from tests.model_servers import Reply
+from tests.test_mcp_server import in_process_session
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext
 from wyckoff.mcp.server import build_server
@@ -92,18 +91,8 @@ def test_the_mcp_server_offers_no_tool_that_takes_a_cluster(home):
     server = build_server(ToolContext(home=home, registry=default_registry()), tier=3)
 
     async def listed():
-        async with (
-            create_client_server_memory_streams() as (client_streams, server_streams),
-            anyio.create_task_group() as group,
-        ):
-            group.start_soon(
-                lambda: server.run(*server_streams, server.create_initialization_options())
-            )
-            async with ClientSession(*client_streams) as session:
-                await session.initialize()
-                tools = (await session.list_tools()).tools
-            group.cancel_scope.cancel()
-        return tools
+        async with in_process_session(server) as session:
+            return (await session.list_tools()).tools
 
     tools = anyio.run(listed)
     assert tools, "the server listed no tools at all"
