@@ -105,3 +105,38 @@ def test_skills_are_only_regular_files_inside_the_skills_folder(home, tmp_path):
 
 def test_a_very_long_stock_text_is_refused_at_once(home):
     assert_refused(cli("analyze", "贵州茅台" * 2500), "最长 40 个字")
+
+
+@pytest.mark.parametrize("cost", ["inf", "-inf", "nan"])
+def test_a_cost_that_is_not_a_finite_number_is_refused(demo_home, cost):
+    result = cli("analyze", "000001", "--cost", cost, "--json")  # a stock the demo market has
+    assert_refused(result, "cost：必须是有限的数")
+    assert result.stdout == ""  # no half-valid JSON for a script to read
+
+
+def strict_json(text: str):
+    """JSON as a strict parser reads it: NaN and Infinity are not JSON."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_outputs_stay_valid_when_a_model_sends_nan(home, openai_server):
+    add_scripted_model(openai_server)
+    nan_args = '{"limit": NaN, "ratio": Infinity}'
+    for _ in range(2):
+        openai_server.script(
+            Reply(tool_calls=[("check_background_tasks", {})], raw_arguments=nan_args),
+            Reply(text="好"),
+        )
+    streamed = cli("ask", "hi", "-o", "stream-json")
+    events = [strict_json(line) for line in streamed.stdout.splitlines()]
+    (started,) = [e for e in events if e["type"] == "tool_start"]
+    assert started["args"] == {"limit": None, "ratio": None}
+    whole = cli("ask", "hi", "-o", "json")
+    assert strict_json(whole.stdout)["text"] == "好"
+    traces = strict_json(cli("trace", "list", "--json").stdout)["traces"]
+    for line in cli("trace", "show", traces[0]["id"]).stdout.splitlines():
+        strict_json(line)

@@ -20,13 +20,15 @@ import wyckoff.engine.backtest as backtest_module
 from tests.conftest import cli, spawn_cli
 from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.tools import ToolContext, ToolFailure
+from wyckoff.cli.tools import ToolContext
+from wyckoff.config import SweepConfig
 from wyckoff.engine.backtest import run_backtest
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep, walk_forward_folds
 from wyckoff.engine.sweep_grid import EXIT_DEFAULTS, parse_grid
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
+from wyckoff.errors import UsageError
 from wyckoff.store import Store
 
 START, END = 255, 299
@@ -162,7 +164,16 @@ def test_a_killed_workers_task_completes_elsewhere(panel):
         ('hold_days = ["five"]', ["hold_days", "类型不对"]),
         ("stop_loss_pct = { start = 8, stop = 4, step = 1 }", ["stop_loss_pct", "stop 不小于"]),
         ("", ["参数网格是空的"]),
+        ("stop_loss_pct = [inf]", ["stop_loss_pct", "不是有限的数"]),
+        ("hold_days = [nan]", ["hold_days", "不是有限的数"]),
+        ("rps_gate_b = [[80, nan]]", ["rps_gate_b", "不是有限的数"]),
+        ("stop_loss_pct = { start = 1, stop = inf, step = 1 }", ["stop_loss_pct", "inf 或 nan"]),
+        ("stop_loss_pct = { start = -1e308, stop = 1e308, step = 1e-308 }", ["step 太小"]),
+        ("hold_days = " + "[" * 30_000 + "]" * 30_000, ["嵌套过深"]),
+        ("hold_days = " + "[" * 100_000 + "]" * 100_000, ["超过 64 KB"]),
+        ("hold_days = " + "[" * 200 + "5" + "]" * 200, ["hold_days", "类型不对"]),
     ],
+    ids=lambda value: value[:40] if isinstance(value, str) else None,
 )
 def test_a_bad_grid_file_gets_one_clear_sentence(home, tmp_path, text, expected):
     grid = tmp_path / "grid.toml"
@@ -178,8 +189,8 @@ def test_a_bad_grid_file_gets_one_clear_sentence(home, tmp_path, text, expected)
 def test_the_agents_tool_caps_the_grid_unless_raised(home):
     context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
     big = {"hold_days": list(range(1, 11)), "stop_loss_pct": list(range(1, 11))}
-    with pytest.raises(ToolFailure, match="共 100 个组合，超过上限 64"):
-        run_backtest_sweep(SweepParams(grid=big), context)
+    with pytest.raises(UsageError, match="共 100 个组合，超过上限 64"):
+        run_backtest_sweep(SweepParams(grid=big), context, SweepConfig())
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from wyckoff.errors import ConfigError
 CONFIG_FILE = "wyckoff.json"
 PROVIDERS = ("claude", "openai", "gemini")
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+DASK_ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 PRIVATE_UMASK = 0o077  # folders 0700, files 0600
 
 
@@ -113,6 +114,23 @@ class DataConfig(BaseModel):
     tushare_url: str | None = None
 
 
+class SweepConfig(BaseModel):
+    """Where parameter sweeps run: the user's choice (`wyckoff backtest cluster`), never the
+    model's. A cluster runs the code it is given and its answers are unpickled here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster: str | None = None
+    workers: int | None = Field(default=None, ge=1, le=1024)  # local processes; None: per core
+
+    @field_validator("cluster")
+    @classmethod
+    def _dask_address(cls, value: str | None) -> str | None:
+        if value is not None and not DASK_ADDRESS.fullmatch(value):
+            raise ValueError("集群地址要写成 tcp://主机:端口，如 tcp://192.168.1.5:8786")
+        return value
+
+
 class WyckoffConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -121,6 +139,7 @@ class WyckoffConfig(BaseModel):
     fallback: str | None = None
     stream_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     data: DataConfig = Field(default_factory=DataConfig)
+    sweep: SweepConfig | None = None
 
     @model_validator(mode="after")
     def _references_exist(self) -> WyckoffConfig:
@@ -220,6 +239,7 @@ def describe_pydantic_error(error: dict[str, Any]) -> str:
 PYDANTIC_PHRASES = {
     "float_parsing": "需要一个数字",
     "float_type": "需要一个数字",
+    "finite_number": "必须是有限的数（不能是 inf 或 nan）",
     "int_parsing": "需要一个整数",
     "int_type": "需要一个整数",
     "int_from_float": "需要一个整数",

@@ -228,7 +228,12 @@ class AnalyzeParams(BaseModel):
     mode: Literal["diagnose", "price"] = Field(
         default="diagnose", description="diagnose 诊断；price 最近日线"
     )
-    cost: float = Field(default=0, ge=0, description="持仓成本价（可选，用于盈亏与健康判断）")
+    cost: float = Field(
+        default=0,
+        ge=0,
+        allow_inf_nan=False,
+        description="持仓成本价（可选，用于盈亏与健康判断）",
+    )
     days: int = Field(default=30, ge=1, le=250, description="price 模式返回的天数")
 
 

@@ -1,20 +1,26 @@
 """The run_backtest_sweep tool (background): a parameter grid or a walk-forward test of the
-backtest, on a local Dask cluster of worker processes or an existing one; saved for
-`wyckoff backtest sweeps`."""
+backtest, saved for `wyckoff backtest sweeps`. The model chooses what to sweep, never where:
+the sweep runs where the user's settings say (a local cluster of worker processes, or the
+user's own Dask cluster), because a cluster runs the code it is given and its answers are
+unpickled in this process."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.cli.tools import ToolContext, ToolSpec
+from wyckoff.config import SweepConfig
+from wyckoff.engine.sweep_grid import MAX_COMBINATIONS
 
 TOOL_GRID_CAP = 64  # the agent's default; the user may raise it
 RESULT_ROWS = 20  # ranked rows returned (all are saved)
 
 
 class SweepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown argument is refused, not dropped
+
     grid: dict[str, Any] = Field(
         description=(
             "参数网格：参数名 -> 取值列表、{start, stop, step} 区间（含 stop）或单个值。"
@@ -29,10 +35,11 @@ class SweepParams(BaseModel):
         default=None, description="滚动检验 TRAIN:TEST（交易日），如 120:60"
     )
     board: Literal["all", "main", "chinext", "star"] = "all"
-    workers: int | None = Field(default=None, ge=1, le=256, description="本地工作进程数")
-    cluster: str | None = Field(default=None, description="已有 Dask 调度器地址 tcp://HOST:8786")
     max_combinations: int = Field(
-        default=TOOL_GRID_CAP, ge=1, le=5000, description="组合数上限；用户要求时才调高"
+        default=TOOL_GRID_CAP,
+        ge=1,
+        le=MAX_COMBINATIONS,
+        description="组合数上限；超出时先请用户确认，用户要求时才调高",
     )
 
     @field_validator("metric")
@@ -55,24 +62,22 @@ class SweepParams(BaseModel):
         return value
 
 
-def run_backtest_sweep(params: SweepParams, context: ToolContext) -> dict[str, Any]:
+def run_backtest_sweep(
+    params: SweepParams, context: ToolContext, where: SweepConfig
+) -> dict[str, Any]:
+    """The sweep of `params`, run where the user's `where` says."""
     from wyckoff.agents.market import backtest_span
-    from wyckoff.engine.sweep import dask_client, run_sweep
+    from wyckoff.engine.sweep import dask_client, local_workers, run_sweep
     from wyckoff.engine.sweep_grid import parse_grid
     from wyckoff.engine.sweep_store import save_sweep
 
-    grid = parse_grid(params.grid)
-    if grid.size > params.max_combinations:
-        raise ToolFailure(
-            f"参数网格共 {grid.size} 个组合，超过上限 {params.max_combinations}：请缩小网格，"
-            "或在确有需要时调高 max_combinations。"
-        )
+    grid = parse_grid(params.grid, params.max_combinations)
     market, panel, start_t, end_t = backtest_span(context, params.start, params.end)
     walk = tuple(int(n) for n in params.walk_forward.split(":")) if params.walk_forward else None
     context.progress(
-        "启动集群", params.cluster or f"本地 {params.workers or '按核数'} 个进程", 0.05
+        "启动集群", where.cluster or f"本地 {local_workers(where.workers)} 个进程", 0.05
     )
-    with dask_client(params.workers, params.cluster) as client:
+    with dask_client(where.workers, where.cluster) as client:
         result = run_sweep(
             panel,
             grid,
@@ -112,13 +117,16 @@ def for_agent(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def backtest_sweep_tool(params: SweepParams, context: ToolContext) -> dict[str, Any]:
-    return for_agent(run_backtest_sweep(params, context))
+    from wyckoff.config import load_config
+
+    where = load_config(context.home).sweep or SweepConfig()
+    return for_agent(run_backtest_sweep(params, context, where))
 
 
 SWEEP_TOOL = ToolSpec(
     name="run_backtest_sweep",
     description="回测参数扫描或滚动（walk-forward）检验（后台任务）：离场参数和引擎阈值的网格，"
-    "信号按引擎配置只算一次，在本地 Dask 进程池或已有集群上运行。",
+    "信号按引擎配置只算一次，在多个进程上并行运行（在哪里运行由用户设置）。",
     params=SweepParams,
     func=backtest_sweep_tool,
     title="参数扫描",

@@ -87,6 +87,7 @@ backtest_app = typer.Typer(
 backtest_app.callback(invoke_without_command=True)(market_commands.backtest)
 backtest_app.command("sweep")(sweep_commands.sweep)
 backtest_app.command("sweeps")(sweep_commands.sweeps)
+backtest_app.command("cluster")(sweep_commands.cluster)
 app.add_typer(backtest_app, name="backtest")
 app.add_typer(market_commands.data_app, name="data")
 app.add_typer(memory_commands.app, name="memory")

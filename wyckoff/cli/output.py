@@ -4,6 +4,7 @@ plain JSON for scripts, and one-line errors on stderr."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from datetime import UTC, date, datetime, timedelta, timezone
@@ -13,7 +14,25 @@ CHINA_TIME = timezone(timedelta(hours=8), "CST")  # Asia/Shanghai has no dayligh
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.write(json_text(value, indent=2) + "\n")
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """`value` as JSON a strict parser accepts: NaN and ±Infinity are not JSON, so a
+    non-finite number is written as null; other objects as their text."""
+    return json.dumps(
+        _finite(value), ensure_ascii=False, indent=indent, default=str, allow_nan=False
+    )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def print_error(message: str) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from wyckoff.cli.providers.base import MAX_ARGS_DEPTH
 from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.config import describe_pydantic_error, redact_text
 from wyckoff.errors import WyckoffError
@@ -262,7 +263,10 @@ class ToolRegistry:
         args = call.get("args") or {}
         if "__malformed_arguments__" in args:
             raw = str(args["__malformed_arguments__"])[:200]
-            return f"{spec.name} 的参数不是合法的 JSON：{raw}。请按工具的参数定义重新调用。"
+            return (
+                f"{spec.name} 的参数不是合法的 JSON（或嵌套超过 {MAX_ARGS_DEPTH} 层）：{raw}。"
+                "请按工具的参数定义重新调用。"
+            )
         try:
             return spec, spec.params.model_validate(args)
         except ValidationError as exc:

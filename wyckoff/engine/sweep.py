@@ -158,10 +158,21 @@ class ClusterRunner:
             raise
 
 
+def local_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def local_workers(requested: int | None) -> int:
+    """Worker processes for a local cluster: as requested, never more than the cores."""
+    return min(requested or local_cores(), local_cores())
+
+
 @contextmanager
 def dask_client(workers: int | None = None, address: str | None = None) -> Iterator[Any]:
-    """A client of the cluster at `address`, or of a new local cluster of worker processes
-    (one per core by default) on loopback, closed afterwards."""
+    """A client of the cluster at `address` (the user's own: it runs our code and we unpickle
+    its answers), or of a new local cluster of worker processes (one per core at most) on
+    loopback, closed afterwards."""
     import logging
 
     from distributed import Client, LocalCluster
@@ -178,7 +189,7 @@ def dask_client(workers: int | None = None, address: str | None = None) -> Itera
         return
     with (
         LocalCluster(
-            n_workers=workers or os.cpu_count() or 1,
+            n_workers=local_workers(workers),
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",

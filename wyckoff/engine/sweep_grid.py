@@ -5,12 +5,18 @@ a list, an inclusive range table {start, stop, step} or a single value.
     stop_loss_pct = { start = 4, stop = 10, step = 2 }
     trailing = [true, false]
     rs10_min = [1.5, 2.0]          # an engine threshold: changes the signals
+
+A grid is counted from its list lengths and range arithmetic before any value is built, so
+a range with a tiny step is refused in microseconds instead of filling the memory.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import reprlib
+import stat
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -28,6 +34,8 @@ EXIT_DEFAULTS: dict[str, Any] = {
     "trailing": True,
 }
 ENGINE_NAMES = tuple(f.name for f in fields(DEFAULT_CONFIG))
+MAX_COMBINATIONS = 5000  # the most any caller may allow; the agent's tool defaults to fewer
+GRID_FILE_MAX_BYTES = 64 * 1024  # a grid is a few lines; anything near this is not one
 
 
 @dataclass(frozen=True)
@@ -56,17 +64,55 @@ def _product(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def read_grid_file(path: Path) -> dict[str, Any]:
     """The grid file's table, as written (parse_grid checks it)."""
+    text = _grid_text(Path(path))
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"找不到参数网格文件 {path}，请检查路径。") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise UsageError(
             f"参数网格文件 {path} 不是有效的 TOML（{exc}），请按 README 的格式修改后重试。"
         ) from None
+    except RecursionError:
+        raise UsageError(
+            f"参数网格文件 {path} 的嵌套过深，不是参数网格：每个参数写成列表、区间表或单个值。"
+        ) from None
 
 
-def parse_grid(table: dict[str, Any]) -> Grid:
+def _grid_text(path: Path) -> str:
+    """The text of a regular file of at most GRID_FILE_MAX_BYTES: a FIFO would block the
+    read forever and /dev/zero never ends, so neither is read at all."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise UsageError(f"找不到参数网格文件 {path}，请检查路径。") from None
+    except OSError as exc:
+        raise UsageError(
+            f"无法读取参数网格文件 {path}（{exc.strerror}），请检查路径和权限。"
+        ) from None
+    try:
+        kind = os.fstat(fd).st_mode
+        if stat.S_ISDIR(kind):
+            raise UsageError(f"{path} 是一个文件夹，不是参数网格文件：请给出 TOML 文件的路径。")
+        if not stat.S_ISREG(kind):
+            raise UsageError(f"{path} 不是普通文件（设备或管道），请把参数网格写进一个 TOML 文件。")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(GRID_FILE_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > GRID_FILE_MAX_BYTES:
+        raise UsageError(
+            f"参数网格文件 {path} 超过 {GRID_FILE_MAX_BYTES // 1024} KB，不像参数网格：请检查文件。"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"参数网格文件 {path} 不是 UTF-8 编码的文本，请用 UTF-8 保存后重试。"
+        ) from None
+
+
+def parse_grid(table: dict[str, Any], cap: int = MAX_COMBINATIONS) -> Grid:
+    """The grid of `table`, refused when it has more than `cap` combinations: counted from
+    the lengths of the lists and ranges before any value is built."""
     unknown = [name for name in table if name not in EXIT_DEFAULTS and name not in ENGINE_NAMES]
     if unknown:
         raise UsageError(
@@ -75,18 +121,58 @@ def parse_grid(table: dict[str, Any]) -> Grid:
         )
     if not table:
         raise UsageError("参数网格是空的：请至少写一个参数，例如 hold_days = [5, 10, 20]。")
-    exits = {n: _values(n, v, EXIT_DEFAULTS[n]) for n, v in table.items() if n in EXIT_DEFAULTS}
+    axes = {name: _axis(name, spec) for name, spec in table.items()}
+    _check_size({name: _length(axis) for name, axis in axes.items()}, cap)
+    exits = {n: _values(n, a, EXIT_DEFAULTS[n]) for n, a in axes.items() if n in EXIT_DEFAULTS}
     engine = {
-        n: _values(n, v, getattr(DEFAULT_CONFIG, n)) for n, v in table.items() if n in ENGINE_NAMES
+        n: _values(n, a, getattr(DEFAULT_CONFIG, n)) for n, a in axes.items() if n in ENGINE_NAMES
     }
     return Grid(engine, exits)
 
 
-def _values(name: str, spec: Any, default: Any) -> list[Any]:
+@dataclass(frozen=True)
+class Steps:
+    """An inclusive range start, start + step, ... up to stop: counted without building it."""
+
+    start: float
+    stop: float
+    step: float
+
+    @property
+    def count(self) -> int:
+        return math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+
+    def values(self) -> list[float]:
+        return [round(self.start + i * self.step, 10) for i in range(self.count)]
+
+
+def _axis(name: str, spec: Any) -> list[Any] | Steps:
     if isinstance(spec, dict):
-        raw = _range(name, spec)
-    else:
-        raw = spec if isinstance(spec, list) else [spec]
+        return _steps(name, spec)
+    return spec if isinstance(spec, list) else [spec]
+
+
+def _length(axis: list[Any] | Steps) -> int:
+    return axis.count if isinstance(axis, Steps) else len(axis)
+
+
+def _check_size(lengths: dict[str, int], cap: int) -> None:
+    size = math.prod(lengths.values())
+    if size > cap:
+        widest = max(lengths, key=lengths.__getitem__)
+        raise UsageError(
+            f"参数网格共 {_amount(size)} 个组合，超过上限 {cap}（{widest} 一项就有 "
+            f"{_amount(lengths[widest])} 个取值）：请少列几个取值或加大区间的 step。"
+        )
+
+
+def _amount(count: int) -> str:
+    """A count as a person reads it: exact, or its order of magnitude when it is huge."""
+    return str(count) if count < 10**9 else f"约 10^{len(str(count)) - 1}"
+
+
+def _values(name: str, axis: list[Any] | Steps, default: Any) -> list[Any]:
+    raw = axis.values() if isinstance(axis, Steps) else axis
     if not raw:
         raise UsageError(f"参数 {name} 的取值列表是空的，请至少给一个值。")
     values = [_typed(name, value, default) for value in raw]
@@ -95,21 +181,35 @@ def _values(name: str, spec: Any, default: Any) -> list[Any]:
     return list(dict.fromkeys(values))  # duplicates would only repeat work
 
 
-def _range(name: str, spec: dict[str, Any]) -> list[float]:
+def _steps(name: str, spec: dict[str, Any]) -> Steps:
     try:
-        start, stop, step = (float(spec[key]) for key in ("start", "stop", "step"))
-    except (KeyError, TypeError, ValueError):
+        start, stop, step = (_number(spec[key]) for key in ("start", "stop", "step"))
+    except (KeyError, TypeError):
         raise UsageError(
             f"参数 {name} 的区间要写成 {{ start = 数, stop = 数, step = 正数 }}（含 stop）。"
         ) from None
+    if not all(math.isfinite(x) for x in (start, stop, step)):
+        raise UsageError(f"参数 {name} 的区间里有 inf 或 nan：start、stop、step 都要是有限的数。")
     if step <= 0 or stop < start:
         raise UsageError(f"参数 {name} 的区间要求 step > 0 且 stop 不小于 start。")
-    count = math.floor((stop - start) / step + 1e-9) + 1
-    return [round(start + i * step, 10) for i in range(count)]
+    if not math.isfinite((stop - start) / step):
+        raise UsageError(f"参数 {name} 的区间取值多到数不清（step 太小）：请加大 step。")
+    return Steps(start, stop, step)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(value)
+    return float(value)
 
 
 def _typed(name: str, value: Any, default: Any) -> Any:
     """The value in the default's type; a tuple threshold takes a list of the same length."""
+    numbers = value if isinstance(value, list) else [value]
+    if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
+        raise UsageError(
+            f"参数 {name} 的取值 {reprlib.repr(value)} 不是有限的数：不能用 inf 或 nan。"
+        )
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, int):
@@ -123,5 +223,7 @@ def _typed(name: str, value: Any, default: Any) -> Any:
         ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
         value = tuple(float(v) for v in value) if ok else value
     if not ok:
-        raise UsageError(f"参数 {name} 的取值 {value!r} 类型不对：应与默认值 {default!r} 同类型。")
+        raise UsageError(
+            f"参数 {name} 的取值 {reprlib.repr(value)} 类型不对：应与默认值 {default!r} 同类型。"
+        )
     return value

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from wyckoff.cli.output import say_cancelled
+from wyckoff.cli.output import json_text, say_cancelled
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
 APPROVED_BY = {
@@ -238,13 +238,13 @@ class JsonRenderer:
         payload["tool_calls"] = self.tool_calls
         if self.demo:
             payload["data_note"] = DEMO_ANSWER_NOTE.removeprefix("⚠ ")
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(payload) + "\n")
 
 
 class StreamJsonRenderer:
     def event(self, event: dict[str, Any]) -> None:
         announce_approval(event)
-        sys.stdout.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_text(event) + "\n")
         sys.stdout.flush()
 
     def finish(self, done: dict[str, Any]) -> None:

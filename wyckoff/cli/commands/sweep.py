@@ -1,17 +1,24 @@
-"""`wyckoff backtest sweep GRID.toml` and `wyckoff backtest sweeps`: parameter sweeps and
-walk-forward tests of the backtest, shown as ranked Rich tables and an optional heatmap."""
+"""`wyckoff backtest sweep GRID.toml`, `wyckoff backtest sweeps` and `wyckoff backtest
+cluster`: parameter sweeps and walk-forward tests of the backtest, shown as ranked Rich tables
+and an optional heatmap, and where they run (the user's choice, saved in wyckoff.json)."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _params
 
-CLI_GRID_CAP = 5000
+if TYPE_CHECKING:
+    from wyckoff.config import SweepConfig
+
+CLUSTER_WARNING = (
+    "Dask 集群会运行你交给它的代码，并把结果以 pickle 传回本机还原（等于让它在本机执行代码）："
+    "只连接你自己的集群。"
+)
 METRIC_LABELS = {
     "trades": "交易数",
     "win_rate_pct": "胜率%",
@@ -43,8 +50,15 @@ def sweep(
     grid_file: Annotated[Path, typer.Argument(help="参数网格 TOML 文件")],
     start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
     end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="本地工作进程数")] = None,
-    cluster: Annotated[str | None, typer.Option("--cluster", help="tcp://HOST:8786")] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="本地工作进程数（最多为本机核数）")
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster", help=f"在你自己的 Dask 集群上运行，如 tcp://HOST:8786。{CLUSTER_WARNING}"
+        ),
+    ] = None,
     metric: Annotated[str, typer.Option("--metric", help="排序指标")] = "sharpe_ratio",
     walk_forward: Annotated[
         str | None, typer.Option("--walk-forward", help="TRAIN:TEST 交易日，如 120:60")
@@ -57,10 +71,12 @@ def sweep(
     csv_path: Annotated[Path | None, typer.Option("--csv", help="导出全部结果为 CSV")] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """参数扫描与滚动检验 / sweep a parameter grid (or walk forward) on a Dask cluster."""
+    """参数扫描与滚动检验 / sweep a parameter grid (or walk forward) on a Dask cluster.
+
+    默认在 `wyckoff backtest cluster` 保存的地方运行（未设置时为本机进程池）。"""
     from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
     from wyckoff.cli.output import print_json
-    from wyckoff.engine.sweep_grid import parse_grid, read_grid_file
+    from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid, read_grid_file
     from wyckoff.errors import UsageError
 
     table = read_grid_file(grid_file)
@@ -73,13 +89,16 @@ def sweep(
         metric=metric,
         walk_forward=walk_forward,
         board=board,
-        workers=workers,
-        cluster=cluster,
-        max_combinations=CLI_GRID_CAP,
+        max_combinations=MAX_COMBINATIONS,
     )
     if walk_forward and axes:
         raise UsageError("--heatmap 只用于普通扫描，滚动检验（--walk-forward）不画热力图。")
-    result = _call(run_backtest_sweep, params, label="参数扫描")
+    where = _where(workers, cluster)
+    result = _call(
+        lambda params, context: run_backtest_sweep(params, context, where),
+        params,
+        label="参数扫描",
+    )
     if csv_path:
         _write_csv(csv_path, result)
     if json_output:
@@ -100,6 +119,69 @@ def sweep(
     typer.echo(VIEWS_NOTE)
     if csv_path:
         typer.echo(f"全部结果已导出到 {csv_path}")
+
+
+def _where(workers: int | None, cluster: str | None) -> SweepConfig:
+    """Where this sweep runs: the flags (one of them), else the saved settings."""
+    from wyckoff.config import SweepConfig, load_config
+    from wyckoff.errors import UsageError
+
+    if workers is not None and cluster is not None:
+        raise UsageError("--workers 用于本机进程池，--cluster 用于已有集群：两者只能选一个。")
+    if cluster is not None:
+        return _params(SweepConfig, cluster=cluster)
+    if workers is not None:
+        return SweepConfig(workers=_local_workers(workers))
+    return load_config(_context().home).sweep or SweepConfig()
+
+
+def _local_workers(workers: int) -> int:
+    from wyckoff.engine.sweep import local_cores
+    from wyckoff.errors import UsageError
+
+    cores = local_cores()
+    if not 1 <= workers <= cores:
+        raise UsageError(
+            f"--workers 要在 1 到 {cores} 之间（本机 {cores} 个核心，多开进程只会互相争抢）。"
+        )
+    return workers
+
+
+def cluster(
+    address: Annotated[
+        str | None, typer.Argument(help="tcp://HOST:PORT（你自己的 Dask 集群）或 local（本机）")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="本机进程数（只用于 local，最多为本机核数）")
+    ] = None,
+) -> None:
+    """查看或设置参数扫描在哪里运行 / show or set where sweeps run (yours to choose)."""
+    from wyckoff.cli.output import print_notice
+    from wyckoff.config import SweepConfig, load_config, save_config, wyckoff_home
+    from wyckoff.errors import UsageError
+
+    home = wyckoff_home()
+    config = load_config(home)
+    if address is None and workers is None:
+        print_notice(_describe_where(config.sweep or SweepConfig()))
+        return
+    if address not in (None, "local") and workers is not None:
+        raise UsageError("--workers 只用于本机进程池（local），已有集群的进程数由集群自己决定。")
+    if address in (None, "local"):
+        where = SweepConfig(workers=None if workers is None else _local_workers(workers))
+    else:
+        where = _params(SweepConfig, cluster=address)
+    save_config(config.model_copy(update={"sweep": where}), home)
+    print_notice(f"已保存：{_describe_where(where)}")
+    if where.cluster:
+        print_notice(CLUSTER_WARNING)
+
+
+def _describe_where(where: SweepConfig) -> str:
+    if where.cluster:
+        return f"参数扫描在 Dask 集群 {where.cluster} 上运行（命令行与智能体都用这个设置）。"
+    size = f"{where.workers} 个进程" if where.workers else "每个核心一个进程"
+    return f"参数扫描在本机运行，{size}（命令行与智能体都用这个设置）。"
 
 
 def sweeps(json_output: JsonOption = False) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -38,8 +37,9 @@ def list_traces(
 @app.command("show")
 def show(trace_id: Annotated[str, typer.Argument(help="追踪 id（或其开头）")]) -> None:
     """逐行显示一个追踪 / print one trace, one JSON event per line."""
+    from wyckoff.cli.output import json_text
     from wyckoff.cli.traces import read_trace
     from wyckoff.config import wyckoff_home
 
     for entry in read_trace(wyckoff_home(), trace_id):
-        typer.echo(json.dumps(entry, ensure_ascii=False))
+        typer.echo(json_text(entry))

@@ -400,14 +400,38 @@ def iter_with_timeout(
         stop.set()
 
 
+MAX_ARGS_DEPTH = 32  # tools take a few levels; deeper nesting would overflow every later step
+
+
 def parse_json_args(raw: str) -> dict[str, Any]:
-    """Tool-call arguments as a dict; malformed JSON is kept for the runtime to report."""
+    """Tool-call arguments as a dict; malformed or too deeply nested JSON is kept as text
+    for the runtime to report."""
     import json
 
     if not raw or not raw.strip():
         return {}
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {"__malformed_arguments__": raw}
-    return value if isinstance(value, dict) else {"__malformed_arguments__": raw}
+    return (
+        value
+        if isinstance(value, dict) and not too_deep(value)
+        else {"__malformed_arguments__": raw}
+    )
+
+
+def too_deep(value: Any, limit: int = MAX_ARGS_DEPTH) -> bool:
+    """Whether JSON-like `value` nests lists and objects deeper than `limit` (walked level by
+    level, without recursion)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True

@@ -23,6 +23,7 @@ from wyckoff.cli.providers.base import (
     TokenUsage,
     ToolSchema,
     token_usage,
+    too_deep,
 )
 
 FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
@@ -132,6 +133,11 @@ class GeminiProvider(LLMProvider):
         return self.stream_error(f"{type(exc).__name__}: {exc}")
 
 
+def _bounded(args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments nested too deeply for the later steps are reported, not passed on."""
+    return {"__malformed_arguments__": "[[[…"} if too_deep(args) else args
+
+
 def _part_chunk(part, calls: list[dict[str, Any]]) -> Chunk | None:
     if part.function_call is not None:
         call = part.function_call
@@ -139,7 +145,7 @@ def _part_chunk(part, calls: list[dict[str, Any]]) -> Chunk | None:
             {
                 "id": call.id or f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex[:12]}",
                 "name": call.name,
-                "args": dict(call.args or {}),
+                "args": _bounded(dict(call.args or {})),
             }
         )
         return None
