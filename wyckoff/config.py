@@ -7,6 +7,7 @@ and never rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -332,6 +333,13 @@ _remembered_secrets: set[str] = set()
 def remember_secrets(*values: str | None) -> None:
     """Add key values this process has seen (configured or resolved) to every redaction."""
     _remembered_secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def remember_configured_secrets(home: Path) -> None:
+    """Learn the keys of the saved config (for redaction) in a command that needs no model; a
+    broken config teaches none and is reported by the commands that use it."""
+    with contextlib.suppress(ConfigError):
+        load_config(home)
 
 
 def known_secrets() -> list[str]:
