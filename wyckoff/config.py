@@ -1,8 +1,9 @@
 """WYCKOFF_HOME, the validated `wyckoff.json`, API-key handling and atomic 0600 writes.
 
 The config file is only ever replaced whole, through a temporary file and `os.replace`,
-so a crash mid-write leaves the previous version. A file that fails to parse is reported
-and never rewritten.
+so a crash mid-write leaves the previous version; a command that changes it reads and
+writes it under a lock (`locked`), so parallel commands never lose each other's updates. A
+file that fails to parse is reported and never rewritten.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -237,6 +240,31 @@ PYDANTIC_PHRASES = {
     "extra_forbidden": "不认识的字段",
     "url_parsing": "不是有效的网址",
 }
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of `path` (on `.NAME.lock` beside it) for a read-modify-write:
+    read the file inside the block, so no other process's update in between is lost."""
+    import fcntl
+
+    lock_path = path.with_name(f".{path.name}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ConfigError(
+            f"无法锁定 {path} 以修改它（{exc.strerror}）：请检查该目录的权限。"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def config_lock(home: Path | None = None):
+    """`with config_lock(home):` load, change and save `wyckoff.json` without losing updates."""
+    return locked(config_path(home))
 
 
 def save_config(config: WyckoffConfig, home: Path | None = None) -> Path:
