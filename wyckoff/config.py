@@ -174,26 +174,9 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
     """Read and validate `wyckoff.json`; a missing file is an empty configuration."""
     path = config_path(home)
     try:
-        raw = path.read_text(encoding="utf-8")
+        data = read_json_file(path)
     except FileNotFoundError:
         return WyckoffConfig()
-    except OSError as exc:
-        raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
-    except UnicodeDecodeError:
-        raise ConfigError(
-            f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
-        ) from None
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ConfigError(
-            f"配置文件 {path} 的 JSON 嵌套过深，不是 Wyckoff 的配置：请修正或删除该文件后重试。"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"配置文件 {path} 不是有效的 JSON（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}）。"
-            "请修正或删除该文件后重试；Wyckoff 不会改写它。"
-        ) from None
     try:
         config = WyckoffConfig.model_validate(data)
     except ValidationError as exc:
@@ -203,6 +186,36 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
         ) from None
     remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
     return config
+
+
+def read_json_file(path: Path) -> Any:
+    """The JSON a config file holds. A missing file raises FileNotFoundError; anything else
+    wrong with it is a ConfigError naming the file in one sentence."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError:
+        raise ConfigError(
+            f"配置文件 {path} 是一个文件夹，不是文件：请把它移走或删除后重试。"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
+        ) from None
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ConfigError(
+            f"配置文件 {path} 的 JSON 嵌套过深，不是 Wyckoff 的配置：请修正或删除该文件后重试。"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"配置文件 {path} 不是有效的 JSON（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}）。"
+            "请修正或删除该文件后重试；Wyckoff 不会改写它。"
+        ) from None
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolRegistry, ToolSpec, canonical_args
-from wyckoff.config import locked, write_private_file
+from wyckoff.config import locked, read_json_file, write_private_file
 from wyckoff.errors import ConfigError, UsageError, WyckoffError
 
 CONFIG_FILE = "mcp.json"
@@ -53,11 +53,13 @@ class ServerEntry(BaseModel):
 
 def load_servers(home: Path) -> list[ServerEntry]:
     path = home / CONFIG_FILE
-    if not path.exists():
+    try:
+        data = read_json_file(path)
+    except FileNotFoundError:
         return []
     try:
-        return [ServerEntry.model_validate(e) for e in json.loads(path.read_text("utf-8"))]
-    except (json.JSONDecodeError, ValidationError, TypeError) as exc:
+        return [ServerEntry.model_validate(e) for e in data]
+    except (ValidationError, TypeError) as exc:
         raise ConfigError(
             f"{path} 格式不对（{type(exc).__name__}）：修正它，或删除后用 `wyckoff mcp add` 重新添加。"
         ) from None
