@@ -361,8 +361,13 @@ def effective_config(config: WyckoffConfig) -> WyckoffConfig:
 SECRET_KEY_NAMES = re.compile(
     r"(^|[_-])(api[_-]?key|token|password|passwd|secret|authorization|cookie)$", re.I
 )
+# Key-shaped tokens, only where a token starts: "desk-research-2026" and "<task-notification>"
+# hold "sk-…" inside a word and are left alone. A bearer token holds a digit ("bearer
+# instrument" is English). Known key values are masked wherever they occur.
+_TOKEN_START = r"(?<![A-Za-z0-9_\-])"
 SECRET_VALUE_PATTERNS = re.compile(
-    r"sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}"
+    rf"{_TOKEN_START}(?:sk-[A-Za-z0-9_\-]{{8,}}|AIza[0-9A-Za-z_\-]{{20,}}"
+    r"|(?i:bearer)\s+(?=[A-Za-z._\-]*\d)[A-Za-z0-9._\-]{8,})"
 )
 REDACTED = "***"
 
