@@ -5,6 +5,7 @@ traceback) and `ask` goes on without what the broken file held."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -52,6 +53,7 @@ BROKEN = {
     "not-utf8": lambda path: path.write_bytes(b'[{"name": "\xff\xfe"}]'),
     "deep": lambda path: path.write_text("[" * 100_000 + "]" * 100_000, "utf-8"),
     "directory": lambda path: path.mkdir(),
+    "fifo": lambda path: os.mkfifo(path),  # reading it would wait for a writer forever
 }
 
 

@@ -66,6 +66,14 @@ def test_no_memory_about_permissions_or_tool_policy_is_written(memories, text):
     assert memories.list_memories() == []
 
 
+def test_the_user_adding_such_a_rule_is_told_how_approvals_work():
+    result = cli("memory", "add", PLANTED)
+    assert (
+        result.returncode == 2 and "--approve" in result.stderr and "Traceback" not in result.stderr
+    )
+    assert json.loads(cli("memory", "list", "--json").stdout)["memories"] == []
+
+
 @pytest.mark.parametrize("text", TRADING_RULES)
 def test_trading_rules_that_mention_confirmation_are_still_written(memories, text):
     assert add_memory(memories, "preference", text, provenance="model").status == "written"
@@ -119,7 +127,8 @@ def test_a_memory_that_slipped_through_cannot_approve_update_portfolio(openai_se
     )
     result = cli("ask", "把现金记为五万")
     assert result.returncode == 0, result.stderr
-    assert PLANTED in openai_server.bodies[0]["messages"][-1]["content"]  # it was recalled
+    recalled = openai_server.bodies[0]["messages"][-1]["content"]
+    assert "# 用户画像" not in recalled and recalled.index(DATA_TITLE) < recalled.index(PLANTED)
     tool_result = openai_server.bodies[1]["messages"][-1]["content"]
     assert "--approve update_portfolio" in tool_result + result.stderr
     assert Portfolio(Store.in_home(home)).cash() == 0
@@ -176,3 +185,20 @@ def test_a_key_in_an_extraction_reply_is_masked_everywhere(openai_server, home):
     listed = json.loads(cli("memory", "list", "--json").stdout)["memories"]
     assert [m["content"] for m in listed] == ["用户的模型密钥是 ***，尾盘二次确认"]
     assert KEY not in everything_a_user_sees(home)
+
+
+def test_memories_saved_before_provenance_existed_count_as_tool_output_unless_typed(home):
+    from tests.test_integrity import state_db_at_version
+
+    old = state_db_at_version(home, 7)
+    old.execute(
+        "INSERT INTO agent_memory (type, content, metadata) VALUES"
+        " ('preference', '单票仓位不超过 15%', '{\"extractor\": \"user\"}'),"
+        " ('preference', '尾盘二次确认', '{\"extractor\": \"session_summary\"}')"
+    )
+    old.close()
+    listed = json.loads(cli("memory", "list", "--json").stdout)["memories"]
+    assert {m["content"]: m["provenance"] for m in listed} == {
+        "单票仓位不超过 15%": "user",
+        "尾盘二次确认": "tool_output",
+    }

@@ -12,9 +12,9 @@ import contextlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -192,13 +192,13 @@ def read_json_file(path: Path) -> Any:
     """The JSON a config file holds. A missing file raises FileNotFoundError; anything else
     wrong with it is a ConfigError naming the file in one sentence."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a folder, or a FIFO that would hang
+            raise ConfigError(
+                f"配置文件 {path} 不是普通文件（是文件夹、管道或设备）：请把它移走或删除后重试。"
+            )
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise
-    except IsADirectoryError:
-        raise ConfigError(
-            f"配置文件 {path} 是一个文件夹，不是文件：请把它移走或删除后重试。"
-        ) from None
     except OSError as exc:
         raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
     except UnicodeDecodeError:
@@ -255,7 +255,7 @@ PYDANTIC_PHRASES = {
 }
 
 
-@contextmanager
+@contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """Hold the exclusive lock of `path` (on `.NAME.lock` beside it) for a read-modify-write:
     read the file inside the block, so no other process's update in between is lost."""

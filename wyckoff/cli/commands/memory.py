@@ -125,6 +125,8 @@ def add(
     from wyckoff.memory.extraction import remember
 
     outcome = remember(_memories(), content, memory_type, source_ref="cli")
+    if outcome.status == "skipped":  # e.g. a rule about approvals: not something memory holds
+        raise UsageError(outcome.sentence())
     if json_output:
         print_json(outcome.__dict__)
     else:
