@@ -275,7 +275,7 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def config_lock(home: Path | None = None):
+def config_lock(home: Path | None = None) -> contextlib.AbstractContextManager[None]:
     """`with config_lock(home):` load, change and save `wyckoff.json` without losing updates."""
     return locked(config_path(home))
 
