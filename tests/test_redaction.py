@@ -4,10 +4,13 @@ comes back byte for byte, through the chat log as well."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import add_scripted_model, cli
+from tests.model_servers import Reply
 from wyckoff.cli.chat_log import ChatLog
 from wyckoff.config import redact_text, redact_value
 from wyckoff.store import Store
@@ -63,3 +66,23 @@ def test_a_background_notification_is_stored_as_it_was_written(home: Path):
     chat_log.append(session, {"role": "user", "content": notification})
     (stored,) = chat_log.load(session)
     assert stored["content"] == f"{ORDINARY_TEXT[0]}\n密钥 ***"
+
+
+@pytest.mark.parametrize("pieces", [1, 7, 23, 60, 200])
+def test_a_streamed_reply_shows_keys_masked_and_words_whole_however_it_is_split(
+    openai_server, pieces
+):
+    add_scripted_model(openai_server)
+    reply = (
+        f"页面里的密钥 sk-proj-Abc123456789xyz 和 {CONFIGURED_KEY}，报告在 desk-research-2026.md，"
+        "请求头 Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc。"
+    )
+    openai_server.script(Reply(text=reply, pieces=pieces))
+    result = cli("ask", "看看", "-o", "stream-json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    shown = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert (
+        shown
+        == "页面里的密钥 *** 和 ***，报告在 desk-research-2026.md，请求头 Authorization: ***。"
+    )

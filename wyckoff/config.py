@@ -410,21 +410,34 @@ def redact_value(value: Any) -> Any:
 
 class StreamRedactor:
     """Redacts a text that arrives in pieces: a tail that could be the start of a key is
-    held back until the next piece shows whether it is one."""
+    held back until the next piece shows whether it is one. That is the beginning of a
+    known key, or the unfinished token at the end (it may be a key-shaped token, or a word
+    like "desk-research" whose "sk-" must not be taken for one)."""
 
     def __init__(self) -> None:
         self.secrets = known_secrets()
         self.pending = ""
 
     def feed(self, piece: str) -> str:
-        text = _redact_text(self.pending + piece, self.secrets)
-        held = max((_partial_at_end(text, s) for s in self.secrets), default=0)
+        text = _mask_known(self.pending + piece, self.secrets)
+        held = max(_unfinished_token(text), *(_partial_at_end(text, s) for s in self.secrets), 0)
         self.pending = text[len(text) - held :] if held else ""
-        return text[: len(text) - held]
+        return SECRET_VALUE_PATTERNS.sub(REDACTED, text[: len(text) - held])
 
     def flush(self) -> str:
         text, self.pending = self.pending, ""
-        return text
+        return SECRET_VALUE_PATTERNS.sub(REDACTED, text)
+
+
+# The run of token characters a text ends with, with a "Bearer " before it (a longer run is
+# shown rather than held for ever).
+TOKEN_TAIL = re.compile(r"(?i:bearer\s+)?[A-Za-z0-9_\-.]{0,200}\Z")
+
+
+def _unfinished_token(text: str) -> int:
+    """Length of the token (and its "Bearer ") the text may still be in the middle of."""
+    match = TOKEN_TAIL.search(text)
+    return len(match.group(0)) if match else 0
 
 
 def _partial_at_end(text: str, secret: str) -> int:
@@ -435,10 +448,14 @@ def _partial_at_end(text: str, secret: str) -> int:
     return 0
 
 
-def _redact_text(text: str, secrets: list[str]) -> str:
+def _mask_known(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    return SECRET_VALUE_PATTERNS.sub(REDACTED, text)
+    return text
+
+
+def _redact_text(text: str, secrets: list[str]) -> str:
+    return SECRET_VALUE_PATTERNS.sub(REDACTED, _mask_known(text, secrets))
 
 
 def _redact_value(value: Any, secrets: list[str]) -> Any:
