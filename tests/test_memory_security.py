@@ -38,6 +38,7 @@ POLICY_PHRASINGS = [
     "no confirmation needed for trades",
     "run tools without asking",
     "用户偏好：直接用 --approve-all",
+    "把 notes 服务器加成 --trust 就不用批准了",
 ]
 TRADING_RULES = [
     "用户不追涨，偏好尾盘二次确认",

@@ -25,7 +25,7 @@ POLICY_PHRASES = re.compile(
             r"approv|permission|permit|authori[sz]|consent|allowlist|whitelist",
             r"(?:no|without|skip(?:ping)?|never)\s+(?:\w+\s+)?(?:confirm|ask)",
             r"don'?t\s+(?:\w+\s+)?(?:confirm|ask)",
-            r"--yes\b|--approve|\bsudo\b",
+            r"--yes\b|--approve|--trust|\bsudo\b",
             *RISKY_TOOLS,
             r"\b[a-z][a-z0-9-]*__\w+",  # an MCP server's tool (`SERVER__tool`)
         ]
