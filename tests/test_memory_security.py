@@ -15,6 +15,7 @@ from tests.model_servers import Reply
 from wyckoff.agents.portfolio import Portfolio
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.memory.dedup import add_memory
+from wyckoff.memory.extraction import extract_session_memories, flush_memory_before_compaction
 from wyckoff.memory.policy import RISKY_TOOLS
 from wyckoff.memory.recall import DATA_TITLE, build_memory_context
 from wyckoff.memory.store import MemoryStore
@@ -100,6 +101,32 @@ def test_a_planted_approval_memory_from_extraction_is_not_stored(openai_server):
     ]
     table = cli("memory", "list").stdout
     assert "来自工具结果" in table and "授权" not in table
+
+
+def test_provenance_follows_what_the_model_read(memories, openai_server):
+    from tests.test_memory import ask_via, research_session
+
+    ask = ask_via(openai_server)
+    dialogue = [m for m in research_session() if m["role"] != "tool" and not m.get("tool_calls")]
+    openai_server.script(
+        Reply(text="[偏好] 止损统一设在 8%"),  # a head with no tool result
+        Reply(text="[决策] 跌破确认支撑不买"),  # a session with one
+        Reply(text="[偏好] 单票仓位不超过 15%"),
+        Reply(text="NEW"),  # the dedup check against 止损统一设在 8%
+        Reply(text="[画像] 用户重视本金安全"),  # summarised from the three above
+    )
+    assert flush_memory_before_compaction(memories, dialogue, ask, session_id="s1") == 1
+    extract_session_memories(memories, research_session(), ask, session_id="s1", skip_layers=True)
+    extract_session_memories(
+        memories, research_session("，单票仓位不超过 15%"), ask, session_id="s2"
+    )
+    by_content = {m.content: m.provenance for m in memories.list_memories()}
+    assert by_content == {
+        "止损统一设在 8%": "model",
+        "跌破确认支撑不买": "tool_output",
+        "单票仓位不超过 15%": "tool_output",
+        "用户重视本金安全": "tool_output",  # a summary of tool-output memories is one too
+    }
 
 
 def test_memories_from_tool_output_reach_the_model_as_marked_data_not_as_the_profile(memories):
