@@ -14,7 +14,7 @@ import re
 # web_fetch, which can send what a session read to the network.
 RISKY_TOOLS = ("update_portfolio", "write_file", "exec_command", "web_fetch")
 
-_NEGATION = r"(?:不必|不用|无需|无须|毋须|不需要?|免|免去|跳过|省去|省略|别|不要|无须再|不再)"
+_NEGATION = r"(?:不必|不用|无需|无须|毋须|不需要?|免|免去|跳过|省去|省略|别|不要|不再)"
 _WHO = r"(?:再|经过?|征得|等待?|让|用户|我|他|她|对方|本人|的|\s)"  # "不需要经过他的确认"
 _CONSENT_WORD = r"(?:确认|询问|问我|批准|审批|同意|授权|许可)"
 POLICY_PHRASES = re.compile(
@@ -23,8 +23,7 @@ POLICY_PHRASES = re.compile(
             r"授权|批准|审批|权限|自动同意|自动执行|直接执行|允许执行|同意执行",
             rf"{_NEGATION}{_WHO}*{_CONSENT_WORD}",
             r"approv|permission|permit|authori[sz]|consent|allowlist|whitelist",
-            r"(?:no|without|skip(?:ping)?|never)\s+(?:\w+\s+)?(?:confirm|ask)",
-            r"don'?t\s+(?:\w+\s+)?(?:confirm|ask)",
+            r"\b(?:no|without|skip(?:ping)?|never|don'?t)\s+(?:\w+\s+)?(?:confirm|ask)",
             r"--yes\b|--approve|--trust|\bsudo\b",
             *RISKY_TOOLS,
             r"\b[a-z][a-z0-9-]*__\w+",  # an MCP server's tool (`SERVER__tool`)
