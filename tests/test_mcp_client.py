@@ -172,6 +172,8 @@ def test_a_broken_mcp_json_is_reported_and_the_session_goes_on(openai_server, ho
     result = cli("ask", "你好")
     assert result.returncode == 0, result.stderr
     assert "照常回答" in result.stdout
-    assert "mcp.json 格式不对" in result.stderr and "没有加载任何 MCP 服务器" in result.stderr
+    assert (
+        "mcp.json 不是有效的 JSON" in result.stderr and "没有加载任何 MCP 服务器" in result.stderr
+    )
     listed = cli("mcp", "list")
-    assert listed.returncode == 2 and "mcp.json 格式不对" in listed.stderr
+    assert listed.returncode == 2 and "mcp.json 不是有效的 JSON" in listed.stderr

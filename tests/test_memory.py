@@ -187,10 +187,18 @@ def test_limits_and_age_pruning_follow_the_table(memories):
 
 def test_deterministic_dedup_skips_without_a_model_call(memories, openai_server):
     first = add_memory(
-        memories, "preference", "不追涨，尾盘二次确认后再买", ask=ask_via(openai_server)
+        memories,
+        "preference",
+        "不追涨，尾盘二次确认后再买",
+        ask=ask_via(openai_server),
+        provenance="model",
     )
     again = add_memory(
-        memories, "preference", "用户：不追涨，尾盘二次确认后再买！", ask=ask_via(openai_server)
+        memories,
+        "preference",
+        "用户：不追涨，尾盘二次确认后再买！",
+        ask=ask_via(openai_server),
+        provenance="model",
     )
     assert (
         first.status == "written"
@@ -204,8 +212,10 @@ def test_model_dedup_writes_only_on_new(memories, openai_server):
     base = memories.insert("preference", "单票仓位不超过 15%")
     openai_server.script(Reply(text=f"DUPLICATE {base}"), Reply(text="NEW"))
     ask = ask_via(openai_server)
-    dup = add_memory(memories, "preference", "每只股票最多占总资金一成半", ask=ask)
-    new = add_memory(memories, "preference", "开盘半小时内不下单", ask=ask)
+    dup = add_memory(
+        memories, "preference", "每只股票最多占总资金一成半", ask=ask, provenance="model"
+    )
+    new = add_memory(memories, "preference", "开盘半小时内不下单", ask=ask, provenance="model")
     assert dup.status == "duplicate" and new.status == "written"
     assert "单票仓位不超过 15%" in json.dumps(openai_server.bodies[0], ensure_ascii=False)
     assert len(memories.list_memories("preference")) == 2
@@ -219,7 +229,9 @@ def test_model_dedup_writes_only_on_new(memories, openai_server):
 def test_any_model_dedup_failure_skips_the_write(memories, openai_server, reply):
     memories.insert("preference", "单票仓位不超过 15%")
     openai_server.script(reply)
-    outcome = add_memory(memories, "preference", "开盘半小时内不下单", ask=ask_via(openai_server))
+    outcome = add_memory(
+        memories, "preference", "开盘半小时内不下单", ask=ask_via(openai_server), provenance="model"
+    )
     assert outcome.status == "skipped"
     assert [m.content for m in memories.list_memories()] == ["单票仓位不超过 15%"]
 
@@ -229,7 +241,9 @@ def test_the_model_sees_only_the_latest_ten_of_the_same_type(memories, openai_se
         memories.insert("decision", f"第{i}号规则：量价背离{i}次", created_at=days_ago(20 - i))
     memories.insert("preference", "偏好：只做主板")
     openai_server.script(Reply(text="NEW"))
-    add_memory(memories, "decision", "缩量回踩均线可以低吸", ask=ask_via(openai_server))
+    add_memory(
+        memories, "decision", "缩量回踩均线可以低吸", ask=ask_via(openai_server), provenance="model"
+    )
     sent = json.dumps(openai_server.bodies[0], ensure_ascii=False)
     assert "第11号规则" in sent and "第2号规则" in sent and "第1号规则" not in sent
     assert "只做主板" not in sent
@@ -244,7 +258,11 @@ def test_a_superseding_memory_hides_the_old_one_and_trace_shows_the_chain(memori
     )
     openai_server.script(Reply(text=f"SUPERSEDES {old}"))
     outcome = add_memory(
-        memories, "decision", "宁德时代回调到位，可以分批建仓", ask=ask_via(openai_server)
+        memories,
+        "decision",
+        "宁德时代回调到位，可以分批建仓",
+        ask=ask_via(openai_server),
+        provenance="model",
     )
     assert outcome.status == "written" and outcome.superseded == old
     assert memories.get(old).superseded_by == outcome.memory_id
@@ -261,7 +279,11 @@ def test_supersedes_across_different_stocks_is_refused(memories, openai_server):
     old = memories.insert("decision", "宁德时代估值太高，暂不建仓", codes=["300750"])
     openai_server.script(Reply(text=f"SUPERSEDES {old}"))
     outcome = add_memory(
-        memories, "decision", "比亚迪回调到位，可以分批建仓", ask=ask_via(openai_server)
+        memories,
+        "decision",
+        "比亚迪回调到位，可以分批建仓",
+        ask=ask_via(openai_server),
+        provenance="model",
     )
     assert outcome.status == "skipped" and memories.get(old).superseded_by is None
 

@@ -1,16 +1,20 @@
 """WYCKOFF_HOME, the validated `wyckoff.json`, API-key handling and atomic 0600 writes.
 
 The config file is only ever replaced whole, through a temporary file and `os.replace`,
-so a crash mid-write leaves the previous version. A file that fails to parse is reported
-and never rewritten.
+so a crash mid-write leaves the previous version; a command that changes it reads and
+writes it under a lock (`locked`), so parallel commands never lose each other's updates. A
+file that fails to parse is reported and never rewritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -189,26 +193,9 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
     """Read and validate `wyckoff.json`; a missing file is an empty configuration."""
     path = config_path(home)
     try:
-        raw = path.read_text(encoding="utf-8")
+        data = read_json_file(path)
     except FileNotFoundError:
         return WyckoffConfig()
-    except OSError as exc:
-        raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
-    except UnicodeDecodeError:
-        raise ConfigError(
-            f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
-        ) from None
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ConfigError(
-            f"配置文件 {path} 的 JSON 嵌套过深，不是 Wyckoff 的配置：请修正或删除该文件后重试。"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"配置文件 {path} 不是有效的 JSON（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}）。"
-            "请修正或删除该文件后重试；Wyckoff 不会改写它。"
-        ) from None
     try:
         config = WyckoffConfig.model_validate(data)
     except ValidationError as exc:
@@ -218,6 +205,36 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
         ) from None
     remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
     return config
+
+
+def read_json_file(path: Path) -> Any:
+    """The JSON a config file holds. A missing file raises FileNotFoundError; anything else
+    wrong with it is a ConfigError naming the file in one sentence."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a folder, or a FIFO that would hang
+            raise ConfigError(
+                f"配置文件 {path} 不是普通文件（是文件夹、管道或设备）：请把它移走或删除后重试。"
+            )
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
+        ) from None
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ConfigError(
+            f"配置文件 {path} 的 JSON 嵌套过深，不是 Wyckoff 的配置：请修正或删除该文件后重试。"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"配置文件 {path} 不是有效的 JSON（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}）。"
+            "请修正或删除该文件后重试；Wyckoff 不会改写它。"
+        ) from None
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -256,6 +273,31 @@ PYDANTIC_PHRASES = {
     "extra_forbidden": "不认识的字段",
     "url_parsing": "不是有效的网址",
 }
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of `path` (on `.NAME.lock` beside it) for a read-modify-write:
+    read the file inside the block, so no other process's update in between is lost."""
+    import fcntl
+
+    lock_path = path.with_name(f".{path.name}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ConfigError(
+            f"无法锁定 {path} 以修改它（{exc.strerror}）：请检查该目录的权限。"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def config_lock(home: Path | None = None) -> contextlib.AbstractContextManager[None]:
+    """`with config_lock(home):` load, change and save `wyckoff.json` without losing updates."""
+    return locked(config_path(home))
 
 
 def save_config(config: WyckoffConfig, home: Path | None = None) -> Path:
@@ -339,8 +381,13 @@ def effective_config(config: WyckoffConfig) -> WyckoffConfig:
 SECRET_KEY_NAMES = re.compile(
     r"(^|[_-])(api[_-]?key|token|password|passwd|secret|authorization|cookie)$", re.I
 )
+# Key-shaped tokens, only where a token starts: "desk-research-2026" and "<task-notification>"
+# hold "sk-…" inside a word and are left alone. A bearer token holds a digit ("bearer
+# instrument" is English). Known key values are masked wherever they occur.
+_TOKEN_START = r"(?<![A-Za-z0-9_\-])"
 SECRET_VALUE_PATTERNS = re.compile(
-    r"sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}"
+    rf"{_TOKEN_START}(?:sk-[A-Za-z0-9_\-]{{8,}}|AIza[0-9A-Za-z_\-]{{20,}}"
+    r"|(?i:bearer)\s+(?=[A-Za-z._\-]*\d)[A-Za-z0-9._\-]{8,})"
 )
 REDACTED = "***"
 
@@ -352,6 +399,13 @@ _remembered_secrets: set[str] = set()
 def remember_secrets(*values: str | None) -> None:
     """Add key values this process has seen (configured or resolved) to every redaction."""
     _remembered_secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def remember_configured_secrets(home: Path) -> None:
+    """Learn the keys of the saved config (for redaction) in a command that needs no model; a
+    broken config teaches none and is reported by the commands that use it."""
+    with contextlib.suppress(ConfigError):
+        load_config(home)
 
 
 def known_secrets() -> list[str]:
@@ -376,21 +430,34 @@ def redact_value(value: Any) -> Any:
 
 class StreamRedactor:
     """Redacts a text that arrives in pieces: a tail that could be the start of a key is
-    held back until the next piece shows whether it is one."""
+    held back until the next piece shows whether it is one. That is the beginning of a
+    known key, or the unfinished token at the end (it may be a key-shaped token, or a word
+    like "desk-research" whose "sk-" must not be taken for one)."""
 
     def __init__(self) -> None:
         self.secrets = known_secrets()
         self.pending = ""
 
     def feed(self, piece: str) -> str:
-        text = _redact_text(self.pending + piece, self.secrets)
-        held = max((_partial_at_end(text, s) for s in self.secrets), default=0)
+        text = _mask_known(self.pending + piece, self.secrets)
+        held = max(_unfinished_token(text), *(_partial_at_end(text, s) for s in self.secrets), 0)
         self.pending = text[len(text) - held :] if held else ""
-        return text[: len(text) - held]
+        return SECRET_VALUE_PATTERNS.sub(REDACTED, text[: len(text) - held])
 
     def flush(self) -> str:
         text, self.pending = self.pending, ""
-        return text
+        return SECRET_VALUE_PATTERNS.sub(REDACTED, text)
+
+
+# The run of token characters a text ends with, with a "Bearer " before it (a longer run is
+# shown rather than held for ever).
+TOKEN_TAIL = re.compile(r"(?i:bearer\s+)?[A-Za-z0-9_\-.]{0,200}\Z")
+
+
+def _unfinished_token(text: str) -> int:
+    """Length of the token (and its "Bearer ") the text may still be in the middle of."""
+    match = TOKEN_TAIL.search(text)
+    return len(match.group(0)) if match else 0
 
 
 def _partial_at_end(text: str, secret: str) -> int:
@@ -401,10 +468,14 @@ def _partial_at_end(text: str, secret: str) -> int:
     return 0
 
 
-def _redact_text(text: str, secrets: list[str]) -> str:
+def _mask_known(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    return SECRET_VALUE_PATTERNS.sub(REDACTED, text)
+    return text
+
+
+def _redact_text(text: str, secrets: list[str]) -> str:
+    return SECRET_VALUE_PATTERNS.sub(REDACTED, _mask_known(text, secrets))
 
 
 def _redact_value(value: Any, secrets: list[str]) -> Any:

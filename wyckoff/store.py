@@ -198,6 +198,14 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE messages SET shown = substr(content, 1, instr(content, char(10, 10) || '[用户调用了技能') - 1)
         WHERE role = 'user' AND instr(content, char(10, 10) || '[用户调用了技能') > 0
     """,
+    # 8: where a memory's text came from: 'user' (typed by the user), 'model' (written by the
+    # model from a conversation or memories without tool results) or 'tool_output' (its source
+    # held tool results: data, never the user's words); memories of unknown origin count as
+    # tool output
+    """
+    ALTER TABLE agent_memory ADD COLUMN provenance TEXT NOT NULL DEFAULT 'tool_output';
+    UPDATE agent_memory SET provenance = 'user' WHERE json_extract(metadata, '$.extractor') = 'user'
+    """,
 )
 
 

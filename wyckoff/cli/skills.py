@@ -90,20 +90,26 @@ class SkillLibrary:
 
     def _load_user(self, folder: Path, path: Path) -> None:
         if not _regular_file_inside(folder, path):
-            self.warnings.append(
+            self._warn(
                 f"已跳过技能文件 {path}：只读取技能文件夹里的普通文件（不跟随指向外部的链接，不读管道或设备）。"
             )
             return
         try:
             skill = parse_skill(path.read_text(encoding="utf-8"), str(path))
         except (SkillError, UnicodeDecodeError, OSError) as exc:
-            self.warnings.append(f"已跳过技能文件 {path}：{exc}")
+            self._warn(f"已跳过技能文件 {path}：{exc}")
             return
         existing = self.skills.get(skill.name)
         if existing is not None:
             where = "内置技能" if existing.origin == "built-in" else existing.origin
             self.notices.append(f"用户技能 {path} 覆盖了{where} /{skill.name}")
         self.skills[skill.name] = skill
+
+    def _warn(self, text: str) -> None:
+        """A warning about a skill file; it may quote a line of the file, so keys are masked."""
+        from wyckoff.config import redact_text
+
+        self.warnings.append(redact_text(text))
 
     def get(self, name: str) -> Skill:
         skill = self.skills.get(name.lstrip("/"))

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolRegistry, ToolSpec, canonical_args
+from wyckoff.config import locked, read_json_file, write_private_file
 from wyckoff.errors import ConfigError, UsageError, WyckoffError
 
 CONFIG_FILE = "mcp.json"
@@ -52,23 +53,22 @@ class ServerEntry(BaseModel):
 
 def load_servers(home: Path) -> list[ServerEntry]:
     path = home / CONFIG_FILE
-    if not path.exists():
+    try:
+        data = read_json_file(path)
+    except FileNotFoundError:
         return []
     try:
-        return [ServerEntry.model_validate(e) for e in json.loads(path.read_text("utf-8"))]
-    except (json.JSONDecodeError, ValidationError, TypeError) as exc:
+        return [ServerEntry.model_validate(e) for e in data]
+    except (ValidationError, TypeError) as exc:
         raise ConfigError(
             f"{path} 格式不对（{type(exc).__name__}）：修正它，或删除后用 `wyckoff mcp add` 重新添加。"
         ) from None
 
 
 def save_servers(home: Path, entries: list[ServerEntry]) -> None:
-    path = home / CONFIG_FILE
-    temporary = path.with_suffix(".tmp")
+    """Replace mcp.json atomically, owner-only (call it under `locked`, after reading)."""
     payload = [e.model_dump(exclude_none=True, exclude_defaults=True) for e in entries]
-    temporary.write_text(json.dumps(payload, ensure_ascii=False, indent=2), "utf-8")
-    temporary.chmod(0o600)
-    os.replace(temporary, path)
+    write_private_file(home / CONFIG_FILE, json.dumps(payload, ensure_ascii=False, indent=2))
 
 
 def add_server(home: Path, entry: ServerEntry) -> None:
@@ -78,15 +78,17 @@ def add_server(home: Path, entry: ServerEntry) -> None:
         )
     if bool(entry.command) == bool(entry.url):
         raise UsageError("请给出 `-- 命令 参数…`（stdio）或 `--url 地址`（HTTP），二者选一。")
-    entries = [e for e in load_servers(home) if e.name != entry.name]
-    save_servers(home, [*entries, entry])
+    with locked(home / CONFIG_FILE):
+        entries = [e for e in load_servers(home) if e.name != entry.name]
+        save_servers(home, [*entries, entry])
 
 
 def remove_server(home: Path, name: str) -> None:
-    entries = load_servers(home)
-    if name not in {e.name for e in entries}:
-        raise UsageError(f"没有名为 {name} 的 MCP 服务器：`wyckoff mcp list` 查看已添加的。")
-    save_servers(home, [e for e in entries if e.name != name])
+    with locked(home / CONFIG_FILE):
+        entries = load_servers(home)
+        if name not in {e.name for e in entries}:
+            raise UsageError(f"没有名为 {name} 的 MCP 服务器：`wyckoff mcp list` 查看已添加的。")
+        save_servers(home, [e for e in entries if e.name != name])
 
 
 # --- connections --------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wyckoff.memory.codes import resolve_codes
-from wyckoff.memory.store import Memory, MemoryStore
+from wyckoff.memory.policy import policy_phrase, refusal
+from wyckoff.memory.store import Memory, MemoryStore, clean_content
 
 SIMILARITY_DUPLICATE = 0.8
 MODEL_CANDIDATES = 10
@@ -103,15 +104,20 @@ def add_memory(
     memory_type: str,
     content: str,
     *,
+    provenance: str,
     ask: AskModel | None = None,
     source_ref: str = "",
     metadata: dict | None = None,
 ) -> AddOutcome:
-    """Write `content` unless it duplicates a memory of its type. `ask` None: the deterministic
-    stage only (an explicit add by the user); otherwise both stages."""
-    content = " ".join(content.split())
+    """Write `content` (keys masked) unless it is about permissions or tool policy or it
+    duplicates a memory of its type. `ask` None: the deterministic stage only (an explicit
+    add by the user); otherwise both stages."""
+    content = clean_content(content)
     if not content:
         return AddOutcome("skipped", reason="内容为空")
+    phrase = policy_phrase(content)
+    if phrase is not None:
+        return AddOutcome("skipped", reason=refusal(phrase))
     existing = memories.latest((memory_type,), limit=200)
     twin = near_duplicate(content, existing)
     if twin is not None:
@@ -138,5 +144,6 @@ def add_memory(
         source_ref=source_ref,
         metadata=metadata,
         supersedes=supersedes,
+        provenance=provenance,
     )
     return AddOutcome("written", memory_id=memory_id, superseded=supersedes)

@@ -69,6 +69,12 @@ def summary_input(messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines[-SUMMARY_LINES:])
 
 
+def provenance_of(messages: list[dict[str, Any]]) -> str:
+    """'tool_output' when tool results are among the messages (the model may be repeating
+    them), else 'model'."""
+    return "tool_output" if any(m.get("role") == "tool" for m in messages) else "model"
+
+
 def summary_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
@@ -121,6 +127,7 @@ def extract_session_memories(
                 memories,
                 memory_type,
                 content,
+                provenance=provenance_of(messages),
                 ask=ask,
                 source_ref=f"chat_log:{session_id}",
                 metadata={
@@ -152,6 +159,7 @@ def flush_memory_before_compaction(
                 memories,
                 memory_type,
                 content,
+                provenance=provenance_of(head),
                 ask=ask,
                 source_ref=f"compaction:{session_id}",
                 metadata={"extractor": "compaction_flush"},
@@ -175,7 +183,12 @@ def remember(
     if len(content) > MAX_CONTENT_CHARS:
         raise UsageError(f"记忆太长（{len(content)} 字）：请精简到 {MAX_CONTENT_CHARS} 字以内。")
     return add_memory(
-        memories, memory_type, content, source_ref=source_ref, metadata={"extractor": "user"}
+        memories,
+        memory_type,
+        content,
+        provenance="user",
+        source_ref=source_ref,
+        metadata={"extractor": "user"},
     )
 
 

@@ -59,6 +59,8 @@ def refresh_memory_layers(memories: MemoryStore, ask: AskModel) -> int:
         "source_l1_ids": source_ids,
         "source_hash": source_hash,
     }
+    # a summary of memories that repeat tool results repeats them too
+    provenance = "tool_output" if any(m.is_data for m in atoms) else "model"
     written = 0
     per_type: dict[str, int] = {}
     for memory_type, content in parse_tagged(reply, LAYER_TAGS, limit=20):
@@ -66,7 +68,12 @@ def refresh_memory_layers(memories: MemoryStore, ask: AskModel) -> int:
             continue
         per_type[memory_type] = per_type.get(memory_type, 0) + 1
         outcome = add_memory(
-            memories, memory_type, content, source_ref="layer_refresh", metadata=metadata
+            memories,
+            memory_type,
+            content,
+            provenance=provenance,
+            source_ref="layer_refresh",
+            metadata=metadata,
         )
         written += outcome.status == "written"
     memories.record_layer_run(source_hash, source_ids[-1], written)

@@ -29,6 +29,9 @@ TYPE_LABELS = {
 LIMITS = {"preference": 50, "decision": 30, "playbook": 20, "persona": 5, "scenario": 20}
 MAX_AGE_DAYS = {"decision": 45, "playbook": 60, "scenario": 60}
 MAX_CONTENT_CHARS = 500
+# Where a memory's text came from. Only 'user' and 'model' memories speak for the user;
+# 'tool_output' ones (their source held tool results, or their origin is unknown) are data.
+PROVENANCE_LABELS = {"user": "用户输入", "model": "模型归纳", "tool_output": "来自工具结果"}
 HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 
@@ -42,6 +45,7 @@ class Memory:
     metadata_json: str  # parsed on first use: recall looks at many rows, reads few
     created_at: str
     superseded_by: int | None
+    provenance: str
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Memory:
@@ -54,7 +58,13 @@ class Memory:
             metadata_json=row["metadata"] or "{}",
             created_at=row["created_at"],
             superseded_by=row["superseded_by"],
+            provenance=row["provenance"],
         )
+
+    @property
+    def is_data(self) -> bool:
+        """True when the text may repeat what a tool returned: shown as data, not the user's."""
+        return self.provenance not in ("user", "model")
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -82,6 +92,14 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def clean_content(text: str) -> str:
+    """What a memory keeps of `text`: every key masked as in the chat log, whitespace folded,
+    at most 500 characters."""
+    from wyckoff.config import redact_text
+
+    return " ".join(redact_text(text).split())[:MAX_CONTENT_CHARS]
+
+
 def check_type(memory_type: str) -> str:
     if memory_type not in TYPES:
         raise UsageError(f"未知的记忆类型 {memory_type}：可选 {', '.join(TYPES[:4])}。")
@@ -105,15 +123,19 @@ class MemoryStore:
         created_at: datetime | None = None,
         supersedes: int | None = None,
         prune: bool = True,
+        provenance: str = "user",
     ) -> int:
         """Write one memory (and mark `supersedes` as replaced by it); prunes its type unless
         `prune` is False (the benchmark fills a store far beyond the limits)."""
         check_type(memory_type)
-        content = " ".join(content.split())[:MAX_CONTENT_CHARS]
+        if provenance not in PROVENANCE_LABELS:
+            raise ValueError(f"unknown provenance {provenance!r}")
+        content = clean_content(content)
         with self.store.transaction() as conn:
             memory_id = conn.execute(
-                "INSERT INTO agent_memory (type, content, codes, source_ref, metadata, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO agent_memory"
+                " (type, content, codes, source_ref, metadata, created_at, provenance)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     memory_type,
                     content,
@@ -121,6 +143,7 @@ class MemoryStore:
                     source_ref,
                     json.dumps(metadata or {}, ensure_ascii=False),
                     iso(created_at or utc_now()),
+                    provenance,
                 ),
             ).lastrowid
             conn.execute(

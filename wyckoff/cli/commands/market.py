@@ -321,23 +321,24 @@ def use(
 ) -> None:
     """选择数据源 / choose the data source."""
     from wyckoff.cli.output import print_notice
-    from wyckoff.config import load_config, save_config, wyckoff_home
+    from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
     from wyckoff.engine.sources import SOURCES, tushare_token
     from wyckoff.errors import UsageError
 
     if source not in SOURCES:
         raise UsageError(f"未知的数据源 '{source}'：可选 {', '.join(SOURCES)}。")
     home = wyckoff_home()
-    config = load_config(home)
-    if source == "tushare" and not (token or tushare_token(config)):
-        raise UsageError(
-            "tushare 需要 token：运行 `wyckoff data use tushare --token TOKEN`，或设置环境变量 TUSHARE_TOKEN。"
-            "数据源没有改变。"
+    with config_lock(home):
+        config = load_config(home)
+        if source == "tushare" and not (token or tushare_token(config)):
+            raise UsageError(
+                "tushare 需要 token：运行 `wyckoff data use tushare --token TOKEN`，或设置环境变量 TUSHARE_TOKEN。"
+                "数据源没有改变。"
+            )
+        data = config.data.model_copy(
+            update={"source": source, **({"tushare_token": token} if token else {})}
         )
-    data = config.data.model_copy(
-        update={"source": source, **({"tushare_token": token} if token else {})}
-    )
-    save_config(config.model_copy(update={"data": data}), home)
+        save_config(config.model_copy(update={"data": data}), home)
     note = "（演示数据是本地合成的行情，所有结果都会标注 demo）" if source == "demo" else ""
     print_notice(f"数据源：{source}{note}。")
     if source == "demo" and _build_demo(home):

@@ -25,13 +25,20 @@ class ExportFormat(StrEnum):
 
 
 def _memories():
-    from wyckoff.config import wyckoff_home
+    from wyckoff.config import remember_configured_secrets, wyckoff_home
     from wyckoff.memory.store import MemoryStore
     from wyckoff.store import Store
 
     home = wyckoff_home()
     home.mkdir(parents=True, exist_ok=True)
+    remember_configured_secrets(home)  # so a configured key is masked in what is written
     return MemoryStore(Store.in_home(home))
+
+
+def _origin(memory) -> str:
+    from wyckoff.memory.store import PROVENANCE_LABELS
+
+    return PROVENANCE_LABELS.get(memory.provenance, memory.provenance)
 
 
 def _memory_id(text: str) -> int:
@@ -65,9 +72,17 @@ def list_memories(
     else:
         print_table(
             f"记忆（{len(memories)} 条）",
-            ["id", "类型", "内容", "股票", "创建于", "状态"],
+            ["id", "类型", "内容", "股票", "来源", "创建于", "状态"],
             [
-                [m.id, m.type, m.content, ",".join(m.codes), _day(m.created_at), _status(m)]
+                [
+                    m.id,
+                    m.type,
+                    m.content,
+                    ",".join(m.codes),
+                    _origin(m),
+                    _day(m.created_at),
+                    _status(m),
+                ]
                 for m in memories
             ],
         )
@@ -91,7 +106,7 @@ def show(
                 f"记忆 {memory.id}（{memory.type}）",
                 f"内容：{memory.content}",
                 f"股票：{','.join(memory.codes) or '无（全局）'}",
-                f"来源：{memory.source_ref or '未知'}",
+                f"来源：{_origin(memory)}（{memory.source_ref or '未知'}）",
                 f"创建于：{local_time(memory.created_at)}",
                 f"状态：{_status(memory)}",
             ]
@@ -110,6 +125,8 @@ def add(
     from wyckoff.memory.extraction import remember
 
     outcome = remember(_memories(), content, memory_type, source_ref="cli")
+    if outcome.status == "skipped":  # e.g. a rule about approvals: not something memory holds
+        raise UsageError(outcome.sentence())
     if json_output:
         print_json(outcome.__dict__)
     else:
@@ -182,7 +199,7 @@ def trace(
     meta = memory.metadata
     lines = [
         f"记忆 {memory.id}（{memory.type}）：{memory.content}",
-        f"来源：{memory.source_ref or '未知'}",
+        f"来源：{_origin(memory)}（{memory.source_ref or '未知'}）",
         f"提取方式：{meta.get('extractor', '未知')}",
         *([f"提取自会话的前 {meta['messages']} 条消息"] if "messages" in meta else []),
         f"创建于：{local_time(memory.created_at)}",
@@ -220,6 +237,7 @@ def export(
             lines += [
                 f"- {m.id}. {m.content}"
                 + (f"（股票 {','.join(m.codes)}）" if m.codes else "")
+                + (f"（{_origin(m)}）" if m.is_data else "")
                 + (f"（已被 {m.superseded_by} 取代）" if m.superseded_by else "")
                 for m in group
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -20,6 +21,17 @@ def _load():
 
     home = wyckoff_home()
     return home, load_config(home)
+
+
+@contextmanager
+def _editing():
+    """(home, config) read under the config lock, which is held until the block (with its
+    `_save`) ends: commands run side by side never lose each other's changes."""
+    from wyckoff.config import config_lock, load_config, wyckoff_home
+
+    home = wyckoff_home()
+    with config_lock(home):
+        yield home, load_config(home)
 
 
 def _save(config, home) -> None:
@@ -84,9 +96,6 @@ def add(
 
     if api_key and api_key_env:
         raise UsageError("--api-key 与 --api-key-env 只能给一个。")
-    home, config = _load()
-    config = _editable(config, model_id)
-    existing = config.find(model_id)
     given = {
         "provider": provider,
         "model": model,
@@ -96,12 +105,15 @@ def add(
         "context_window": context_window,
         "max_output_tokens": max_output_tokens,
     }
-    if existing is None:
+    if _editable(_load()[1], model_id).find(model_id) is None:  # asked before the lock is held
         if is_interactive():
             given.update(_ask_for_missing(given))
         _require_provider_and_model(model_id, given)
-    config = config.upsert_model(model_id, **given)
-    _save(config, home)
+    with _editing() as (home, config):
+        config = _editable(config, model_id)
+        existing = config.find(model_id)
+        config = config.upsert_model(model_id, **given)
+        _save(config, home)
     _report_saved(config, model_id, updated=existing is not None)
 
 
@@ -228,16 +240,19 @@ def remove(model_id: ModelIdArg) -> None:
     """删除模型 / remove a model."""
     from wyckoff.cli.output import print_notice
 
-    home, config = _load()
-    _require(config, model_id)
-    models = [m for m in config.models if m.id != model_id]
-    default = config.default if config.default != model_id else (models[0].id if models else None)
-    fallback = None if config.fallback == model_id else config.fallback
-    if fallback == default:
-        fallback = None
-    _save(
-        config.model_copy(update={"models": models, "default": default, "fallback": fallback}), home
-    )
+    with _editing() as (home, config):
+        _require(config, model_id)
+        models = [m for m in config.models if m.id != model_id]
+        default = (
+            config.default if config.default != model_id else (models[0].id if models else None)
+        )
+        fallback = None if config.fallback == model_id else config.fallback
+        if fallback == default:
+            fallback = None
+        _save(
+            config.model_copy(update={"models": models, "default": default, "fallback": fallback}),
+            home,
+        )
     print_notice(
         f"已删除模型 {model_id}。"
         + (f"默认模型现在是 {default}。" if default and default != config.default else "")
@@ -249,11 +264,11 @@ def set_default(model_id: ModelIdArg) -> None:
     """设置默认模型 / set the default model."""
     from wyckoff.cli.output import print_notice
 
-    home, config = _load()
-    config = _editable(config, model_id)
-    _require(config, model_id)
-    fallback = None if config.fallback == model_id else config.fallback
-    _save(config.model_copy(update={"default": model_id, "fallback": fallback}), home)
+    with _editing() as (home, config):
+        config = _editable(config, model_id)
+        _require(config, model_id)
+        fallback = None if config.fallback == model_id else config.fallback
+        _save(config.model_copy(update={"default": model_id, "fallback": fallback}), home)
     print_notice(f"默认模型：{model_id}。")
 
 
@@ -266,16 +281,16 @@ def set_fallback(
     from wyckoff.config import effective_config
     from wyckoff.errors import UsageError
 
-    home, config = _load()
-    if model_id.lower() == "none":
-        _save(config.model_copy(update={"fallback": None}), home)
-        print_notice("已取消备用模型。")
-        return
-    config = _editable(config, model_id, effective_config(config).default or "")
-    _require(config, model_id)
-    if model_id == (config.default or config.models[0].id):
-        raise UsageError(f"{model_id} 已是默认模型，备用模型需要另一个。")
-    _save(config.model_copy(update={"fallback": model_id}), home)
+    with _editing() as (home, config):
+        if model_id.lower() == "none":
+            _save(config.model_copy(update={"fallback": None}), home)
+            print_notice("已取消备用模型。")
+            return
+        config = _editable(config, model_id, effective_config(config).default or "")
+        _require(config, model_id)
+        if model_id == (config.default or config.models[0].id):
+            raise UsageError(f"{model_id} 已是默认模型，备用模型需要另一个。")
+        _save(config.model_copy(update={"fallback": model_id}), home)
     print_notice(f"备用模型：{model_id}（仅在限流、超时、网络或服务端错误时接管）。")
 
 
@@ -290,17 +305,17 @@ def set_cost(
     """设置价格与上下文窗口 / set prices per 1M tokens and the context window."""
     from wyckoff.cli.output import print_notice
 
-    home, config = _load()
-    config = _editable(config, model_id)
-    _require(config, model_id)
-    config = config.upsert_model(
-        model_id,
-        input_per_1m=input_per_1m,
-        output_per_1m=output_per_1m,
-        cache_read_per_1m=cache_read_per_1m,
-        context_window=context_window,
-    )
-    _save(config, home)
+    with _editing() as (home, config):
+        config = _editable(config, model_id)
+        _require(config, model_id)
+        config = config.upsert_model(
+            model_id,
+            input_per_1m=input_per_1m,
+            output_per_1m=output_per_1m,
+            cache_read_per_1m=cache_read_per_1m,
+            context_window=context_window,
+        )
+        _save(config, home)
     print_notice(f"已更新 {model_id} 的价格" + ("与上下文窗口。" if context_window else "。"))
 
 

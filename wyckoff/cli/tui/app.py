@@ -580,7 +580,10 @@ class WyckoffApp(App):
             self.show_notice("没有匹配的记忆。" if query else "还没有长期记忆。")
             return
         lines = [f"**长期记忆**（{len(found)} 条；`wyckoff memory trace ID` 查看来源）", ""]
-        lines += [f"- {m.id} `{m.type}` {m.content}{note}" for m, note in found]
+        lines += [
+            f"- {m.id} `{m.type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
+            for m, note in found
+        ]
         self.mount_chat(Markdown("\n".join(lines), classes="help"))
 
     def show_tokens(self) -> None:

@@ -300,7 +300,7 @@ class SetupScreen(ModalScreen[bool]):
         if event.button.id == "quit":
             self.action_leave()
             return
-        from wyckoff.config import load_config, save_config, wyckoff_home
+        from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
         from wyckoff.errors import ConfigError
 
         value = lambda widget_id: self.query_one(f"#{widget_id}", Input).value.strip() or None  # noqa: E731
@@ -308,16 +308,21 @@ class SetupScreen(ModalScreen[bool]):
         key = value("key") or ""
         home = wyckoff_home()
         try:
-            config = load_config(home).upsert_model(
-                value("model-id") or "",
-                make_default=True,
-                provider=None if provider is Select.BLANK else provider,
-                model=value("model"),
-                base_url=value("base-url"),
-                **({"api_key_env": key} if looks_like_env_name(key) else {"api_key": key or None}),
-            )
+            with config_lock(home):
+                config = load_config(home).upsert_model(
+                    value("model-id") or "",
+                    make_default=True,
+                    provider=None if provider is Select.BLANK else provider,
+                    model=value("model"),
+                    base_url=value("base-url"),
+                    **(
+                        {"api_key_env": key}
+                        if looks_like_env_name(key)
+                        else {"api_key": key or None}
+                    ),
+                )
+                save_config(config, home)
         except ConfigError as exc:
             self.query_one("#error", Static).update(exc.message)
             return
-        save_config(config, home)
         self.dismiss(True)
