@@ -236,6 +236,7 @@ async def test_letters_typed_as_the_dialog_appears_answer_nothing():
     """Someone typing "analyze" into the prompt when the dialog pops up has not said "a"."""
     request = {"id": "c", "name": "update_portfolio", "title": "修改持仓", "args": SET_CASH}
     dialog = ApprovalScreen({**request, "description": "把现金改为 1,000,000.00 元"})
+    dialog.ARM_DELAY_S = 3600  # the letters land inside the delay however slow the machine is
     app = DialogHost(dialog)
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: app.screen is dialog and dialog.focused is not None)
@@ -243,7 +244,7 @@ async def test_letters_typed_as_the_dialog_appears_answer_nothing():
         assert (
             app.screen is dialog and app.answers == [] and not isinstance(dialog.focused, TextArea)
         )
-        await wait_until(pilot, lambda: dialog.armed)
+        dialog.arm()  # the delay is over
         await pilot.press("y")
         assert [a.decision for a in app.answers] == ["allow"]
 

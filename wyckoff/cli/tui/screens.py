@@ -43,9 +43,10 @@ class ApprovalScreen(ModalScreen[Approval]):
         self.armed = False
 
     def on_mount(self) -> None:
-        self.set_timer(self.ARM_DELAY_S, self._arm)
+        self.set_timer(self.ARM_DELAY_S, self.arm)
 
-    def _arm(self) -> None:
+    def arm(self) -> None:
+        """From now on y/a/e answer the dialog."""
         self.armed = True
 
     @staticmethod
