@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli
-from tests.engine_fixtures import DAYS, bars_panel, make_panel
+from tests.engine_fixtures import DAYS, bars_panel, make_panel, store_from_panel
 from wyckoff.engine.backtest import (
     Trade,
     _exits,
@@ -331,3 +331,35 @@ def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_i
     assert len(payload["trade_list"]) == min(trades, 30)
     note = f"共 {trades} 笔交易，这里只列出最近 30 笔"
     assert (payload.get("trade_list_note") == note) == (trades > 30)
+
+
+# --- corporate actions in the cash view ---------------------------------------------------------
+
+
+def _flat_through_an_ex_date(home, raw_before: float, raw_after: float) -> Panel:
+    """A stock traded flat at `raw_before`, then at `raw_after` from its ex-date (day 5) on,
+    loaded from a market store as a sync writes it (raw prices and adjustment factors)."""
+    home.mkdir(parents=True, exist_ok=True)
+    qfq = make_panel(np.full(10, raw_after), fillers=2)
+    factor = np.ones(qfq.close.shape)
+    factor[5:, 0] = raw_before / raw_after  # the exchange's prior close / reference price
+    return store_from_panel(home, qfq, adj_factor=factor).load_panel(10)
+
+
+def test_a_10_for_10_bonus_issue_does_not_halve_the_cash_account(home):
+    panel = _flat_through_an_ex_date(home, 10.0, 5.0)  # 10送10: 10.00 -> 5.00, flat otherwise
+    assert panel.raw_close[2, 0] == pytest.approx(10.0) and panel.close[2, 0] == pytest.approx(5.0)
+    cash = cash_portfolio(panel, [Trade("600000", 2, 5.0, 7, 5.0)], 0, 9, 1, DEFAULT_CONFIG)
+    # 9,900 shares at 10.00 (99,000 + 19.80 fee), 19,800 shares at 5.00 after the ex-date:
+    # sold for 99,000 less 19.80 commission and 49.50 stamp duty
+    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50)
+    assert cash["total_return_pct"] == -0.09 and cash["max_drawdown_pct"] < 0.1
+
+
+def test_a_cash_dividend_stays_in_the_cash_account(home):
+    panel = _flat_through_an_ex_date(home, 10.0, 9.5)  # 10派5: reference price 9.50, then flat
+    cash = cash_portfolio(panel, [Trade("600000", 2, 9.5, 7, 9.5)], 0, 9, 1, DEFAULT_CONFIG)
+    # 9,900 shares at 10.00; from the ex-date 94,050 in shares plus 4,950 of dividend, kept in
+    # the holding (reinvested at 9.50), so the sale is 99,000 less commission and stamp duty
+    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50)
+    assert cash["max_drawdown_pct"] < 0.1

@@ -7,7 +7,7 @@ limit-down. A suspended holding keeps its last close and leaves on its first tra
 a delisted one leaves at its last price; one still open at the end is marked at its last
 close and flagged. Views: simple (daily equal-weight returns summed, 0.5% friction per
 side) and a compounding cash portfolio (board order sizes, commission with a minimum,
-stamp duty on sells).
+stamp duty on sells; holdings keep their bonus shares and dividends).
 """
 
 from __future__ import annotations
@@ -47,16 +47,17 @@ def last_close(p: Panel, t: int, j: int) -> float:
     return float(p.close[traded[-1], j]) if len(traded) else np.nan
 
 
-def as_traded(p: Panel, t: int, j: int, qfq_price: float) -> float:
-    """A qfq price on day t as the price actually traded then (for lots and cash): qfq prices
-    are relative to today, so after a split they differ from what was paid."""
+def traded_ratio(p: Panel, t: int, j: int) -> float:
+    """Price as traded / qfq price on day t (on the last traded day when suspended): qfq
+    prices are relative to today, so across a split or dividend they differ from what was
+    paid then."""
     if p.raw_close is None:
-        return qfq_price
+        return 1.0
     traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
     if not len(traded):
-        return qfq_price
+        return 1.0
     k = traded[-1]
-    return qfq_price * float(p.raw_close[k, j] / p.close[k, j])
+    return float(p.raw_close[k, j] / p.close[k, j])
 
 
 def at_limit(
@@ -375,37 +376,41 @@ def cash_portfolio(
     p: Panel, trades: list[Trade], start_t: int, end_t: int, slots: int, cfg: EngineConfig
 ) -> dict[str, Any]:
     """A 100k cash account (in cents) with `slots` equal slots, the board's order sizes,
-    commission and stamp duty; holdings marked at their last close (suspended ones too)."""
+    commission and stamp duty; holdings marked at their last close (suspended ones too).
+
+    Shares are bought at the price as traded on the entry day; from then on the holding is
+    valued on the qfq series scaled to that day (`Holding`), so bonus shares, 转增 and
+    splits keep its value and a cash dividend stays in it (reinvested on the ex-date)."""
     cash = cents(cfg.start_cash)
-    holdings: dict[int, tuple[Trade, int]] = {}
+    holdings: dict[int, Holding] = {}
     equity = []
     skipped = 0
     by_entry: dict[int, list[Trade]] = {}
     for tr in trades:
         by_entry.setdefault(tr.entry_t, []).append(tr)
     for day in range(start_t, end_t + 1):
-        for key, (tr, shares) in list(holdings.items()):
-            if tr.exit_t == day:
-                value = shares * cents(as_traded(p, tr.exit_t, p.column(tr.code), tr.exit))
+        for key, held in list(holdings.items()):
+            if held.trade.exit_t == day:
+                value = held.value(held.trade.exit)
                 cash += value - commission_cents(value, cfg) - fee_cents(value, cfg.stamp_duty)
                 del holdings[key]
         for tr in by_entry.get(day, []):
             free = slots - len(holdings)
-            shares = _shares_to_buy(p, tr, cash, free, cfg) if free > 0 else 0
-            if shares == 0:
+            held = Holding.bought(p, tr, cash, free, cfg) if free > 0 else None
+            if held is None:
                 skipped += 1
                 continue
-            cost = shares * cents(as_traded(p, tr.entry_t, p.column(tr.code), tr.entry))
+            cost = held.value(tr.entry)
             cash -= cost + commission_cents(cost, cfg)
-            holdings[id(tr)] = (tr, shares)
-        marked = sum(shares * _mark(p, day, tr.code) for tr, shares in holdings.values())
-        equity.append(cash / 100 + marked)
+            holdings[id(tr)] = held
+        marked = sum(held.value(last_close(p, day, held.column)) for held in holdings.values())
+        equity.append((cash + marked) / 100)
     curve = np.array(equity)
     return {
         "label": (
             f"复利口径：{cfg.start_cash:,.0f} 元现金、{slots} 个等额仓位、100 股一手（科创板至少 "
             f"{cfg.star_min_shares} 股）、佣金 {cfg.commission:.2%}（最低 {cfg.commission_min:g} 元）、"
-            f"卖出印花税 {cfg.stamp_duty:.2%}，不另计摩擦成本"
+            f"卖出印花税 {cfg.stamp_duty:.2%}，不另计摩擦成本；送转股、拆股和现金分红计入持仓"
         ),
         "final_equity": round(float(curve[-1]), 2),
         "total_return_pct": round(float(curve[-1] / cfg.start_cash - 1) * 100, 2),
@@ -414,17 +419,31 @@ def cash_portfolio(
     }
 
 
-def _mark(p: Panel, day: int, code: str) -> float:
-    """One share's value on `day`: its last close, as traded (a suspended stock keeps it)."""
-    j = p.column(code)
-    return as_traded(p, day, j, last_close(p, day, j))
+@dataclass
+class Holding:
+    """Shares bought on the entry day, valued through the qfq series: `value(qfq_price)` is
+    shares x that price scaled by the entry day's ratio (as traded / qfq), what the holding is
+    worth with the bonus shares and reinvested dividends it has received since."""
 
+    trade: Trade
+    column: int
+    shares: int
+    ratio: float  # price as traded / qfq price on the entry day
 
-def _shares_to_buy(p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> int:
-    """An equal share of the cash over the free slots, fees included, in the board's order sizes."""
-    price = cents(as_traded(p, tr.entry_t, p.column(tr.code), tr.entry))
-    board = p.stocks["board"].iloc[p.column(tr.code)]
-    return buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
+    @classmethod
+    def bought(cls, p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> Holding | None:
+        """An equal share of the cash over the free slots, fees included, in the board's
+        order sizes; None when not even one order fits."""
+        j = p.column(tr.code)
+        ratio = traded_ratio(p, tr.entry_t, j)
+        price = cents(tr.entry * ratio)
+        board = p.stocks["board"].iloc[j]
+        shares = buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
+        return cls(tr, j, shares, ratio) if shares else None
+
+    def value(self, qfq_price: float) -> int:
+        """In cents: at the entry price exactly shares x the price paid."""
+        return self.shares * cents(qfq_price * self.ratio)
 
 
 def _trade_row(p: Panel, tr: Trade, cfg: EngineConfig) -> dict[str, Any]:
