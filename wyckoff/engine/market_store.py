@@ -199,6 +199,10 @@ class MarketStore:
             "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
         )
 
+    def bar_dates(self) -> pd.DataFrame:
+        """Every date with bars, oldest first."""
+        return self.query_df("SELECT DISTINCT date FROM bars ORDER BY date")
+
     def index_history(self, code: str, days: int) -> pd.DataFrame:
         """The index's last `days` daily bars, oldest first."""
         return self.query_df(
