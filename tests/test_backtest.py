@@ -79,12 +79,17 @@ def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
     ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
     may be suspended for `suspended_days` more days (no bars) while the market goes on."""
     close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
-    close[-2] = close[-3] * 1.07
+    close[-2] = round(close[-3] * 1.07, 2)
     volume = np.full(DAYS + 1, 1e7)
     volume[-2] = 4e7
-    close[-1] = close[-2] * {"locked": 1.0999, "limit_open": 1.06}.get(next_bar, 1.02)
+    up_limit = np.floor(close[-2] * 110 + 0.5) / 100  # the exchange's limit price
+    close[-1] = {"locked": up_limit, "limit_open": round(close[-2] * 1.06, 2)}.get(
+        next_bar, round(close[-2] * 1.02, 2)
+    )
     open_ = np.concatenate([[close[0]], close[:-1]])
-    open_[-1] = close[-2] * {"locked": 1.0999, "limit_open": 1.10}.get(next_bar, 1.01)
+    open_[-1] = {"locked": up_limit, "limit_open": up_limit}.get(
+        next_bar, round(close[-2] * 1.01, 2)
+    )
     high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
     if next_bar == "locked":
         high[-1] = low[-1] = close[-1]

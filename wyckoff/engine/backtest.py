@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from wyckoff.engine.funnel import FunnelResult, run_funnel
-from wyckoff.engine.panel import Panel
+from wyckoff.engine.limits import cannot_buy, locked
+from wyckoff.engine.panel import Panel, last_close, traded_ratio
 from wyckoff.engine.regime import market_regime
 from wyckoff.engine.strategy import affordable, buyable, cents, commission_cents, fee_cents
-from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig, limit_pct
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 
 
 @dataclass
@@ -37,53 +38,6 @@ class Trade:
 
     def net_return(self, friction: float) -> float:
         return self.exit * (1 - friction) / (self.entry * (1 + friction)) - 1
-
-
-def last_close(p: Panel, t: int, j: int) -> float:
-    """The last close at or before day t: a suspended stock keeps its last price."""
-    if not np.isnan(p.close[t, j]):
-        return float(p.close[t, j])
-    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
-    return float(p.close[traded[-1], j]) if len(traded) else np.nan
-
-
-def traded_ratio(p: Panel, t: int, j: int) -> float:
-    """Price as traded / qfq price on day t (on the last traded day when suspended): qfq
-    prices are relative to today, so across a split or dividend they differ from what was
-    paid then."""
-    if p.raw_close is None:
-        return 1.0
-    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
-    if not len(traded):
-        return 1.0
-    k = traded[-1]
-    return float(p.raw_close[k, j] / p.close[k, j])
-
-
-def at_limit(
-    p: Panel, t: int, j: int, price: float, direction: int, cfg: EngineConfig = DEFAULT_CONFIG
-) -> bool:
-    """Whether `price` on day t is at the up (+1) or down (-1) daily limit: measured from
-    the last close before t (the close before a suspension), with that day's rules."""
-    previous = last_close(p, t - 1, j) if t > 0 else np.nan
-    if np.isnan(price) or np.isnan(previous):
-        return False
-    stock = p.stocks.iloc[j]
-    board = stock["board"] if isinstance(stock["board"], str) else "main"
-    is_st = stock["is_st"] if p.is_st is None else p.is_st[t, j]  # ST as of that day
-    limit = limit_pct(board, bool(is_st), p.dates[t], cfg)
-    return (price / previous - 1) * direction >= limit * cfg.limit_hit_ratio
-
-
-def locked(p: Panel, t: int, j: int, direction: int, cfg: EngineConfig = DEFAULT_CONFIG) -> bool:
-    """A one-price bar at the daily limit: nobody could trade into (up) or out of (down) it."""
-    o, h, lo, c = p.open[t, j], p.high[t, j], p.low[t, j], p.close[t, j]
-    return bool(o == h == lo == c) and at_limit(p, t, j, c, direction, cfg)
-
-
-def cannot_buy(p: Panel, t: int, j: int, cfg: EngineConfig = DEFAULT_CONFIG) -> bool:
-    """No open (suspended), or an open at the up limit: the queue there rarely fills."""
-    return bool(np.isnan(p.open[t, j])) or at_limit(p, t, j, p.open[t, j], +1, cfg)
 
 
 def delisted(p: Panel, t: int, j: int) -> bool:
