@@ -165,6 +165,11 @@ def bars_panel(
         index=list(codes),
     )
     dates = np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    traded = ~np.isnan(closes)
+    stocks["last_trade_date"] = [  # as a store knows it: the last bar of each stock
+        str(dates[np.flatnonzero(traded[:, j])[-1]]) if traded[:, j].any() else None
+        for j in range(len(codes))
+    ]
     return Panel(
         dates,
         list(codes),

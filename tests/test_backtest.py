@@ -223,6 +223,40 @@ def test_a_delisted_holding_leaves_at_its_last_price():
     assert _exits(suspended, 4, [still], 10, 8, 20) == [still]  # suspended: waits
 
 
+def test_a_suspension_of_a_stock_delisted_years_later_is_not_a_delisting_in_cut_data():
+    """Walk-forward trains on data cut at the end of its window: what happens before the cut
+    must not depend on whether the data go on."""
+    gap = np.full(5, np.nan)
+    close = np.concatenate([np.full(6, 10.0), gap, [10.4, 10.6]])
+    panel = bars_panel(close[:, None].tolist(), list_status="D")  # delisted after day 12
+    cut = 8  # in the middle of the suspension
+    outcomes = []
+    for data in (panel, panel.upto(cut)):
+        trade = Trade("600000", 1, 10.0)
+        held = [trade]
+        for t in range(2, cut + 1):
+            held = _exits(data, t, held, 30, 20, 50)
+        outcomes.append((len(held), trade.exit, trade.reason))
+    assert outcomes[0] == outcomes[1] == (1, None, "")  # still held, waiting for the resumption
+    gone = Trade("600000", 1, 10.0)
+    assert _exits(panel, 12, [gone], 30, 20, 50) == [gone]  # its final trading day
+    held = _exits(
+        bars_panel(close[:, None].tolist() + [[np.nan]], list_status="D"), 13, [gone], 30, 20, 50
+    )
+    assert held == [] and (gone.exit, gone.reason) == (10.6, "退市")
+
+
+def test_every_window_loaded_from_the_store_knows_a_delisted_stocks_final_day(home):
+    home.mkdir(parents=True)
+    close = np.concatenate([np.full(30, 10.0), np.full(10, np.nan)])  # gone after day 29
+    panel = make_panel(close, fillers=2)
+    panel.stocks["list_status"] = ["D", "L", "L"]
+    store = store_from_panel(home, panel)
+    early = store.load_panel(10, end=str(panel.dates[20]))  # a window ending before it
+    assert early.stocks.loc["600000", "last_trade_date"] == str(panel.dates[29])
+    assert early.stocks["last_trade_date"].iloc[1:].isna().all()  # listed ones: none
+
+
 def test_a_one_price_limit_down_bar_after_a_suspension_cannot_be_sold():
     nan = np.nan
     close = [[10], [10], [nan], [nan], [9.0], [8.5]]

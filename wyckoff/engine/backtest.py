@@ -41,9 +41,13 @@ class Trade:
 
 
 def delisted(p: Panel, t: int, j: int) -> bool:
-    """Listed as delisted (list_status D) and no bar from day t on."""
-    status = p.stocks["list_status"].iloc[j] if "list_status" in p.stocks else None
-    return status == "D" and bool(np.isnan(p.close[t:, j]).all())
+    """Delisted by day t: a delisted stock (list_status D) past its final trading day, a
+    date the exchange announces beforehand. Not "no bar until the end of the data": that
+    reads a suspension in cut data as a delisting, and looks ahead."""
+    if "last_trade_date" not in p.stocks or p.stocks["list_status"].iloc[j] != "D":
+        return False
+    final = p.stocks["last_trade_date"].iloc[j]
+    return isinstance(final, str) and str(p.dates[t]) > final
 
 
 def board_mask(p: Panel, board: str) -> np.ndarray:
