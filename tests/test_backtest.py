@@ -55,7 +55,7 @@ def test_no_look_ahead_signals_and_entries_ignore_later_data(demo_panel, full_ba
         return [
             (t["code"], t["entry_date"], t["entry"])
             for t in result["trade_list"]
-            if t["entry_date"] <= cut_date
+            if t["entry_date"] < cut_date  # the cut run ends on cut_date: no buy that day
         ]
 
     assert entered(full) == entered(truncated)
@@ -103,10 +103,24 @@ def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
 
 
 def test_a_bar_locked_limit_up_cannot_be_bought():
-    tradable = run_backtest(_sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
+    tradable = run_backtest(_sos_then("open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert [t["code"] for t in tradable["trade_list"]] == ["600000"]
-    locked = run_backtest(_sos_then("locked"), DAYS - 1, DAYS, regime_gate=False)
+    locked = run_backtest(_sos_then("locked", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in locked["signals"][0]["codes"] and locked["trade_list"] == []
+
+
+def test_no_buy_on_the_last_day_a_zero_day_trade():
+    result = run_backtest(_sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
+    assert "600000" in result["signals"][0]["codes"]
+    assert result["trades"] == 0 and result["trade_list"] == []
+
+
+def test_the_simple_view_stops_at_minus_100pct():
+    panel = bars_panel([[10], [10], [4], [1.6], [1.6]])
+    simple = simple_view(panel, [Trade("600000", 1, 10.0, 4, 1.6)], 0, 4, DEFAULT_CONFIG)
+    # summed: -0.5% on the buy, -60%, -60%: -120.5%, but no more than the stake can be lost
+    assert simple["total_return_pct"] == -100 and simple["max_drawdown_pct"] == 100
+    assert "2025-03-06 达到 100%（本金亏完）" in simple["note"]
 
 
 def test_a_bar_locked_limit_down_cannot_be_sold():
@@ -178,7 +192,7 @@ def test_lots_of_100_and_the_commission_minimum():
 
 
 def test_an_open_at_the_up_limit_is_not_bought():
-    result = run_backtest(_sos_then("limit_open"), DAYS - 1, DAYS, regime_gate=False)
+    result = run_backtest(_sos_then("limit_open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in result["signals"][0]["codes"] and result["trade_list"] == []
 
 

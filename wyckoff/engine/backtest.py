@@ -91,9 +91,10 @@ def run_backtest(
         else:
             picks = precomputed.picks(t, allowed, top_n)
         signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in picks]})
-        entered = _entries(p, t, picks, open_trades, top_n, cfg)
-        trades += entered
-        open_trades += entered
+        if t + 1 < end_t:  # a buy at the last day's open could only be marked at its close
+            entered = _entries(p, t, picks, open_trades, top_n, cfg)
+            trades += entered
+            open_trades += entered
         if progress:
             progress((t - start_t + 1) / max(end_t - start_t, 1))
     for trade in open_trades:
@@ -321,13 +322,21 @@ def simple_view(
                 rets.append(end / begin - 1)
         daily[day - start_t] = np.mean(rets) if rets else 0.0
     curve = 1 + np.cumsum(daily)
-    return {
+    view = {
         "label": (
             f"简单口径：每日持仓等权收益直接相加（不复利），买卖各计 {cfg.friction_per_side:.1%} 摩擦成本"
         ),
-        "total_return_pct": round(float(curve[-1] - 1) * 100, 2),
-        "max_drawdown_pct": round(_max_drawdown(curve) * 100, 2),
     }
+    ruined = np.flatnonzero(curve <= 0)
+    if len(ruined):  # summed losses of 100% have lost the whole stake: nothing is left to lose
+        curve[ruined[0] :] = 0.0
+        view["note"] = (
+            f"简单口径的累计亏损在 {p.dates[start_t + ruined[0]]} 达到 100%（本金亏完），"
+            "此后不再累计，收益记为 -100%。"
+        )
+    view["total_return_pct"] = round(float(curve[-1] - 1) * 100, 2)
+    view["max_drawdown_pct"] = round(_max_drawdown(curve) * 100, 2)
+    return view
 
 
 def cash_portfolio(

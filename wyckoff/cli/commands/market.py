@@ -272,6 +272,8 @@ def backtest(
         typer.echo(
             f"{view['label']}：收益 {view['total_return_pct']}%，最大回撤 {view['max_drawdown_pct']}%"
         )
+        if view.get("note"):
+            typer.echo(f"  注：{view['note']}")
     shown = result["trade_list"][-10:]
     truncated = f"，只列出最近 {len(shown)} 笔" if result["trades"] > len(shown) else ""
     print_table(
