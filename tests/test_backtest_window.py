@@ -35,16 +35,29 @@ def test_a_backtest_early_in_a_long_history_runs_the_window_asked_for(long_store
     assert _period("backtest", "--end", dates[520]) == {"start": dates[270], "end": dates[520]}
 
 
-def test_a_sweep_and_its_walk_forward_run_the_window_asked_for(long_store, tmp_path):
+def test_a_sweep_and_its_walk_forward_run_the_window_asked_for_beside_the_market(
+    long_store, tmp_path
+):
     dates = long_store
     grid = tmp_path / "grid.toml"
     grid.write_text("hold_days = [5, 10]\n", encoding="utf-8")
     args = ("backtest", "sweep", str(grid), "--start", dates[300], "--end", dates[339])
-    assert _period(*args, "--workers", "1") == {"start": dates[300], "end": dates[339]}
+    swept = cli(*args, "--workers", "1", "--json")
+    payload = json.loads(swept.stdout)
+    assert payload["period"] == {"start": dates[300], "end": dates[339]}
+    for row in (r["metrics"] for r in payload["results"]):  # the market beside every row
+        assert row["excess_csi300_pct"] == round(
+            row["cash_return_pct"] - row["csi300_return_pct"], 2
+        )
     walked = cli(*args, "--workers", "1", "--walk-forward", "20:10", "--json")
     folds = json.loads(walked.stdout)["folds"]
     assert [f["train"]["start"] for f in folds] == [dates[300], dates[310]]
     assert folds[-1]["test"]["end"] == dates[339]
+    tests = [f["out_of_sample"] for f in folds]  # each fold over its own test window
+    assert tests[0]["csi300_return_pct"] != tests[1]["csi300_return_pct"]
+    assert all(t["excess_market_pct"] is not None for t in tests)
+    text = cli(*args, "--workers", "1", "--walk-forward", "20:10").stdout
+    assert "样本外沪深300%" in text and "样本外跑赢同期沪深300的有" in text
 
 
 def test_missing_warm_up_or_missing_days_are_named_in_one_sentence(long_store):

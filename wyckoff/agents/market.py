@@ -630,7 +630,7 @@ def summarize_backtest(result: dict[str, Any]) -> str:
     period, account = result["period"], result["cash_portfolio"]
     return (
         f"{period['start']} 至 {period['end']}：复利收益 {signed_pct(account['total_return_pct'])}，"
-        f"最大回撤 {account['max_drawdown_pct']:.2f}%"
+        f"最大回撤 {account['max_drawdown_pct']:.2f}%；{result['benchmark']['verdict']}"
     )
 
 

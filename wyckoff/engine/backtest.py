@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from wyckoff.engine.benchmark import benchmarks
 from wyckoff.engine.funnel import FunnelResult, run_funnel
 from wyckoff.engine.limits import cannot_buy, locked
 from wyckoff.engine.panel import Panel, last_close, traded_ratio
@@ -136,12 +137,14 @@ def _report(
     cfg: EngineConfig,
 ) -> dict[str, Any]:
     closed = [tr for tr in trades if tr.exit is not None and tr.exit_t is not None]
+    cash = cash_portfolio(p, closed, start_t, end_t, params["top_n"], cfg)
     return {
         "period": {"start": str(p.dates[start_t]), "end": str(p.dates[end_t])},
         "params": params,
         **trade_statistics(closed, params["hold_days"], cfg),
         "simple_view": simple_view(p, closed, start_t, end_t, cfg),
-        "cash_portfolio": cash_portfolio(p, closed, start_t, end_t, params["top_n"], cfg),
+        "cash_portfolio": cash,
+        "benchmark": benchmarks(p, start_t, end_t, cash["total_return_pct"]),
         "trade_list": [_trade_row(p, tr, cfg) for tr in closed],
         "signals": signals,
     }
