@@ -19,7 +19,7 @@ CSI300 = ("000300.SH", "沪深300")
 ALL_MARKET = ("000985.CSI", "中证全指")
 EQUAL_WEIGHT = ("market_equal_weight", "全市场等权")
 EQUAL_WEIGHT_NOTE = (
-    "全市场等权：行情库里没有中证全指，改用本地全部股票每日收益的等权平均再复利，不是指数"
+    "行情库里没有中证全指，全市场基准改用本地全部股票每日收益的等权平均再复利，不是指数"
 )
 
 
@@ -31,7 +31,8 @@ def market_benchmark(p: Panel) -> tuple[str, str]:
 def benchmark_names(p: Panel) -> dict[str, str]:
     """What a sweep's csi300_* and market_* columns measure."""
     market = market_benchmark(p)
-    described = EQUAL_WEIGHT_NOTE if market is EQUAL_WEIGHT else f"{market[1]}（{market[0]}）"
+    code = EQUAL_WEIGHT_NOTE if market is EQUAL_WEIGHT else market[0]
+    described = f"{market[1]}（{code}）"
     return {"csi300": f"{CSI300[1]}（{CSI300[0]}）", "market": described}
 
 

@@ -102,7 +102,7 @@ def sweep(
             _print_heatmap(result, *axes)
         _print_window_benchmarks(result)
     typer.echo(VIEWS_NOTE)
-    typer.echo(f"超额 = 复利收益 − 同期基准收益；全市场基准：{result['benchmarks']['market']}。")
+    typer.echo(f"超额 = 复利收益 − 同期基准收益；全市场基准为{result['benchmarks']['market']}。")
     if csv_path:
         typer.echo(f"全部结果已导出到 {csv_path}")
 
