@@ -66,8 +66,8 @@ def test_missing_warm_up_or_missing_days_are_named_in_one_sentence(long_store):
     assert early.returncode == 1 and "Traceback" not in early.stderr
     assert f"行情库最早只到 {dates[0]}" in early.stderr
     assert f"缺少 {dates[0]} 之前的 {WARMUP_DAYS - 100} 个交易日" in early.stderr
-    assert "wyckoff data sync --days 950" in early.stderr  # back from the latest day
-    assert f"把开始日期改为 {dates[WARMUP_DAYS]} 或更晚" in early.stderr
+    assert f"：把开始日期改为 {dates[WARMUP_DAYS]} 或更晚。" in early.stderr
+    assert "data sync" not in early.stderr  # the demo market cannot be synced
     late_end = str(np.datetime64(dates[-1]) + 7)
     late = cli("backtest", "--start", dates[700], "--end", late_end)
     assert late.returncode == 1 and f"行情库只到 {dates[-1]}，缺少 " in late.stderr
@@ -84,3 +84,12 @@ def test_the_window_starts_on_the_first_trading_day_on_or_after_the_start():
     assert backtest_window(days, "2025-06-02", "2025-06-28").end == "2025-06-27"
     with pytest.raises(MissingHistory, match="2025-06-30"):
         backtest_window(days, "2025-06-02", "2025-07-01")
+
+
+def test_a_store_that_can_sync_is_told_how_many_days_to_sync():
+    days = np.arange(np.datetime64("2024-01-01"), np.datetime64("2025-06-30"))
+    days = days[np.is_busday(days)]  # 390 weekdays
+    with pytest.raises(MissingHistory) as missing:
+        backtest_window(days, str(days[100]), None)
+    # back from the latest day: the 290 days from the start, and 250 before it
+    assert "运行 `wyckoff data sync --days 540` 补齐，或把开始日期改为" in missing.value.message

@@ -605,7 +605,9 @@ def backtest_span(context: ToolContext, start: str | None, end: str | None):
     market = MarketData.from_context(context)
     context.progress("加载行情", market.source, 0.02)
     try:
-        window = backtest_window(market.bar_dates(), start, end, market.open_days())
+        window = backtest_window(
+            market.bar_dates(), start, end, market.open_days(), can_sync=market.source != "demo"
+        )
     except MissingHistory as exc:
         raise ToolFailure(exc.message) from None
     # The latest window is cached on disk: rounded up to whole years, few sizes are cached.

@@ -32,21 +32,26 @@ class Window:
 
 
 def backtest_window(
-    dates: np.ndarray, start: str | None, end: str | None, open_days: np.ndarray | None = None
+    dates: np.ndarray,
+    start: str | None,
+    end: str | None,
+    open_days: np.ndarray | None = None,
+    can_sync: bool = True,
 ) -> Window:
     """The window for `start`..`end` (YYYY-MM-DD or None) over the store's bar dates
     (sorted datetime64[D]); `open_days` are the days its calendar knows as open, used to tell
-    a holiday after the last bar from a missing day."""
+    a holiday after the last bar from a missing day. `can_sync`: whether a sync could fetch
+    missing days (not on the demo market), so the message may suggest it."""
     days = [str(d) for d in dates]
     if not days:
         raise MissingHistory("行情库里还没有日线：先运行 `wyckoff data sync`。")
-    end_i = _last_on_or_before(days, end, open_days)
+    end_i = _last_on_or_before(days, end, open_days, can_sync)
     if start and start > days[end_i]:
         last = "行情的最后一天" if end_i == len(days) - 1 else "结束日期前的最后一个交易日"
         raise MissingHistory(f"开始日期 {start} 晚于{last} {days[end_i]}：请选更早的开始日期。")
     start_i = _first_on_or_after(days, start) if start else max(end_i - DEFAULT_DAYS, WARMUP_DAYS)
     if start_i < WARMUP_DAYS:
-        raise MissingHistory(_warmup_missing(days, start, start_i, end_i))
+        raise MissingHistory(_warmup_missing(days, start, start_i, end_i, can_sync))
     if start_i >= end_i and not start:
         raise MissingHistory(
             f"行情历史不足：回测需要 {WARMUP_DAYS} 个交易日预热再加至少 2 个交易日，行情库截至 "
@@ -60,7 +65,9 @@ def backtest_window(
     return Window(days[start_i], days[end_i], end_i - start_i + 1 + WARMUP_DAYS)
 
 
-def _last_on_or_before(days: list[str], end: str | None, open_days: np.ndarray | None) -> int:
+def _last_on_or_before(
+    days: list[str], end: str | None, open_days: np.ndarray | None, can_sync: bool
+) -> int:
     if not end:
         return len(days) - 1
     if end < days[0]:
@@ -70,8 +77,8 @@ def _last_on_or_before(days: list[str], end: str | None, open_days: np.ndarray |
     missing = _open_days_after(days[-1], end, open_days)
     if missing:
         raise MissingHistory(
-            f"行情库只到 {days[-1]}，缺少 {_span(missing)}的行情：运行 `wyckoff data sync` 更新，"
-            f"或把结束日期改为 {days[-1]} 或更早。"
+            f"行情库只到 {days[-1]}，缺少 {_span(missing)}的行情："
+            f"{'运行 `wyckoff data sync` 更新，或' if can_sync else ''}把结束日期改为 {days[-1]} 或更早。"
         )
     return int(np.searchsorted(days, end, side="right")) - 1
 
@@ -90,7 +97,7 @@ def _open_days_after(last: str, end: str, open_days: np.ndarray | None) -> list[
     return [d for d in known if last < d <= end] + [str(d) for d in weekdays]
 
 
-def _warmup_missing(days: list[str], start: str, start_i: int, end_i: int) -> str:
+def _warmup_missing(days: list[str], start: str, start_i: int, end_i: int, can_sync: bool) -> str:
     """Which history is missing before the window, and what to do: sync it or start later."""
     needed = len(days) - start_i + WARMUP_DAYS  # a sync counts back from the latest day
     if start < days[0]:  # the window itself starts before the store does
@@ -98,17 +105,19 @@ def _warmup_missing(days: list[str], start: str, start_i: int, end_i: int) -> st
         needed += WARMUP_DAYS  # at least
     else:
         missing = f"{days[0]} 之前的 {WARMUP_DAYS - start_i} 个交易日"
-    sync = (
-        f"运行 `wyckoff data sync --days {needed}` 补齐"
-        if needed <= SYNC_MAX_DAYS
-        else "同步或导入更早的行情补齐"
-    )
+    remedies = []
+    if can_sync:
+        remedies.append(
+            f"运行 `wyckoff data sync --days {needed}` 补齐"
+            if needed <= SYNC_MAX_DAYS
+            else "同步或导入更早的行情补齐"
+        )
     earliest = days[WARMUP_DAYS] if len(days) > WARMUP_DAYS + 1 else None
-    later = f"，或把开始日期改为 {earliest} 或更晚" if earliest and earliest < days[end_i] else ""
-    head = f"从 {start} 开始回测"
+    if earliest and earliest < days[end_i]:
+        remedies.append(f"把开始日期改为 {earliest} 或更晚")
     return (
-        f"{head}需要此前 {WARMUP_DAYS} 个交易日的行情预热指标，行情库最早只到 {days[0]}，"
-        f"缺少 {missing}：{sync}{later}。"
+        f"从 {start} 开始回测需要此前 {WARMUP_DAYS} 个交易日的行情预热指标，行情库最早只到 "
+        f"{days[0]}，缺少 {missing}：{'，或'.join(remedies) or '请换一段行情库覆盖的区间'}。"
     )
 
 
