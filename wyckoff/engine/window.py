@@ -102,7 +102,7 @@ def _warmup_missing(days: list[str], start: str, start_i: int, end_i: int, can_s
     needed = len(days) - start_i + WARMUP_DAYS  # a sync counts back from the latest day
     if start < days[0]:  # the window itself starts before the store does
         missing = f"{start} 至 {days[0]} 之间的交易日以及更早的 {WARMUP_DAYS} 个交易日"
-        needed += WARMUP_DAYS  # at least
+        needed += int(np.busday_count(start, days[0]))  # weekdays: at least the trading days
     else:
         missing = f"{days[0]} 之前的 {WARMUP_DAYS - start_i} 个交易日"
     remedies = []
