@@ -145,9 +145,11 @@ def bars_panel(
     is_st: bool = False,
     list_status: str = "L",
     start: str = "2025-03-03",
+    list_date: str = "20100104",
 ) -> Panel:
-    """A few days of bars for a few stocks, rows = days (NaN = no bar: suspended or gone).
-    Open, high and low default to the close: one-price bars."""
+    """A few days of bars for a few stocks, rows = days (NaN = no bar: suspended or gone),
+    on consecutive calendar days from `start`. Open, high and low default to the close:
+    one-price bars."""
     closes = np.array(close, dtype=float)
     days = len(closes)
     stocks = pd.DataFrame(
@@ -158,10 +160,16 @@ def bars_panel(
             "is_st": is_st,
             "market_cap": 1e10,
             "list_status": list_status,
+            "list_date": list_date,
         },
         index=list(codes),
     )
     dates = np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    traded = ~np.isnan(closes)
+    stocks["last_trade_date"] = [  # as a store knows it: the last bar of each stock
+        str(dates[np.flatnonzero(traded[:, j])[-1]]) if traded[:, j].any() else None
+        for j in range(len(codes))
+    ]
     return Panel(
         dates,
         list(codes),

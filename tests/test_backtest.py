@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli
-from tests.engine_fixtures import DAYS, bars_panel, make_panel
+from tests.engine_fixtures import DAYS, bars_panel, make_panel, store_from_panel
 from wyckoff.engine.backtest import (
     Trade,
     _exits,
@@ -55,7 +55,7 @@ def test_no_look_ahead_signals_and_entries_ignore_later_data(demo_panel, full_ba
         return [
             (t["code"], t["entry_date"], t["entry"])
             for t in result["trade_list"]
-            if t["entry_date"] <= cut_date
+            if t["entry_date"] < cut_date  # the cut run ends on cut_date: no buy that day
         ]
 
     assert entered(full) == entered(truncated)
@@ -79,12 +79,17 @@ def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
     ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
     may be suspended for `suspended_days` more days (no bars) while the market goes on."""
     close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
-    close[-2] = close[-3] * 1.07
+    close[-2] = round(close[-3] * 1.07, 2)
     volume = np.full(DAYS + 1, 1e7)
     volume[-2] = 4e7
-    close[-1] = close[-2] * {"locked": 1.0999, "limit_open": 1.06}.get(next_bar, 1.02)
+    up_limit = np.floor(close[-2] * 110 + 0.5) / 100  # the exchange's limit price
+    close[-1] = {"locked": up_limit, "limit_open": round(close[-2] * 1.06, 2)}.get(
+        next_bar, round(close[-2] * 1.02, 2)
+    )
     open_ = np.concatenate([[close[0]], close[:-1]])
-    open_[-1] = close[-2] * {"locked": 1.0999, "limit_open": 1.10}.get(next_bar, 1.01)
+    open_[-1] = {"locked": up_limit, "limit_open": up_limit}.get(
+        next_bar, round(close[-2] * 1.01, 2)
+    )
     high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
     if next_bar == "locked":
         high[-1] = low[-1] = close[-1]
@@ -98,10 +103,24 @@ def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
 
 
 def test_a_bar_locked_limit_up_cannot_be_bought():
-    tradable = run_backtest(_sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
+    tradable = run_backtest(_sos_then("open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert [t["code"] for t in tradable["trade_list"]] == ["600000"]
-    locked = run_backtest(_sos_then("locked"), DAYS - 1, DAYS, regime_gate=False)
+    locked = run_backtest(_sos_then("locked", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in locked["signals"][0]["codes"] and locked["trade_list"] == []
+
+
+def test_no_buy_on_the_last_day_a_zero_day_trade():
+    result = run_backtest(_sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
+    assert "600000" in result["signals"][0]["codes"]
+    assert result["trades"] == 0 and result["trade_list"] == []
+
+
+def test_the_simple_view_stops_at_minus_100pct():
+    panel = bars_panel([[10], [10], [4], [1.6], [1.6]])
+    simple = simple_view(panel, [Trade("600000", 1, 10.0, 4, 1.6)], 0, 4, DEFAULT_CONFIG)
+    # summed: -0.5% on the buy, -60%, -60%: -120.5%, but no more than the stake can be lost
+    assert simple["total_return_pct"] == -100 and simple["max_drawdown_pct"] == 100
+    assert "2025-03-06 达到 100%（本金亏完）" in simple["note"]
 
 
 def test_a_bar_locked_limit_down_cannot_be_sold():
@@ -173,7 +192,7 @@ def test_lots_of_100_and_the_commission_minimum():
 
 
 def test_an_open_at_the_up_limit_is_not_bought():
-    result = run_backtest(_sos_then("limit_open"), DAYS - 1, DAYS, regime_gate=False)
+    result = run_backtest(_sos_then("limit_open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in result["signals"][0]["codes"] and result["trade_list"] == []
 
 
@@ -216,6 +235,40 @@ def test_a_delisted_holding_leaves_at_its_last_price():
     suspended = bars_panel(closes)
     still = Trade("600000", 1, 10.0)
     assert _exits(suspended, 4, [still], 10, 8, 20) == [still]  # suspended: waits
+
+
+def test_a_suspension_of_a_stock_delisted_years_later_is_not_a_delisting_in_cut_data():
+    """Walk-forward trains on data cut at the end of its window: what happens before the cut
+    must not depend on whether the data go on."""
+    gap = np.full(5, np.nan)
+    close = np.concatenate([np.full(6, 10.0), gap, [10.4, 10.6]])
+    panel = bars_panel(close[:, None].tolist(), list_status="D")  # delisted after day 12
+    cut = 8  # in the middle of the suspension
+    outcomes = []
+    for data in (panel, panel.upto(cut)):
+        trade = Trade("600000", 1, 10.0)
+        held = [trade]
+        for t in range(2, cut + 1):
+            held = _exits(data, t, held, 30, 20, 50)
+        outcomes.append((len(held), trade.exit, trade.reason))
+    assert outcomes[0] == outcomes[1] == (1, None, "")  # still held, waiting for the resumption
+    gone = Trade("600000", 1, 10.0)
+    assert _exits(panel, 12, [gone], 30, 20, 50) == [gone]  # its final trading day
+    held = _exits(
+        bars_panel(close[:, None].tolist() + [[np.nan]], list_status="D"), 13, [gone], 30, 20, 50
+    )
+    assert held == [] and (gone.exit, gone.reason) == (10.6, "退市")
+
+
+def test_every_window_loaded_from_the_store_knows_a_delisted_stocks_final_day(home):
+    home.mkdir(parents=True)
+    close = np.concatenate([np.full(30, 10.0), np.full(10, np.nan)])  # gone after day 29
+    panel = make_panel(close, fillers=2)
+    panel.stocks["list_status"] = ["D", "L", "L"]
+    store = store_from_panel(home, panel)
+    early = store.load_panel(10, end=str(panel.dates[20]))  # a window ending before it
+    assert early.stocks.loc["600000", "last_trade_date"] == str(panel.dates[29])
+    assert early.stocks["last_trade_date"].iloc[1:].isna().all()  # listed ones: none
 
 
 def test_a_one_price_limit_down_bar_after_a_suspension_cannot_be_sold():
@@ -331,3 +384,35 @@ def test_backtest_command_names_the_stocks_labels_costs_and_says_when_the_list_i
     assert len(payload["trade_list"]) == min(trades, 30)
     note = f"共 {trades} 笔交易，这里只列出最近 30 笔"
     assert (payload.get("trade_list_note") == note) == (trades > 30)
+
+
+# --- corporate actions in the cash view ---------------------------------------------------------
+
+
+def _flat_through_an_ex_date(home, raw_before: float, raw_after: float) -> Panel:
+    """A stock traded flat at `raw_before`, then at `raw_after` from its ex-date (day 5) on,
+    loaded from a market store as a sync writes it (raw prices and adjustment factors)."""
+    home.mkdir(parents=True, exist_ok=True)
+    qfq = make_panel(np.full(10, raw_after), fillers=2)
+    factor = np.ones(qfq.close.shape)
+    factor[5:, 0] = raw_before / raw_after  # the exchange's prior close / reference price
+    return store_from_panel(home, qfq, adj_factor=factor).load_panel(10)
+
+
+def test_a_10_for_10_bonus_issue_does_not_halve_the_cash_account(home):
+    panel = _flat_through_an_ex_date(home, 10.0, 5.0)  # 10送10: 10.00 -> 5.00, flat otherwise
+    assert panel.raw_close[2, 0] == pytest.approx(10.0) and panel.close[2, 0] == pytest.approx(5.0)
+    cash = cash_portfolio(panel, [Trade("600000", 2, 5.0, 7, 5.0)], 0, 9, 1, DEFAULT_CONFIG)
+    # 9,900 shares at 10.00 (99,000 + 19.80 fee), 19,800 shares at 5.00 after the ex-date:
+    # sold for 99,000 less 19.80 commission and 49.50 stamp duty
+    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50)
+    assert cash["total_return_pct"] == -0.09 and cash["max_drawdown_pct"] < 0.1
+
+
+def test_a_cash_dividend_stays_in_the_cash_account(home):
+    panel = _flat_through_an_ex_date(home, 10.0, 9.5)  # 10派5: reference price 9.50, then flat
+    cash = cash_portfolio(panel, [Trade("600000", 2, 9.5, 7, 9.5)], 0, 9, 1, DEFAULT_CONFIG)
+    # 9,900 shares at 10.00; from the ex-date 94,050 in shares plus 4,950 of dividend, kept in
+    # the holding (reinvested at 9.50), so the sale is 99,000 less commission and stamp duty
+    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50)
+    assert cash["max_drawdown_pct"] < 0.1

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
+YEAR = 250  # trading days
 STOCK_TEXT_MAX_CHARS = 40
 _PANELS: dict[tuple, Any] = {}
 _PANEL_LOCK = threading.Lock()
@@ -65,25 +66,36 @@ class MarketData:
         elif self.store.is_empty():
             raise ToolFailure(no_data_hint(self.source))
 
-    def panel(self, days: int = PANEL_DAYS):
-        """The last `days` trading days: kept in memory per process and on disk per store
-        version (see engine/panel_cache.py), so a warm run does not touch DuckDB."""
+    def panel(self, days: int = PANEL_DAYS, end: str | None = None):
+        """The last `days` trading days (up to `end`, else the latest): kept in memory per
+        process, and the latest ones on disk per store version (see engine/panel_cache.py), so
+        a warm run does not touch DuckDB."""
         from wyckoff.engine.panel_cache import cached_panel, store_version
 
         if not self.store.path.exists():
             self.ready()
-        key = (str(self.store.path), store_version(self.store.path), days)
+        key = (str(self.store.path), store_version(self.store.path), days, end)
         with _PANEL_LOCK:
             panel = _PANELS.get(key)
             if panel is None:
                 _PANELS.clear()
-                panel = cached_panel(self.store.path, self.source, days, lambda: self._load(days))
+                if end:  # a window in the past: one of many, not worth a copy on disk
+                    panel = self._load(days, end)
+                else:
+                    panel = cached_panel(
+                        self.store.path, self.source, days, lambda: self._load(days)
+                    )
                 _PANELS[key] = panel
         return panel
 
-    def _load(self, days: int):
+    def _load(self, days: int, end: str | None = None):
         self.ready()
-        return self.store.load_panel(days)
+        return self.store.load_panel(days, end=end)
+
+    def bar_dates(self) -> np.ndarray:
+        """Every date the store has bars for."""
+        self.ready()
+        return self.store.bar_dates()["date"].to_numpy().astype("datetime64[D]")
 
     def envelope(self, as_of: str, **result: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
@@ -590,24 +602,24 @@ def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str,
 
 
 def backtest_span(context: ToolContext, start: str | None, end: str | None):
-    """The market, its panel and the day indices a backtest from `start` to `end` covers
-    (default: the last 250 trading days)."""
+    """The market, the panel of the window `start`..`end` with its warm-up, and the day
+    indices of the window (engine/window.py: exactly the window asked for, or one sentence
+    naming the missing dates)."""
+    from wyckoff.engine.window import MissingHistory, backtest_window
+
     market = MarketData.from_context(context)
     context.progress("加载行情", market.source, 0.02)
-    panel = market.panel(days=PANEL_DAYS + 300)
+    try:
+        window = backtest_window(
+            market.bar_dates(), start, end, market.open_days(), can_sync=market.source != "demo"
+        )
+    except MissingHistory as exc:
+        raise ToolFailure(exc.message) from None
+    # The latest window is cached on disk: rounded up to whole years, few sizes are cached.
+    days = window.days if end else -(-window.days // YEAR) * YEAR
+    panel = market.panel(days, end=window.end if end else None)
     dates = [str(d) for d in panel.dates]
-    end_t = _date_index(dates, end, len(dates) - 1)
-    start_t = _date_index(dates, start, max(end_t - 250, 0))
-    if start and start > dates[-1]:
-        raise ToolFailure(f"开始日期 {start} 晚于行情的最后一天 {dates[-1]}：请选更早的日期。")
-    earliest = 250  # the funnel needs a year of history before the first signal date
-    if start_t < earliest:
-        if earliest >= end_t:
-            raise ToolFailure(f"行情历史不足：回测至少需要 {earliest + 20} 个交易日的数据。")
-        start_t = earliest
-    if start_t >= end_t:
-        raise ToolFailure("开始日期必须早于结束日期。")
-    return market, panel, start_t, end_t
+    return market, panel, dates.index(window.start), dates.index(window.end)
 
 
 def _backtest_progress(
@@ -625,15 +637,8 @@ def summarize_backtest(result: dict[str, Any]) -> str:
     period, account = result["period"], result["cash_portfolio"]
     return (
         f"{period['start']} 至 {period['end']}：复利收益 {signed_pct(account['total_return_pct'])}，"
-        f"最大回撤 {account['max_drawdown_pct']:.2f}%"
+        f"最大回撤 {account['max_drawdown_pct']:.2f}%；{result['benchmark']['verdict']}"
     )
-
-
-def _date_index(dates: list[str], wanted: str | None, default: int) -> int:
-    if not wanted:
-        return default
-    later = [i for i, d in enumerate(dates) if d >= wanted]
-    return later[0] if later else len(dates) - 1
 
 
 # --- query_history ------------------------------------------------------------------------------

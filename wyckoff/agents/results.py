@@ -117,6 +117,9 @@ class BacktestResult(MarketResult):
     avg_ret_pct: float | None = None
     simple_view: dict[str, Any]
     cash_portfolio: dict[str, Any]
+    benchmark: dict[str, Any] = Field(
+        description="同期沪深300与全市场的收益、策略（复利口径）超额收益和一句结论"
+    )
     trade_list: list[dict[str, Any]]
     trade_list_note: str | None = None
 

@@ -99,12 +99,18 @@ def run_backtest_sweep(
 
 def summarize_sweep(result: dict[str, Any]) -> str:
     if "folds" in result:
-        outs = [f["out_of_sample"]["cash_return_pct"] for f in result["folds"]]
-        return f"滚动检验 {len(outs)} 段，样本外复利收益合计 {sum(outs):+.2f}%"
-    best = result["results"][0]
+        outs = [f["out_of_sample"] for f in result["folds"]]
+        beaten = sum(1 for out in outs if (out["excess_csi300_pct"] or 0) > 0)
+        total = sum(out["cash_return_pct"] for out in outs)
+        return (
+            f"滚动检验 {len(outs)} 段，样本外复利收益合计 {total:+.2f}%，"
+            f"跑赢同期沪深300的 {beaten} 段"
+        )
+    best = result["results"][0]["metrics"]
     return (
         f"{result['combinations']} 个组合，按 {result['metric']} 最优："
-        f"{best['params']}，复利收益 {best['metrics']['cash_return_pct']}%"
+        f"{result['results'][0]['params']}，复利收益 {best['cash_return_pct']}%，"
+        f"同期沪深300 {best['csi300_return_pct']}%，超额 {best['excess_csi300_pct']} 个百分点"
     )
 
 

@@ -7,7 +7,7 @@ limit-down. A suspended holding keeps its last close and leaves on its first tra
 a delisted one leaves at its last price; one still open at the end is marked at its last
 close and flagged. Views: simple (daily equal-weight returns summed, 0.5% friction per
 side) and a compounding cash portfolio (board order sizes, commission with a minimum,
-stamp duty on sells).
+stamp duty on sells; holdings keep their bonus shares and dividends).
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from wyckoff.engine.benchmark import benchmarks
 from wyckoff.engine.funnel import FunnelResult, run_funnel
-from wyckoff.engine.panel import Panel
+from wyckoff.engine.limits import cannot_buy, locked
+from wyckoff.engine.panel import Panel, last_close, traded_ratio
 from wyckoff.engine.regime import market_regime
 from wyckoff.engine.strategy import affordable, buyable, cents, commission_cents, fee_cents
-from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig, limit_pct
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 
 
 @dataclass
@@ -39,56 +41,14 @@ class Trade:
         return self.exit * (1 - friction) / (self.entry * (1 + friction)) - 1
 
 
-def last_close(p: Panel, t: int, j: int) -> float:
-    """The last close at or before day t: a suspended stock keeps its last price."""
-    if not np.isnan(p.close[t, j]):
-        return float(p.close[t, j])
-    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
-    return float(p.close[traded[-1], j]) if len(traded) else np.nan
-
-
-def as_traded(p: Panel, t: int, j: int, qfq_price: float) -> float:
-    """A qfq price on day t as the price actually traded then (for lots and cash): qfq prices
-    are relative to today, so after a split they differ from what was paid."""
-    if p.raw_close is None:
-        return qfq_price
-    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
-    if not len(traded):
-        return qfq_price
-    k = traded[-1]
-    return qfq_price * float(p.raw_close[k, j] / p.close[k, j])
-
-
-def at_limit(
-    p: Panel, t: int, j: int, price: float, direction: int, cfg: EngineConfig = DEFAULT_CONFIG
-) -> bool:
-    """Whether `price` on day t is at the up (+1) or down (-1) daily limit: measured from
-    the last close before t (the close before a suspension), with that day's rules."""
-    previous = last_close(p, t - 1, j) if t > 0 else np.nan
-    if np.isnan(price) or np.isnan(previous):
-        return False
-    stock = p.stocks.iloc[j]
-    board = stock["board"] if isinstance(stock["board"], str) else "main"
-    is_st = stock["is_st"] if p.is_st is None else p.is_st[t, j]  # ST as of that day
-    limit = limit_pct(board, bool(is_st), p.dates[t], cfg)
-    return (price / previous - 1) * direction >= limit * cfg.limit_hit_ratio
-
-
-def locked(p: Panel, t: int, j: int, direction: int, cfg: EngineConfig = DEFAULT_CONFIG) -> bool:
-    """A one-price bar at the daily limit: nobody could trade into (up) or out of (down) it."""
-    o, h, lo, c = p.open[t, j], p.high[t, j], p.low[t, j], p.close[t, j]
-    return bool(o == h == lo == c) and at_limit(p, t, j, c, direction, cfg)
-
-
-def cannot_buy(p: Panel, t: int, j: int, cfg: EngineConfig = DEFAULT_CONFIG) -> bool:
-    """No open (suspended), or an open at the up limit: the queue there rarely fills."""
-    return bool(np.isnan(p.open[t, j])) or at_limit(p, t, j, p.open[t, j], +1, cfg)
-
-
 def delisted(p: Panel, t: int, j: int) -> bool:
-    """Listed as delisted (list_status D) and no bar from day t on."""
-    status = p.stocks["list_status"].iloc[j] if "list_status" in p.stocks else None
-    return status == "D" and bool(np.isnan(p.close[t:, j]).all())
+    """Delisted by day t: a delisted stock (list_status D) past its final trading day, a
+    date the exchange announces beforehand. Not "no bar until the end of the data": that
+    reads a suspension in cut data as a delisting, and looks ahead."""
+    if "last_trade_date" not in p.stocks or p.stocks["list_status"].iloc[j] != "D":
+        return False
+    final = p.stocks["last_trade_date"].iloc[j]
+    return isinstance(final, str) and str(p.dates[t]) > final
 
 
 def board_mask(p: Panel, board: str) -> np.ndarray:
@@ -132,9 +92,10 @@ def run_backtest(
         else:
             picks = precomputed.picks(t, allowed, top_n)
         signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in picks]})
-        entered = _entries(p, t, picks, open_trades, top_n, cfg)
-        trades += entered
-        open_trades += entered
+        if t + 1 < end_t:  # a buy at the last day's open could only be marked at its close
+            entered = _entries(p, t, picks, open_trades, top_n, cfg)
+            trades += entered
+            open_trades += entered
         if progress:
             progress((t - start_t + 1) / max(end_t - start_t, 1))
     for trade in open_trades:
@@ -176,12 +137,14 @@ def _report(
     cfg: EngineConfig,
 ) -> dict[str, Any]:
     closed = [tr for tr in trades if tr.exit is not None and tr.exit_t is not None]
+    cash = cash_portfolio(p, closed, start_t, end_t, params["top_n"], cfg)
     return {
         "period": {"start": str(p.dates[start_t]), "end": str(p.dates[end_t])},
         "params": params,
         **trade_statistics(closed, params["hold_days"], cfg),
         "simple_view": simple_view(p, closed, start_t, end_t, cfg),
-        "cash_portfolio": cash_portfolio(p, closed, start_t, end_t, params["top_n"], cfg),
+        "cash_portfolio": cash,
+        "benchmark": benchmarks(p, start_t, end_t, cash["total_return_pct"]),
         "trade_list": [_trade_row(p, tr, cfg) for tr in closed],
         "signals": signals,
     }
@@ -362,50 +325,62 @@ def simple_view(
                 rets.append(end / begin - 1)
         daily[day - start_t] = np.mean(rets) if rets else 0.0
     curve = 1 + np.cumsum(daily)
-    return {
+    view = {
         "label": (
             f"简单口径：每日持仓等权收益直接相加（不复利），买卖各计 {cfg.friction_per_side:.1%} 摩擦成本"
         ),
-        "total_return_pct": round(float(curve[-1] - 1) * 100, 2),
-        "max_drawdown_pct": round(_max_drawdown(curve) * 100, 2),
     }
+    ruined = np.flatnonzero(curve <= 0)
+    if len(ruined):  # summed losses of 100% have lost the whole stake: nothing is left to lose
+        curve[ruined[0] :] = 0.0
+        view["note"] = (
+            f"简单口径的累计亏损在 {p.dates[start_t + ruined[0]]} 达到 100%（本金亏完），"
+            "此后不再累计，收益记为 -100%。"
+        )
+    view["total_return_pct"] = round(float(curve[-1] - 1) * 100, 2)
+    view["max_drawdown_pct"] = round(_max_drawdown(curve) * 100, 2)
+    return view
 
 
 def cash_portfolio(
     p: Panel, trades: list[Trade], start_t: int, end_t: int, slots: int, cfg: EngineConfig
 ) -> dict[str, Any]:
     """A 100k cash account (in cents) with `slots` equal slots, the board's order sizes,
-    commission and stamp duty; holdings marked at their last close (suspended ones too)."""
+    commission and stamp duty; holdings marked at their last close (suspended ones too).
+
+    Shares are bought at the price as traded on the entry day; from then on the holding is
+    valued on the qfq series scaled to that day (`Holding`), so bonus shares, 转增 and
+    splits keep its value and a cash dividend stays in it (reinvested on the ex-date)."""
     cash = cents(cfg.start_cash)
-    holdings: dict[int, tuple[Trade, int]] = {}
+    holdings: dict[int, Holding] = {}
     equity = []
     skipped = 0
     by_entry: dict[int, list[Trade]] = {}
     for tr in trades:
         by_entry.setdefault(tr.entry_t, []).append(tr)
     for day in range(start_t, end_t + 1):
-        for key, (tr, shares) in list(holdings.items()):
-            if tr.exit_t == day:
-                value = shares * cents(as_traded(p, tr.exit_t, p.column(tr.code), tr.exit))
+        for key, held in list(holdings.items()):
+            if held.trade.exit_t == day:
+                value = held.value(held.trade.exit)
                 cash += value - commission_cents(value, cfg) - fee_cents(value, cfg.stamp_duty)
                 del holdings[key]
         for tr in by_entry.get(day, []):
             free = slots - len(holdings)
-            shares = _shares_to_buy(p, tr, cash, free, cfg) if free > 0 else 0
-            if shares == 0:
+            held = Holding.bought(p, tr, cash, free, cfg) if free > 0 else None
+            if held is None:
                 skipped += 1
                 continue
-            cost = shares * cents(as_traded(p, tr.entry_t, p.column(tr.code), tr.entry))
+            cost = held.value(tr.entry)
             cash -= cost + commission_cents(cost, cfg)
-            holdings[id(tr)] = (tr, shares)
-        marked = sum(shares * _mark(p, day, tr.code) for tr, shares in holdings.values())
-        equity.append(cash / 100 + marked)
+            holdings[id(tr)] = held
+        marked = sum(held.value(last_close(p, day, held.column)) for held in holdings.values())
+        equity.append((cash + marked) / 100)
     curve = np.array(equity)
     return {
         "label": (
             f"复利口径：{cfg.start_cash:,.0f} 元现金、{slots} 个等额仓位、100 股一手（科创板至少 "
             f"{cfg.star_min_shares} 股）、佣金 {cfg.commission:.2%}（最低 {cfg.commission_min:g} 元）、"
-            f"卖出印花税 {cfg.stamp_duty:.2%}，不另计摩擦成本"
+            f"卖出印花税 {cfg.stamp_duty:.2%}，不另计摩擦成本；送转股、拆股和现金分红计入持仓"
         ),
         "final_equity": round(float(curve[-1]), 2),
         "total_return_pct": round(float(curve[-1] / cfg.start_cash - 1) * 100, 2),
@@ -414,17 +389,31 @@ def cash_portfolio(
     }
 
 
-def _mark(p: Panel, day: int, code: str) -> float:
-    """One share's value on `day`: its last close, as traded (a suspended stock keeps it)."""
-    j = p.column(code)
-    return as_traded(p, day, j, last_close(p, day, j))
+@dataclass
+class Holding:
+    """Shares bought on the entry day, valued through the qfq series: `value(qfq_price)` is
+    shares x that price scaled by the entry day's ratio (as traded / qfq), what the holding is
+    worth with the bonus shares and reinvested dividends it has received since."""
 
+    trade: Trade
+    column: int
+    shares: int
+    ratio: float  # price as traded / qfq price on the entry day
 
-def _shares_to_buy(p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> int:
-    """An equal share of the cash over the free slots, fees included, in the board's order sizes."""
-    price = cents(as_traded(p, tr.entry_t, p.column(tr.code), tr.entry))
-    board = p.stocks["board"].iloc[p.column(tr.code)]
-    return buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
+    @classmethod
+    def bought(cls, p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> Holding | None:
+        """An equal share of the cash over the free slots, fees included, in the board's
+        order sizes; None when not even one order fits."""
+        j = p.column(tr.code)
+        ratio = traded_ratio(p, tr.entry_t, j)
+        price = cents(tr.entry * ratio)
+        board = p.stocks["board"].iloc[j]
+        shares = buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
+        return cls(tr, j, shares, ratio) if shares else None
+
+    def value(self, qfq_price: float) -> int:
+        """In cents: at the entry price exactly shares x the price paid."""
+        return self.shares * cents(qfq_price * self.ratio)
 
 
 def _trade_row(p: Panel, tr: Trade, cfg: EngineConfig) -> dict[str, Any]:

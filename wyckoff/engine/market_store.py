@@ -199,6 +199,10 @@ class MarketStore:
             "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
         )
 
+    def bar_dates(self) -> pd.DataFrame:
+        """Every date with bars, oldest first."""
+        return self.query_df("SELECT DISTINCT date FROM bars ORDER BY date")
+
     def index_history(self, code: str, days: int) -> pd.DataFrame:
         """The index's last `days` daily bars, oldest first."""
         return self.query_df(
@@ -222,9 +226,7 @@ class MarketStore:
                 if window is None:
                     raise LookupError("empty store")
                 bars = _fetch_bars(conn, window, end, codes)
-                stocks = conn.execute(
-                    "SELECT code, name, industry, board, list_date, is_st, market_cap, list_status FROM stocks"
-                ).df()
+                stocks = conn.execute(STOCKS_WITH_FINAL_DAY).df()
                 index_bars = conn.execute(
                     f"SELECT code, date, close FROM index_bars WHERE date >= ? {'AND date <= ?' if end else ''}",
                     [window] + ([end] if end else []),
@@ -233,6 +235,16 @@ class MarketStore:
             finally:
                 conn.close()
         return panel_from_long(bars, stocks.set_index("code"), index_bars, self.source, caveats)
+
+
+# A delisted stock's final trading day (its last bar in the store), known to every window.
+STOCKS_WITH_FINAL_DAY = """
+SELECT s.code, s.name, s.industry, s.board, s.list_date, s.is_st, s.market_cap, s.list_status,
+    CAST(f.final AS VARCHAR) AS last_trade_date
+FROM stocks s LEFT JOIN (
+    SELECT code, MAX(date) AS final FROM bars
+    WHERE code IN (SELECT code FROM stocks WHERE list_status = 'D') GROUP BY code
+) f USING (code)"""
 
 
 def _fetch_bars(conn, window, end: str | None, codes: list[str] | None) -> dict[str, Any]:

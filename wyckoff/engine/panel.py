@@ -187,3 +187,24 @@ def last_valid(a: np.ndarray) -> np.ndarray:
     valid = ~np.isnan(a)
     rows = a.shape[0] - 1 - np.argmax(valid[::-1], axis=0)
     return np.where(valid.any(axis=0), a[rows, np.arange(a.shape[1])], np.nan)
+
+
+def last_close(p: Panel, t: int, j: int) -> float:
+    """The last close at or before day t: a suspended stock keeps its last price."""
+    if not np.isnan(p.close[t, j]):
+        return float(p.close[t, j])
+    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
+    return float(p.close[traded[-1], j]) if len(traded) else np.nan
+
+
+def traded_ratio(p: Panel, t: int, j: int) -> float:
+    """Price as traded / qfq price on day t (on the last traded day when suspended): qfq
+    prices are relative to today, so across a split or dividend they differ from what was
+    paid then."""
+    if p.raw_close is None:
+        return 1.0
+    traded = np.flatnonzero(~np.isnan(p.close[: t + 1, j]))
+    if not len(traded):
+        return 1.0
+    k = traded[-1]
+    return float(p.raw_close[k, j] / p.close[k, j])

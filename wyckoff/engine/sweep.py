@@ -16,12 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wyckoff.engine.backtest import Signals, compute_signals, run_backtest
+from wyckoff.engine.benchmark import benchmark_names
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.sweep_grid import Grid
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.errors import UsageError, WyckoffError
 
-# Columns of a sweep result, in table order: trade statistics, then both accounting views.
+# Columns of a sweep result, in table order: trade statistics, both accounting views, then
+# the cash view's excess over the CSI 300 and the whole market (engine/benchmark.py).
 METRICS = (
     "trades",
     "win_rate_pct",
@@ -35,6 +37,8 @@ METRICS = (
     "simple_max_drawdown_pct",
     "cash_return_pct",
     "cash_max_drawdown_pct",
+    "excess_csi300_pct",
+    "excess_market_pct",
 )
 LOWER_IS_BETTER = {"simple_max_drawdown_pct", "cash_max_drawdown_pct", "max_consecutive_losses"}
 Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
@@ -54,6 +58,9 @@ def metrics_of(result: dict[str, Any]) -> dict[str, Any]:
     row["simple_max_drawdown_pct"] = simple["max_drawdown_pct"]
     row["cash_return_pct"] = cash["total_return_pct"]
     row["cash_max_drawdown_pct"] = cash["max_drawdown_pct"]
+    csi300, market = result["benchmark"]["indices"]
+    row["csi300_return_pct"], row["excess_csi300_pct"] = csi300["return_pct"], csi300["excess_pct"]
+    row["market_return_pct"], row["excess_market_pct"] = market["return_pct"], market["excess_pct"]
     return row
 
 
@@ -292,6 +299,7 @@ def run_sweep(
         "engine_configs": len(configs),
         "signal_computations": len(signals),
         "tasks": total,
+        "benchmarks": benchmark_names(panel),
     }
     if not folds:
         return {**summary, "results": sorted(rows, key=rank_key(metric))}

@@ -168,7 +168,8 @@ class EngineConfig:
     limit_st_main_before: float = 0.05  # main-board ST/*ST until the 2026 rule change
     main_st_limit_change: str = "2026-07-06"  # SSE/SZSE 2026 trading rules: main-board ST 10%
     chinext_20pct_from: str = "2020-08-24"  # ChiNext registration reform (10% / ST 5% before)
-    limit_hit_ratio: float = 0.98  # a move >= 98% of the limit counts as at the limit
+    main_registration_from: str = "2023-04-10"  # main-board listings under full registration
+    new_listing_free_days: int = 5  # no limit on a registered listing's first days
     # Backtest
     friction_per_side: float = 0.005
     commission: float = 0.0002

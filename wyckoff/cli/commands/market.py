@@ -272,6 +272,9 @@ def backtest(
         typer.echo(
             f"{view['label']}：收益 {view['total_return_pct']}%，最大回撤 {view['max_drawdown_pct']}%"
         )
+        if view.get("note"):
+            typer.echo(f"  注：{view['note']}")
+    _print_benchmark(result["benchmark"])
     shown = result["trade_list"][-10:]
     truncated = f"，只列出最近 {len(shown)} 笔" if result["trades"] > len(shown) else ""
     print_table(
@@ -295,6 +298,20 @@ def backtest(
         typer.echo(
             "期末持有/期末停牌：回测结束时尚未卖出，按最后收盘价（停牌的按停牌前收盘价）估值计入统计。"
         )
+
+
+def _print_benchmark(benchmark: dict[str, Any]) -> None:
+    """The market over the same window, and whether the strategy beat it."""
+    from wyckoff.agents.market import signed_pct
+
+    shown = "，".join(
+        f"{row['name']} {signed_pct(row['return_pct'])}" for row in benchmark["indices"]
+    )
+    period = benchmark["period"]
+    typer.echo(f"同期基准（{period['start']} ~ {period['end']}）：{shown}")
+    typer.echo(f"对比：{benchmark['verdict']}")
+    if benchmark.get("note"):
+        typer.echo(f"  注：{benchmark['note']}。")
 
 
 def _params(model, **values):

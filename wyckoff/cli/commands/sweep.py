@@ -32,6 +32,8 @@ METRIC_LABELS = {
     "simple_max_drawdown_pct": "简单回撤%",
     "cash_return_pct": "复利收益%",
     "cash_max_drawdown_pct": "复利回撤%",
+    "excess_csi300_pct": "超额(沪深300)%",
+    "excess_market_pct": "超额(全市场)%",
 }
 TABLE_METRICS = (  # the rest are in --json and --csv
     "trades",
@@ -42,6 +44,7 @@ TABLE_METRICS = (  # the rest are in --json and --csv
     "simple_max_drawdown_pct",
     "cash_return_pct",
     "cash_max_drawdown_pct",
+    "excess_csi300_pct",
 )
 VIEWS_NOTE = "简单：每日持仓等权收益相加（不复利，含 0.5% 单边摩擦）；复利：10 万元现金账户，按手数、佣金和印花税计。"
 
@@ -116,7 +119,9 @@ def sweep(
         _print_ranking(result, top)
         if axes:
             _print_heatmap(result, *axes)
+        _print_window_benchmarks(result)
     typer.echo(VIEWS_NOTE)
+    typer.echo(f"超额 = 复利收益 − 同期基准收益；全市场基准为{result['benchmarks']['market']}。")
     if csv_path:
         typer.echo(f"全部结果已导出到 {csv_path}")
 
@@ -239,6 +244,19 @@ def _print_ranking(result: dict[str, Any], top: int) -> None:
     )
 
 
+def _print_window_benchmarks(result: dict[str, Any]) -> None:
+    """Every combination ran over the same window: one line for the market over it."""
+    from wyckoff.agents.market import signed_pct
+
+    first = result["results"][0]["metrics"]
+    typer.echo(
+        f"同期基准：沪深300 {signed_pct(first['csi300_return_pct'])}，"
+        f"全市场 {signed_pct(first['market_return_pct'])}；"
+        f"{sum(1 for r in result['results'] if (r['metrics']['excess_csi300_pct'] or 0) > 0)}"
+        f" / {len(result['results'])} 个组合跑赢沪深300。"
+    )
+
+
 def _print_folds(result: dict[str, Any]) -> None:
     from wyckoff.cli.output import print_table
 
@@ -255,6 +273,8 @@ def _print_folds(result: dict[str, Any]) -> None:
             f"样本外{label}",
             "样本内复利%",
             "样本外复利%",
+            "样本外沪深300%",
+            "样本外超额%",
         ],
         [
             [
@@ -265,15 +285,19 @@ def _print_folds(result: dict[str, Any]) -> None:
                 f["out_of_sample"][metric],
                 f["in_sample"]["cash_return_pct"],
                 f["out_of_sample"]["cash_return_pct"],
+                f["out_of_sample"]["csi300_return_pct"],
+                f["out_of_sample"]["excess_csi300_pct"],
             ]
             for f in folds
         ],
     )
     inside = sum(f["in_sample"]["cash_return_pct"] for f in folds) / len(folds)
     outside = sum(f["out_of_sample"]["cash_return_pct"] for f in folds) / len(folds)
+    beaten = sum(1 for f in folds if (f["out_of_sample"]["excess_csi300_pct"] or 0) > 0)
     typer.echo(
         f"平均每段复利收益：样本内 {inside:.2f}%，样本外 {outside:.2f}%"
-        "（样本外明显更差说明参数可能过拟合）"
+        "（样本外明显更差说明参数可能过拟合）；"
+        f"样本外跑赢同期沪深300的有 {beaten} / {len(folds)} 段"
     )
 
 
