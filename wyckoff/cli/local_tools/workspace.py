@@ -3,7 +3,7 @@
 The root is `--workspace DIR`, else WYCKOFF_WORKSPACE, else the directory wyckoff started
 in. A path is resolved with realpath (every symlink followed) and compared with the allowed
 roots by path components. Refused: `..`, anything outside the roots (also through a
-symlink), WYCKOFF_HOME's own state, files that may hold keys, and — once opened — anything
+symlink), WYCKOFF_HOME's own state, files that may hold keys (key_files.py), and — once opened — anything
 that is not a regular file or has more than one hard link (a hard link can point outside).
 """
 
@@ -13,13 +13,11 @@ import os
 import stat
 from pathlib import Path
 
+from wyckoff.cli.local_tools.key_files import key_file_entry
 from wyckoff.cli.tools import ToolFailure
 
 WORKSPACE_ENV = "WYCKOFF_WORKSPACE"
 EXPORTS_DIR = "exports"
-KEY_FILE_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
-KEY_FILE_NAMES = (".env", ".netrc", ".pgpass", ".npmrc", ".pypirc", "credentials")
-KEY_FILE_PREFIXES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".env.")
 FILE_KINDS = (
     (stat.S_ISDIR, "是目录，不是文件"),
     (stat.S_ISFIFO, "是命名管道（FIFO），读写它可能永远等待"),
@@ -79,13 +77,9 @@ def check_real_path(real: Path, raw: str, through_link: bool = False) -> None:
         raise ToolFailure(
             f"{raw} 是 Wyckoff 自己的状态文件（{home}），本地工具不能访问；导出请写到 {exports}。"
         )
-    name = real.name.lower()
-    if (
-        name in KEY_FILE_NAMES
-        or name.endswith(KEY_FILE_SUFFIXES)
-        or name.startswith(KEY_FILE_PREFIXES)
-    ):
-        raise ToolFailure(f"{raw} 可能存有密钥或口令，本地工具不读写这类文件。")
+    entry = key_file_entry(real)
+    if entry:
+        raise ToolFailure(f"{raw} 可能存有密钥或口令（{entry}），本地工具不读写这类文件。")
 
 
 def inside(path: Path) -> bool:
