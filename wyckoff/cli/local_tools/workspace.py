@@ -9,6 +9,8 @@ that is not a regular file or has more than one hard link (a hard link can point
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -18,6 +20,7 @@ from wyckoff.cli.tools import ToolFailure
 
 WORKSPACE_ENV = "WYCKOFF_WORKSPACE"
 EXPORTS_DIR = "exports"
+DIRECTORY_NO_LINKS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_KINDS = (
     (stat.S_ISDIR, "是目录，不是文件"),
     (stat.S_ISFIFO, "是命名管道（FIFO），读写它可能永远等待"),
@@ -61,7 +64,12 @@ def resolve(raw: str) -> Path:
         raise ToolFailure(f"路径 {raw} 含有“..”：请直接写工作区内的路径，不要向上跳出。")
     root = workspace_root()
     lexical = given if given.is_absolute() else root / given
-    real = Path(os.path.realpath(lexical))
+    try:
+        real = Path(os.path.realpath(lexical))
+    except OSError as exc:  # a link swapped while realpath read it
+        raise ToolFailure(
+            f"无法解析路径 {raw}：{exc.strerror}（路径可能正被改动），请重试。"
+        ) from None
     check_real_path(real, raw, through_link=inside(Path(os.path.abspath(lexical))))
     return real
 
@@ -100,6 +108,35 @@ def check_opened(fd: int, raw: str) -> os.stat_result:
         )
     check_real_path(Path(os.path.realpath(f"/proc/self/fd/{fd}")), raw)
     return info
+
+
+def open_parent(path: Path, raw: str) -> tuple[int, str]:
+    """A descriptor of `path`'s folder and the file's name. The folder is reached from its
+    root one component at a time, creating the missing ones and never following a symlink,
+    so a folder swapped for a symlink after `resolve` cannot send the write elsewhere."""
+    root = next(root for root in allowed_roots() if path.is_relative_to(root))
+    root.mkdir(parents=True, exist_ok=True)  # the exports folder may not exist yet
+    *folders, name = path.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for folder in folders:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, dir_fd=fd)
+            try:
+                inner = os.open(folder, DIRECTORY_NO_LINKS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise ToolFailure(
+                        f"无法写入 {raw}：其中的 {folder} 不是文件夹（或是符号链接）。"
+                    ) from None
+                raise
+            os.close(fd)
+            fd = inner
+        check_real_path(Path(os.path.realpath(f"/proc/self/fd/{fd}")) / name, raw)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, name
 
 
 def display(path: Path) -> str:
