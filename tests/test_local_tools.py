@@ -21,6 +21,7 @@ from tests.model_servers import Reply
 from tests.processes import eventually, killed_afterwards, marked_sleep, running
 from tests.test_tui import wait_until
 from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.local_tools.key_files import KEY_FILES
 from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolOutcome
@@ -182,6 +183,24 @@ def test_wyckoff_state_and_key_files_are_off_limits_even_inside_the_workspace(
         assert "密钥" in call(home, "read_file", path=name).error
     export = result(call(home, "write_file", path=str(state / "exports" / "a.csv"), content="a\n"))
     assert (state / "exports" / "a.csv").read_text() == "a\n" and export["created"]
+
+
+def key_file_example(entry: str) -> str:
+    """A path that `entry` of the key-file list matches."""
+    path = entry.replace("*", "prod")
+    return path + "notes.txt" if entry.endswith("/") else path
+
+
+@pytest.mark.parametrize("entry", KEY_FILES)
+def test_every_file_of_the_key_file_list_is_refused(home, ws, entry):
+    path = key_file_example(entry)
+    (ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (ws / path).write_text("token=ghp_secret\n", encoding="utf-8")
+    read = call(home, "read_file", path=path)
+    assert not read.ok and f"{path} 可能存有密钥或口令（{entry}）" in read.error
+    write = call(home, "write_file", path=path, content="x", mode="overwrite")
+    assert not write.ok and "密钥" in write.error
+    assert (ws / path).read_text(encoding="utf-8") == "token=ghp_secret\n"
 
 
 # --- writing ----------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.processes import eventually, killed_afterwards, marked_sleep, running
-from tests.test_local_tools import call, describe, result
+from tests.test_local_tools import call, describe, key_file_example, result
+from wyckoff.cli.local_tools.key_files import KEY_FILES
 from wyckoff.cli.local_tools.sandbox import MAX_PROCESSES, bwrap_works
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bwrap is not installed here")
@@ -203,13 +204,7 @@ def test_the_wyckoff_config_and_key_files_are_invisible_even_in_a_home_workspace
     monkeypatch.setenv("WYCKOFF_HOME", str(state))
     (state / "exports").mkdir(parents=True)
     (state / "wyckoff.json").write_text('{"api_key": "sk-saved-0123456789"}')
-    secrets = {
-        ".ssh/id_ed25519": "PRIVATE-SSH-KEY",
-        ".aws/credentials": "AWS-SECRET",
-        ".git-credentials": "https://alice:ghp_token@github.com",
-        ".config/gh/hosts.yml": "oauth_token: gho_token",
-        ".env": "OPENAI_API_KEY=sk-env",
-    }
+    secrets = {key_file_example(entry): f"SECRET-{n}-" for n, entry in enumerate(KEY_FILES)}
     for name, text in secrets.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
@@ -218,7 +213,7 @@ def test_the_wyckoff_config_and_key_files_are_invisible_even_in_a_home_workspace
     for text in ("sk-saved", *secrets.values()):
         assert text not in outcome["stdout"]
     assert (state / "exports" / "a.csv").read_text() == "a\n"
-    assert (ws / ".ssh" / "id_ed25519").read_text() == "PRIVATE-SSH-KEY"  # hidden, not harmed
+    assert (ws / ".git-credentials").read_text() == secrets[".git-credentials"]  # not harmed
 
 
 @needs_bwrap
