@@ -185,6 +185,23 @@ def test_wyckoff_state_and_key_files_are_off_limits_even_inside_the_workspace(
     assert (state / "exports" / "a.csv").read_text() == "a\n" and export["created"]
 
 
+def test_a_2mb_single_line_comes_back_in_pages_that_say_where_to_go_on(home, ws):
+    line = "".join(f"{n % 10}价" for n in range(1_000_000))
+    (ws / "dump.json").write_text("header\n" + line, encoding="utf-8")
+    first = result(call(home, "read_file", path="dump.json"))
+    assert first["text"] == "header\n" and first["next_offset"] == 2
+    read = ""
+    offset, column = 2, 1
+    for _ in range(3):
+        outcome = call(home, "read_file", path="dump.json", offset=offset, column=column)
+        page = result(outcome)
+        assert outcome.ref is None and len(page["text"]) < 8_000  # one result, not spilled
+        assert "第 2 行很长（2,000,000 个字符）" in page["long_line"]
+        read += page["text"]
+        offset, column = page["next_offset"], page["next_column"]
+    assert read == line[: len(read)] and column == len(read) + 1
+
+
 def key_file_example(entry: str) -> str:
     """A path that `entry` of the key-file list matches."""
     path = entry.replace("*", "prod")
