@@ -287,12 +287,21 @@ def test_landlock_confines_writes_signals_and_tcp(home, ws, outside, landlock, t
         sibling.wait()
 
 
-def test_landlock_refuses_abstract_unix_sockets(home, ws, landlock):
+@pytest.mark.parametrize(
+    ("sandbox", "network"),
+    [("landlock", False), ("landlock", True), ("bwrap", False), ("bwrap", True)],
+)
+def test_abstract_unix_sockets_outside_are_unreachable(home, ws, monkeypatch, sandbox, network):
+    """Abstract sockets (X11, some D-Bus buses) have no file to hide: Landlock scopes them,
+    also inside bwrap when the network namespace is shared."""
+    if sandbox == "bwrap" and not bwrap_works():
+        pytest.skip("bwrap is not installed here")
+    monkeypatch.setenv("WYCKOFF_SANDBOX", sandbox)
     name = f"\0wyckoff-test-{uuid.uuid4().hex[:8]}"
     listener = Listener(socket.AF_UNIX, name)
     try:
         command = connect(name.replace("\0", "\\0"))
-        outcome = result(call(home, "exec_command", command=command))
+        outcome = result(call(home, "exec_command", command=command, network=network))
         assert "connected" not in outcome["stdout"] and listener.connections == 0
     finally:
         listener.close()

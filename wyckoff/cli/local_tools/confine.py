@@ -1,10 +1,10 @@
 """The launcher every approved command starts through, run as a script:
 
-    python -I -S confine.py [--cgroup DIR] [--cpu S] [--memory BYTES] [--processes N]
+    python -I -S confine.py [--cgroup DIR] [--cpu S --memory BYTES --processes N]
                             [--landlock] [--no-network] [--write DIR]... -- PROGRAM ARGS...
 
 In this order it joins the process-count cgroup DIR (when given), sets the resource limits
-(CPU seconds per process, address space per process, processes), and with --landlock
+(CPU seconds per process, address space per process, processes) when given, and with --landlock
 confines itself with Landlock: writes only under the --write folders (and /dev/null), no
 signals to processes outside the sandbox and no abstract Unix sockets (Landlock ABI 6), no
 TCP with --no-network (ABI 4). Then it replaces itself with PROGRAM (bwrap, or the shell in
@@ -29,8 +29,9 @@ UNSUPPORTED_EXIT = 111
 WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 MAKE_ANY = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 REFER, TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2 and 3
-NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
-SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+ABI_NETWORK, ABI_SCOPES = 4, 6
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
 class RulesetAttr(ctypes.Structure):
@@ -65,10 +66,10 @@ def ruleset_attr(abi: int, network: bool) -> tuple[RulesetAttr, int]:
     size of the struct this kernel knows."""
     attr = RulesetAttr(write_rights(abi), 0, 0)
     size = 8
-    if abi >= 4:
+    if abi >= ABI_NETWORK:
         attr.handled_access_net = 0 if network else NET_BIND_TCP | NET_CONNECT_TCP
         size = 16
-    if abi >= 6:
+    if abi >= ABI_SCOPES:
         attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
         size = 24
     return attr, size
@@ -144,7 +145,8 @@ def main(argv: list[str]) -> None:
         if options["cgroup"]:
             with open(os.path.join(options["cgroup"], "cgroup.procs"), "w") as procs:
                 procs.write(str(os.getpid()))
-        set_limits(int(options["cpu"]), int(options["memory"]), int(options["processes"]))
+        if "cpu" in options:
+            set_limits(int(options["cpu"]), int(options["memory"]), int(options["processes"]))
         if options["landlock"]:
             confine(options["write"], network=not options["no-network"])
     except (OSError, ValueError) as exc:

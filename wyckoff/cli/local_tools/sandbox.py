@@ -4,7 +4,8 @@ bubblewrap when `bwrap` is installed and can create namespaces: a fresh mount na
 which only the workspace, the exports folder and a private /tmp are writable, WYCKOFF_HOME
 and key files (key_files.py) are hidden, /run (D-Bus, Docker, the user's runtime sockets)
 is empty, with its own PID, IPC and (unless the approval allows the network) network
-namespace, no capabilities, killed with its parent. Else Landlock (confine.py): writes
+namespace, no capabilities, killed with its parent (with the network shared, Landlock inside
+it scopes abstract sockets and signals). Else Landlock (confine.py): writes
 confined, signals and abstract sockets scoped, TCP refused. Else none. WYCKOFF_SANDBOX
 (auto | bwrap | landlock | none) picks one. Every sandbox, even none, starts through
 confine.py for the resource limits, and joins a process-count cgroup where one can be made.
@@ -24,7 +25,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from wyckoff.cli.local_tools.confine import landlock_abi
+from wyckoff.cli.local_tools.confine import ABI_SCOPES, landlock_abi
 from wyckoff.cli.local_tools.key_files import key_paths_in
 from wyckoff.cli.local_tools.workspace import exports_dir, home_dir, workspace_root
 from wyckoff.cli.tools import ToolFailure
@@ -105,7 +106,13 @@ def command_line(
     if cgroup:
         launcher += ["--cgroup", cgroup]
     if sandbox == BUBBLEWRAP:
-        return [*launcher, "--", *bwrap_arguments(cwd, temp_dir, network), "--", *program]
+        bwrap = bwrap_arguments(cwd, temp_dir, network)
+        if network and landlock_abi() >= ABI_SCOPES:
+            # Sharing the network shares abstract Unix sockets (X11, some D-Bus buses):
+            # inside bwrap, Landlock scopes them (writes are bwrap's business: "/" allowed).
+            scope = [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), "--landlock", "--write", "/"]
+            program = [*scope, "--", *program]
+        return [*launcher, "--", *bwrap, "--", *program]
     if sandbox == LANDLOCK:
         launcher.append("--landlock")
         if not network:
