@@ -19,7 +19,7 @@ import pytest
 from tests.processes import eventually, killed_afterwards, marked_sleep, running
 from tests.test_local_tools import call, describe, key_file_example, result
 from wyckoff.cli.local_tools.key_files import KEY_FILES
-from wyckoff.cli.local_tools.sandbox import MAX_PROCESSES, bwrap_works
+from wyckoff.cli.local_tools.sandbox import MAX_PROCESSES, bwrap_works, process_cgroup
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bwrap is not installed here")
 
@@ -155,8 +155,19 @@ def test_the_users_other_processes_cannot_be_signalled(home, ws):
         sibling.wait()
 
 
-@needs_bwrap
-def test_a_setsid_child_is_gone_when_the_command_ends(home, ws):
+def cgroup_available() -> bool:
+    with process_cgroup() as cgroup:
+        return cgroup is not None
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "landlock"])
+def test_a_setsid_child_is_gone_when_the_command_ends(home, ws, monkeypatch, sandbox):
+    """bwrap: its PID namespace ends with the command; Landlock: the pids cgroup is emptied."""
+    if sandbox == "bwrap" and not bwrap_works():
+        pytest.skip("bwrap is not installed here")
+    if sandbox == "landlock" and not cgroup_available():
+        pytest.skip("no pids cgroup can be made here")
+    monkeypatch.setenv("WYCKOFF_SANDBOX", sandbox)
     sleeper = marked_sleep()
     with killed_afterwards(sleeper):
         command = f"setsid {sleeper} > /dev/null 2>&1 < /dev/null & sleep 0.2"
