@@ -148,8 +148,8 @@ def bwrap_arguments(cwd: Path, temp_dir: str, network: bool) -> list[str]:
 
 def hidden_key_paths(root: Path) -> list[str]:
     """The real paths of the key files in the user's home and at the top of the workspace."""
-    found = key_paths_in(Path.home()) + key_paths_in(root)
-    return sorted({os.path.realpath(path) for path in found if os.path.lexists(path)})
+    found = {os.path.realpath(path) for path in key_paths_in(Path.home()) + key_paths_in(root)}
+    return sorted(path for path in found if os.path.exists(path))  # no mount on a dangling link
 
 
 @contextlib.contextmanager
