@@ -9,7 +9,9 @@ folder, and everything under it matches.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
+import os
+import re
+from fnmatch import fnmatchcase, translate
 from pathlib import Path
 
 KEY_FILES = (
@@ -62,6 +64,9 @@ KEY_FILES = (
 )
 # Where programs keep these files under a home folder (XDG places included).
 SEARCH_PLACES = (".", ".config", ".local/share/fish")
+_PATTERNS = [entry.rstrip("/") for entry in KEY_FILES]
+NESTED = tuple(pattern for pattern in _PATTERNS if "/" in pattern)  # looked up by path
+ONE_NAME = re.compile("|".join(translate(pattern) for pattern in _PATTERNS if "/" not in pattern))
 
 
 def key_file_entry(path: Path) -> str | None:
@@ -78,13 +83,15 @@ def key_file_entry(path: Path) -> str | None:
 
 
 def key_paths_in(folder: Path) -> list[Path]:
-    """The existing files and folders of KEY_FILES in `folder` (and its XDG places)."""
-    found: dict[str, Path] = {}
+    """The existing files and folders of KEY_FILES in `folder` (and its XDG places), each
+    folder listed once and each name matched once (a workspace may hold many files)."""
+    found: dict[Path, None] = {}
     for place in SEARCH_PLACES:
         base = folder / place
-        if not base.is_dir():
+        try:
+            names = os.listdir(base)
+        except OSError:  # missing, or not a folder
             continue
-        for entry in KEY_FILES:
-            for path in base.glob(entry.rstrip("/")):
-                found.setdefault(str(path), path)
-    return list(found.values())
+        found.update(dict.fromkeys(base / name for name in names if ONE_NAME.match(name.lower())))
+        found.update(dict.fromkeys(base / path for path in NESTED if os.path.lexists(base / path)))
+    return list(found)
