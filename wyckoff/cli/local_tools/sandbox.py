@@ -40,7 +40,9 @@ MAX_PROCESSES = 256
 CGROUP_EMPTY_WAIT_S = 2.0
 # The pids controller: cgroup v1's own hierarchy, else the unified (v2) one.
 PIDS_HIERARCHIES = (("pids", "/sys/fs/cgroup/pids"), ("", "/sys/fs/cgroup"))
-BWRAP_PROBE = ("--ro-bind", "/", "/", "--unshare-pid", "--unshare-ipc", "--unshare-net")
+# The mounts and namespaces a real run needs; some containers forbid them.
+BWRAP_PROBE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+BWRAP_PROBE += ("--unshare-pid", "--unshare-ipc", "--unshare-net")
 
 
 def bwrap_works() -> bool:
