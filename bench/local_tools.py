@@ -1,5 +1,6 @@
-"""The cost of the local tools' guards: a trivial command with and without the Landlock
-launcher, a read_file page, and a web_fetch of a local page (through the SSRF checks).
+"""The cost of the local tools' guards: a trivial command in each sandbox (bubblewrap,
+Landlock) and the launcher alone, a read_file page, and a web_fetch of a local page (through
+the SSRF checks).
 Run: python bench/local_tools.py"""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyckoff.cli.builtin_tools import default_registry  # noqa: E402
-from wyckoff.cli.local_tools import shell  # noqa: E402
+from wyckoff.cli.local_tools import sandbox  # noqa: E402
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV  # noqa: E402
 from wyckoff.cli.tools import ToolContext, ToolRegistry  # noqa: E402
 
@@ -70,9 +71,13 @@ def main() -> None:
         context = ToolContext(home=Path(folder, "home"), registry=registry)
         server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        command = timed(registry, context, "exec_command", command="true")
+        commands = {}
+        for name in ("bwrap", "landlock"):
+            os.environ[sandbox.SANDBOX_ENV] = name
+            commands[name] = timed(registry, context, "exec_command", command="true")
+        limits = ["--cpu", "60", "--memory", str(sandbox.MEMORY_BYTES), "--processes", "256"]
         launcher = spawn(
-            [sys.executable, "-I", "-S", str(shell.SANDBOX_SCRIPT), folder, "--", "true"]
+            [sys.executable, "-I", "-S", str(sandbox.CONFINE_SCRIPT), *limits, "--", "true"]
         )
         bare = spawn(["true"])
         read = timed(registry, context, "read_file", path="report.txt")
@@ -80,8 +85,9 @@ def main() -> None:
         fetched = timed(registry, context, "web_fetch", url=url)
         server.shutdown()
     print(f"local tools, median of {RUNS} runs")
-    print(f"  exec_command true (parse, env, Landlock) {command:7.1f} ms")
-    print(f"    of which the Landlock launcher       {launcher - bare:7.1f} ms")
+    print(f"  exec_command true in bubblewrap        {commands['bwrap']:7.1f} ms")
+    print(f"  exec_command true in Landlock          {commands['landlock']:7.1f} ms")
+    print(f"    of which the launcher (limits)       {launcher - bare:7.1f} ms")
     print(f"  read_file 200 lines of 5,000           {read:7.1f} ms")
     print(f"  web_fetch {len(PAGE) // 1024} KB page to text          {fetched:7.1f} ms")
 

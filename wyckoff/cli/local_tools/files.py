@@ -6,17 +6,20 @@ the approval shows the path and a diff (for a new file: its size and first lines
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
-import tempfile
+import secrets
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.local_tools.pdf_text import pdf_text
-from wyckoff.cli.local_tools.workspace import check_opened, check_real_path, display, resolve
+from wyckoff.cli.local_tools.workspace import check_opened, display, open_parent, resolve
 from wyckoff.cli.tools import MAX_RESULT_CHARS, ToolContext, ToolFailure, ToolSpec
 
 MAX_READ_BYTES = 20 * 1024 * 1024
@@ -49,6 +52,11 @@ class ReadFileParams(BaseModel):
     path: str = Field(description="工作区内的文件路径（相对工作区，或工作区内的绝对路径）")
     offset: int = Field(default=1, ge=1, description="从第几行开始读（从 1 开始）")
     limit: int = Field(default=DEFAULT_LINES, ge=1, le=2000, description="最多读多少行")
+    column: int = Field(
+        default=1,
+        ge=1,
+        description="从 offset 那一行的第几个字符读起（续读超长行时用 next_column）",
+    )
 
 
 class WriteFileParams(BaseModel):
@@ -104,28 +112,63 @@ def read_bytes(path: Path, raw: str, limit: int = MAX_READ_BYTES) -> bytes:
         return handle.read(limit + 1)[:limit]
 
 
+@dataclass
+class Page:
+    """One page of a file: whole lines, or a piece of one line longer than a page."""
+
+    text: str
+    last_line: int  # 1-based; the line the page ends in (start - 1 when empty)
+    next_column: int | None  # where the cut line goes on, when the page ends inside it
+
+
+def escaped_size(text: str) -> int:
+    """The length of `text` as escaped in the JSON result."""
+    return len(json.dumps(text, ensure_ascii=False)) - 2
+
+
+def page_of(lines: list[str], offset: int, column: int, limit: int) -> Page:
+    """Up to `limit` lines from line `offset` (its character `column` on), no more than
+    PAGE_CHARS in all: a line longer than that is cut, and the page says where it goes on."""
+    pieces, chars = [], 0
+    for number, line in enumerate(lines[offset - 1 : offset - 1 + limit], offset):
+        piece = line[column - 1 :] if number == offset else line
+        size = escaped_size(piece)
+        if chars + size <= PAGE_CHARS:
+            pieces.append(piece)
+            chars += size
+            continue
+        if pieces:
+            return Page("".join(pieces), number - 1, None)
+        cut = PAGE_CHARS
+        while cut > 1 and (size := escaped_size(piece[:cut])) > PAGE_CHARS:
+            cut = cut * PAGE_CHARS // size
+        start = column if number == offset else 1
+        return Page(piece[:cut], number, start + cut)
+    return Page("".join(pieces), offset - 1 + len(pieces), None)
+
+
 def read_file(params: ReadFileParams, context: ToolContext) -> dict[str, Any]:
     path = resolve(params.path)
     text, encoding = file_text(read_bytes(path, params.path), params.path)
     lines = text.splitlines(keepends=True)
-    start = params.offset - 1
-    page, chars = [], 0
-    for line in lines[start : start + params.limit]:
-        size = len(json.dumps(line, ensure_ascii=False)) - 2  # as escaped in the result
-        if page and chars + size > PAGE_CHARS:
-            break
-        page.append(line)
-        chars += size
-    end = start + len(page)
+    page = page_of(lines, params.offset, params.column, params.limit)
     result: dict[str, Any] = {
         "path": display(path),
         "encoding": encoding,
-        "lines": f"{params.offset}-{end}" if page else "无",
+        "lines": f"{params.offset}-{page.last_line}" if page.text else "无",
         "total_lines": len(lines),
-        "text": "".join(page),
+        "text": page.text,
     }
-    if end < len(lines):
-        result["next_offset"] = end + 1
+    if page.next_column:
+        line = lines[page.last_line - 1]
+        result["long_line"] = (
+            f"第 {page.last_line} 行很长（{len(line):,} 个字符），本页只到它的第 "
+            f"{page.next_column - 1:,} 个字符；用 offset={page.last_line}、"
+            f"column={page.next_column} 接着读。"
+        )
+        result["next_offset"], result["next_column"] = page.last_line, page.next_column
+    elif page.last_line < len(lines):
+        result["next_offset"] = page.last_line + 1
     return result
 
 
@@ -163,24 +206,39 @@ def _write_target(params: WriteFileParams) -> tuple[Path, str | None, str]:
 
 
 def _replace_atomically(path: Path, data: bytes, raw: str) -> None:
-    """Write a temporary file next to `path`, then rename it over: never half a file."""
+    """Write a temporary file in `path`'s folder, then rename it over: never half a file.
+    Everything happens through the folder's descriptor (see `open_parent`)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        check_real_path(Path(os.path.realpath(path.parent)) / path.name, raw)
-        mode = os.stat(path).st_mode & 0o777 if path.exists() else NEW_FILE_MODE
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        folder, name = open_parent(path, raw)
     except OSError as exc:
         raise ToolFailure(f"无法写入 {raw}：{exc.strerror}（{exc.filename}）。") from None
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
     try:
-        with os.fdopen(fd, "wb") as handle:
+        mode = _current_mode(folder, name, raw)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(temp, flags, 0o600, dir_fd=folder), "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
+        os.rename(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=folder)
         raise
+    finally:
+        os.close(folder)
+
+
+def _current_mode(folder: int, name: str, raw: str) -> int:
+    """The permissions to keep: the existing file's, or a new file's."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return NEW_FILE_MODE
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolFailure(f"{raw} 不是普通文件（可能刚被换成了符号链接），没有写入。")
+    return info.st_mode & 0o777
 
 
 def describe_write(params: WriteFileParams, context: ToolContext) -> str:
@@ -229,8 +287,9 @@ def summarize_write(data: dict[str, Any]) -> str:
 READ_FILE = ToolSpec(
     name="read_file",
     description=(
-        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030）或 PDF 的文字，按行分页（每页约 7,000 字符以内）："
-        "结果里有 next_offset 时用它继续读。其他二进制文件（图片、Excel 等）会被拒绝。"
+        "读取工作区内的文本文件（UTF-8 或 GBK/GB18030）或 PDF 的文字，按行分页"
+        "（每页约 7,000 字符以内，超长的行会被切开）：结果里有 next_offset（和 next_column）时"
+        "用它们继续读。其他二进制文件（图片、Excel 等）会被拒绝。"
     ),
     params=ReadFileParams,
     func=read_file,

@@ -1,91 +1,209 @@
-"""Landlock write confinement, run as a script in front of every approved command:
+"""Which sandbox runs an approved command, and the command line that starts it there.
 
-    python -I -S sandbox.py WRITABLE_DIR... -- PROGRAM ARGS...
-
-It forbids writing anywhere except the given folders (and /dev/null), then replaces itself
-with PROGRAM; the rule holds for every process PROGRAM starts. Reading, running programs
-and the network are not confined. Exit code 111 with one line on stderr when the kernel
-has no Landlock (shell.py checks `landlock_abi()` first and says so before running).
-Only the standard library: this runs before every command and must start fast.
+bubblewrap when `bwrap` is installed and can create namespaces: a fresh mount namespace in
+which only the workspace, the exports folder and a private /tmp are writable, WYCKOFF_HOME
+and key files (key_files.py) are hidden, /run (D-Bus, Docker, the user's runtime sockets)
+is empty, with its own PID, IPC and (unless the approval allows the network) network
+namespace, no capabilities, killed with its parent (with the network shared, Landlock inside
+it scopes abstract sockets and signals). Else Landlock (confine.py): writes
+confined, signals and abstract sockets scoped, TCP refused. Else none. WYCKOFF_SANDBOX
+(auto | bwrap | landlock | none) picks one. Every sandbox, even none, starts through
+confine.py for the resource limits, and joins a process-count cgroup where one can be made.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
+import functools
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
-SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # same on x86-64 and arm64
-CREATE_RULESET_VERSION = 1 << 0
-RULE_PATH_BENEATH = 1
-PR_SET_NO_NEW_PRIVS = 38
-UNSUPPORTED_EXIT = 111
+from wyckoff.cli.local_tools.confine import ABI_SCOPES, landlock_abi
+from wyckoff.cli.local_tools.key_files import key_paths_in
+from wyckoff.cli.local_tools.workspace import exports_dir, home_dir, workspace_root
+from wyckoff.cli.tools import ToolFailure
 
-WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
-MAKE_ANY = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
-REFER, TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2 and 3
-
-
-class PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when it has none (old kernel or disabled)."""
-    version = _libc.syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), CREATE_RULESET_VERSION)
-    return max(version, 0)
-
-
-def write_rights(abi: int) -> int:
-    rights = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_ANY
-    return rights | (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0)
+SANDBOX_ENV = "WYCKOFF_SANDBOX"
+BUBBLEWRAP, LANDLOCK, NONE = "bubblewrap", "landlock", "none"
+CHOICES = {"bwrap": BUBBLEWRAP, "bubblewrap": BUBBLEWRAP, "landlock": LANDLOCK, "none": NONE}
+CONFINE_SCRIPT = Path(__file__).with_name("confine.py")
+CPU_MARGIN_S = 5  # CPU seconds per process beyond the command's timeout
+MEMORY_BYTES = 4 * 1024**3  # address space per process
+MAX_PROCESSES = 256
+CGROUP_EMPTY_WAIT_S = 2.0
+# The pids controller: cgroup v1's own hierarchy, else the unified (v2) one.
+PIDS_HIERARCHIES = (("pids", "/sys/fs/cgroup/pids"), ("", "/sys/fs/cgroup"))
+# The mounts and namespaces a real run needs; some containers forbid them.
+BWRAP_PROBE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+BWRAP_PROBE += ("--unshare-pid", "--unshare-ipc", "--unshare-net")
 
 
-def confine_writes(writable: list[str]) -> None:
-    """From now on this process and its children may write only under `writable`."""
-    abi = landlock_abi()
-    if abi < 1:
-        raise OSError("内核不支持 Landlock")
-    handled = write_rights(abi)
-    attr = ctypes.c_uint64(handled)  # struct landlock_ruleset_attr, first field only
-    ruleset = _libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), 0)
-    if ruleset < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    for path in writable:
-        file_only = WRITE_FILE | (TRUNCATE if abi >= 3 else 0)
-        _allow(ruleset, path, handled if os.path.isdir(path) else file_only)
-    _allow(ruleset, "/dev/null", WRITE_FILE | (TRUNCATE if abi >= 3 else 0))
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
-    if _libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
-        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    os.close(ruleset)
+def bwrap_works() -> bool:
+    """Whether bwrap is installed and can create the namespaces (some containers forbid it)."""
+    path = shutil.which("bwrap")
+    return bool(path) and _bwrap_starts(path)
 
 
-def _allow(ruleset: int, path: str, rights: int) -> None:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+@functools.cache
+def _bwrap_starts(path: str) -> bool:
     try:
-        rule = PathBeneath(rights, fd)
-        if _libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+        probe = subprocess.run([path, *BWRAP_PROBE, "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def chosen_sandbox() -> str:
+    """The sandbox the next command runs in: WYCKOFF_SANDBOX's, or the best that works."""
+    wanted = os.environ.get(SANDBOX_ENV, "").strip().lower() or "auto"
+    if wanted == "auto":
+        return BUBBLEWRAP if bwrap_works() else LANDLOCK if landlock_abi() >= 1 else NONE
+    sandbox = CHOICES.get(wanted)
+    if sandbox is None:
+        raise ToolFailure(
+            f"环境变量 {SANDBOX_ENV}={wanted} 无法识别：可选 auto、bwrap、landlock、none。"
+        )
+    if sandbox == BUBBLEWRAP and not bwrap_works():
+        raise ToolFailure(
+            f"{SANDBOX_ENV}=bwrap，但 bwrap 没有安装或无法创建命名空间：请安装 bubblewrap"
+            f"（apt-get install bubblewrap），或设 {SANDBOX_ENV}=landlock。"
+        )
+    if sandbox == LANDLOCK and landlock_abi() < 1:
+        raise ToolFailure(f"{SANDBOX_ENV}=landlock，但内核不支持 Landlock：请改用 bwrap。")
+    return sandbox
+
+
+def describe_sandbox(sandbox: str, network: bool) -> str:
+    """What the sandbox confines, as the approval dialog says it."""
+    net = "可以联网" if network else "不能联网"
+    if sandbox == BUBBLEWRAP:
+        return f"沙箱 bubblewrap：只能写工作区和导出文件夹，看不到 Wyckoff 配置和密钥文件，{net}"
+    if sandbox == LANDLOCK:
+        tcp = "可以联网" if network else "不能建立 TCP 连接"
+        return f"沙箱 Landlock：只能写工作区和导出文件夹，但能读其他文件，{tcp}"
+    return "无沙箱：命令能读写你能访问的一切、能联网"
+
+
+def command_line(
+    sandbox: str,
+    program: list[str],
+    *,
+    cwd: Path,
+    temp_dir: str,
+    network: bool,
+    timeout_s: int,
+    cgroup: str | None,
+) -> list[str]:
+    """The argv that runs `program` under `sandbox`, through the limits of confine.py."""
+    launcher = [sys.executable, "-I", "-S", str(CONFINE_SCRIPT)]
+    launcher += ["--cpu", str(timeout_s + CPU_MARGIN_S), "--memory", str(MEMORY_BYTES)]
+    launcher += ["--processes", str(MAX_PROCESSES)]
+    if cgroup:
+        launcher += ["--cgroup", cgroup]
+    if sandbox == BUBBLEWRAP:
+        bwrap = bwrap_arguments(cwd, temp_dir, network)
+        if network and landlock_abi() >= ABI_SCOPES:
+            # Sharing the network shares abstract Unix sockets (X11, some D-Bus buses):
+            # inside bwrap, Landlock scopes them (writes are bwrap's business: "/" allowed).
+            scope = [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), "--landlock", "--write", "/"]
+            program = [*scope, "--", *program]
+        return [*launcher, "--", *bwrap, "--", *program]
+    if sandbox == LANDLOCK:
+        launcher.append("--landlock")
+        if not network:
+            launcher.append("--no-network")
+        for folder in (workspace_root(), exports_dir(), temp_dir):
+            launcher += ["--write", str(folder)]
+    return [*launcher, "--", *program]
+
+
+def bwrap_arguments(cwd: Path, temp_dir: str, network: bool) -> list[str]:
+    """bwrap's mounts and namespaces, in order: later mounts go over earlier ones."""
+    root, home, exports = workspace_root(), home_dir(), exports_dir()
+    args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev"]
+    args += ["--proc", "/proc", "--bind", temp_dir, "/tmp", "--tmpfs", "/run"]
+    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
+        args += ["--tmpfs", "/var/run"]
+    resolver = os.path.realpath("/etc/resolv.conf")
+    if network and resolver.startswith(("/run/", "/var/run/")) and os.path.exists(resolver):
+        args += ["--ro-bind", resolver, resolver]  # often a link into /run (systemd-resolved)
+    args += ["--bind", str(root), str(root)]
+    if home.is_dir():
+        args += ["--tmpfs", str(home)]
+    if exports.is_dir():
+        args += ["--bind", str(exports), str(exports)]
+    for path in hidden_key_paths(root):
+        args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+    args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        args.append("--unshare-net")
+    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", str(cwd)]
+    return args
+
+
+def hidden_key_paths(root: Path) -> list[str]:
+    """The real paths of the key files in the user's home and at the top of the workspace."""
+    found = {os.path.realpath(path) for path in key_paths_in(Path.home()) + key_paths_in(root)}
+    return sorted(path for path in found if os.path.exists(path))  # no mount on a dangling link
+
+
+@contextlib.contextmanager
+def process_cgroup() -> Iterator[str | None]:
+    """A fresh cgroup capping the process count (the only cap that also binds root), or None
+    where none can be made; on exit every process left in it is killed and it is removed."""
+    path = _make_cgroup()
+    try:
+        yield path
     finally:
-        os.close(fd)
+        if path:
+            _empty_and_remove(path)
 
 
-def main(argv: list[str]) -> None:
-    split = argv.index("--")
-    writable, program = argv[:split], argv[split + 1 :]
-    try:
-        confine_writes(writable)
-    except OSError as exc:
-        sys.stderr.write(f"无法启用 Landlock 写入限制：{exc}\n")
-        sys.exit(UNSUPPORTED_EXIT)
-    os.execvp(program[0], program)
+def _make_cgroup() -> str | None:
+    for controller, mount in PIDS_HIERARCHIES:
+        base = _own_cgroup(controller, mount)
+        if base is None:
+            continue
+        try:
+            path = tempfile.mkdtemp(prefix="wyckoff-exec-", dir=base)
+        except OSError:
+            continue
+        try:
+            Path(path, "pids.max").write_text(str(MAX_PROCESSES))
+        except OSError:
+            os.rmdir(path)
+            continue
+        return path
+    return None
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def _own_cgroup(controller: str, mount: str) -> str | None:
+    """This process's cgroup folder in the hierarchy that has `controller` ("" = v2)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, relative = line.split(":", 2)
+            if controller in controllers.split(","):
+                folder = mount + relative.rstrip("/")
+                if os.path.exists(os.path.join(folder, "cgroup.procs")):
+                    return folder
+    return None
+
+
+def _empty_and_remove(path: str) -> None:
+    deadline = time.monotonic() + CGROUP_EMPTY_WAIT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+            return
+        with contextlib.suppress(OSError):
+            for pid in Path(path, "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(pid), signal.SIGKILL)
+        time.sleep(0.01)

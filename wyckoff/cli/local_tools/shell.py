@@ -3,9 +3,9 @@
 The command is parsed with bashlex before anything runs: the approval lists each command
 of a chain, pipe, substitution or subshell and each redirection, and a command bashlex
 cannot parse is refused. The approved text then runs through bash (no profile) in the
-workspace with stdin closed, an environment without keys, a timeout that kills the whole
-process group, capped output and — where the kernel has Landlock — writes confined to the
-workspace, the exports folder and a private temporary folder.
+workspace with stdin closed, an environment without keys or daemon sockets, a timeout that
+kills the whole process group, capped output, resource limits and the sandbox sandbox.py
+chooses (bubblewrap, else Landlock, else none), which the approval names.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,7 +25,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from wyckoff.cli.local_tools.sandbox import landlock_abi
+from wyckoff.cli.local_tools.sandbox import (
+    BUBBLEWRAP,
+    chosen_sandbox,
+    command_line,
+    describe_sandbox,
+    process_cgroup,
+)
 from wyckoff.cli.local_tools.workspace import display, exports_dir, resolve, workspace_root
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.config import known_secrets, redact_text
@@ -37,8 +42,31 @@ OUTPUT_CAP_BYTES = 1024 * 1024  # per stream; the registry spills a long result 
 READ_CHUNK = 65536
 USER_UMASK = 0o022  # files the user's commands make are ordinary files, not Wyckoff's 0600 state
 GROUP_EXIT_WAIT_S = 2.0  # after SIGKILL, how long to wait for the group to be gone
-SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+# Addresses of daemons that would run what they are told outside any sandbox: terminal
+# multiplexers, D-Bus (the systemd user manager), agents, Docker, the display server.
+DAEMON_VARIABLES = frozenset(
+    {
+        "TMUX",
+        "TMUX_PANE",
+        "STY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "DBUS_SYSTEM_BUS_ADDRESS",
+        "SSH_AUTH_SOCK",
+        "SSH_AGENT_PID",
+        "GPG_AGENT_INFO",
+        "DOCKER_HOST",
+        "CONTAINER_HOST",
+        "XDG_RUNTIME_DIR",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "XAUTHORITY",
+        "KITTY_LISTEN_ON",
+        "WEZTERM_UNIX_SOCKET",
+        "NVIM",
+        "NVIM_LISTEN_ADDRESS",
+    }
+)
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -47,6 +75,9 @@ class ExecCommandParams(BaseModel):
     cwd: str = Field(default=".", description="工作目录，工作区内的相对路径")
     timeout_s: int = Field(
         default=DEFAULT_TIMEOUT_S, ge=1, le=MAX_TIMEOUT_S, description="超时秒数，超时会终止命令"
+    )
+    network: bool = Field(
+        default=False, description="命令需要联网时设为 true（批准框会写明）；默认不能联网"
     )
 
 
@@ -101,12 +132,6 @@ def _walk(node):
             yield from _walk(child)
 
 
-def sandbox_note() -> str:
-    if landlock_abi() >= 1:
-        return "写入仅限工作区和导出文件夹（Landlock）"
-    return "没有写入限制：内核不支持 Landlock"
-
-
 def describe_command(params: ExecCommandParams, context: ToolContext) -> str:
     """The approval text: the exact command, where it runs, and every part bashlex found."""
     try:
@@ -114,10 +139,11 @@ def describe_command(params: ExecCommandParams, context: ToolContext) -> str:
         where = f"工作区 {workspace_root()}"
         if params.cwd.strip() not in ("", "."):
             where += f" 下的 {display(resolve(params.cwd))}"
+        sandbox = describe_sandbox(chosen_sandbox(), params.network)
     except ToolFailure as exc:
         return f"运行命令 {visible(params.command)}（不会执行：{exc.message}）"
     lines = [
-        f"在{where} 运行命令（{sandbox_note()}，超时 {params.timeout_s} 秒）：",
+        f"在{where} 运行命令（{sandbox}，超时 {params.timeout_s} 秒）：",
         f"  {visible(params.command)}",
         f"其中共 {len(plan.commands)} 条命令：",
         *(f"  {n}. {text}" for n, text in enumerate(plan.commands, 1)),
@@ -128,12 +154,15 @@ def describe_command(params: ExecCommandParams, context: ToolContext) -> str:
 
 
 def child_environment(temp_dir: str) -> dict[str, str]:
-    """The environment without anything named like a key or holding a known key's value."""
+    """The environment without anything named like a key, holding a known key's value or
+    pointing at a daemon's socket."""
     secrets = known_secrets()
     env = {
         name: value
         for name, value in os.environ.items()
-        if not SECRET_NAME.search(name) and not any(secret in value for secret in secrets)
+        if not SECRET_NAME.search(name)
+        and name not in DAEMON_VARIABLES
+        and not any(secret in value for secret in secrets)
     }
     env["TMPDIR"] = temp_dir
     return env
@@ -164,26 +193,34 @@ def exec_command(params: ExecCommandParams, context: ToolContext) -> dict[str, A
     cwd = resolve(params.cwd)
     if not cwd.is_dir():
         raise ToolFailure(f"工作目录 {params.cwd} 不是文件夹。")
+    sandbox = chosen_sandbox()
+    exports_dir().mkdir(parents=True, exist_ok=True)
     temp_dir = tempfile.mkdtemp(prefix="wyckoff-exec-")
     try:
-        return _run(params, context, cwd, temp_dir)
+        with process_cgroup() as cgroup:
+            argv = command_line(
+                sandbox,
+                ["/bin/bash", "--noprofile", "--norc", "-c", params.command],
+                cwd=cwd,
+                temp_dir=temp_dir,
+                network=params.network,
+                timeout_s=params.timeout_s,
+                cgroup=cgroup,
+            )
+            env = child_environment("/tmp" if sandbox == BUBBLEWRAP else temp_dir)
+            return _run(params, context, cwd, argv, env) | {"sandbox": sandbox}
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _run(params: ExecCommandParams, context: ToolContext, cwd: Path, temp_dir: str) -> dict:
-    argv = ["/bin/bash", "--noprofile", "--norc", "-c", params.command]
-    confined = landlock_abi() >= 1
-    if confined:
-        exports = exports_dir()
-        exports.mkdir(parents=True, exist_ok=True)
-        writable = [str(workspace_root()), str(exports), temp_dir]
-        argv = [sys.executable, "-I", "-S", str(SANDBOX_SCRIPT), *writable, "--", *argv]
+def _run(
+    params: ExecCommandParams, context: ToolContext, cwd: Path, argv: list[str], env: dict
+) -> dict:
     started = time.monotonic()
     process = subprocess.Popen(
         argv,
         cwd=cwd,
-        env=child_environment(temp_dir),
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -201,7 +238,7 @@ def _run(params: ExecCommandParams, context: ToolContext, cwd: Path, temp_dir: s
         "command": params.command,
         "cwd": display(cwd),
         "exit_code": process.returncode,
-        "sandbox": "landlock" if confined else "none",
+        "network": params.network,
         "elapsed_s": round(time.monotonic() - started, 2),
         "stdout": readers[0].text(),
         "stderr": readers[1].text(),
@@ -265,7 +302,8 @@ EXEC_COMMAND = ToolSpec(
     name="exec_command",
     description=(
         "在工作区内运行一条 shell 命令（bash 语法），需要用户批准。标准输入关闭，"
-        "环境变量中不含密钥，默认 60 秒超时；有 Landlock 时只能写工作区和导出文件夹。"
+        "环境变量中不含密钥，默认 60 秒超时，默认不能联网（需要时设 network=true）；"
+        "在沙箱里运行（bubblewrap 或 Landlock），只能写工作区和导出文件夹。"
         "结果含 exit_code、stdout、stderr。"
     ),
     params=ExecCommandParams,

@@ -3,23 +3,24 @@
 The root is `--workspace DIR`, else WYCKOFF_WORKSPACE, else the directory wyckoff started
 in. A path is resolved with realpath (every symlink followed) and compared with the allowed
 roots by path components. Refused: `..`, anything outside the roots (also through a
-symlink), WYCKOFF_HOME's own state, files that may hold keys, and — once opened — anything
+symlink), WYCKOFF_HOME's own state, files that may hold keys (key_files.py), and — once opened — anything
 that is not a regular file or has more than one hard link (a hard link can point outside).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
 
+from wyckoff.cli.local_tools.key_files import key_file_entry
 from wyckoff.cli.tools import ToolFailure
 
 WORKSPACE_ENV = "WYCKOFF_WORKSPACE"
 EXPORTS_DIR = "exports"
-KEY_FILE_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
-KEY_FILE_NAMES = (".env", ".netrc", ".pgpass", ".npmrc", ".pypirc", "credentials")
-KEY_FILE_PREFIXES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".env.")
+DIRECTORY_NO_LINKS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_KINDS = (
     (stat.S_ISDIR, "是目录，不是文件"),
     (stat.S_ISFIFO, "是命名管道（FIFO），读写它可能永远等待"),
@@ -63,7 +64,12 @@ def resolve(raw: str) -> Path:
         raise ToolFailure(f"路径 {raw} 含有“..”：请直接写工作区内的路径，不要向上跳出。")
     root = workspace_root()
     lexical = given if given.is_absolute() else root / given
-    real = Path(os.path.realpath(lexical))
+    try:
+        real = Path(os.path.realpath(lexical))
+    except OSError as exc:  # a link swapped while realpath read it
+        raise ToolFailure(
+            f"无法解析路径 {raw}：{exc.strerror}（路径可能正被改动），请重试。"
+        ) from None
     check_real_path(real, raw, through_link=inside(Path(os.path.abspath(lexical))))
     return real
 
@@ -79,13 +85,9 @@ def check_real_path(real: Path, raw: str, through_link: bool = False) -> None:
         raise ToolFailure(
             f"{raw} 是 Wyckoff 自己的状态文件（{home}），本地工具不能访问；导出请写到 {exports}。"
         )
-    name = real.name.lower()
-    if (
-        name in KEY_FILE_NAMES
-        or name.endswith(KEY_FILE_SUFFIXES)
-        or name.startswith(KEY_FILE_PREFIXES)
-    ):
-        raise ToolFailure(f"{raw} 可能存有密钥或口令，本地工具不读写这类文件。")
+    entry = key_file_entry(real)
+    if entry:
+        raise ToolFailure(f"{raw} 可能存有密钥或口令（{entry}），本地工具不读写这类文件。")
 
 
 def inside(path: Path) -> bool:
@@ -106,6 +108,35 @@ def check_opened(fd: int, raw: str) -> os.stat_result:
         )
     check_real_path(Path(os.path.realpath(f"/proc/self/fd/{fd}")), raw)
     return info
+
+
+def open_parent(path: Path, raw: str) -> tuple[int, str]:
+    """A descriptor of `path`'s folder and the file's name. The folder is reached from its
+    root one component at a time, creating the missing ones and never following a symlink,
+    so a folder swapped for a symlink after `resolve` cannot send the write elsewhere."""
+    root = next(root for root in allowed_roots() if path.is_relative_to(root))
+    root.mkdir(parents=True, exist_ok=True)  # the exports folder may not exist yet
+    *folders, name = path.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for folder in folders:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, dir_fd=fd)
+            try:
+                inner = os.open(folder, DIRECTORY_NO_LINKS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise ToolFailure(
+                        f"无法写入 {raw}：其中的 {folder} 不是文件夹（或是符号链接）。"
+                    ) from None
+                raise
+            os.close(fd)
+            fd = inner
+        check_real_path(Path(os.path.realpath(f"/proc/self/fd/{fd}")) / name, raw)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, name
 
 
 def display(path: Path) -> str:
