@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from wyckoff.cli.egress import EgressGuard
 from wyckoff.cli.untrusted import mark_untrusted
+from wyckoff.cli.visible_text import visible
 from wyckoff.config import describe_pydantic_error, redact_text
 from wyckoff.errors import WyckoffError
 
@@ -90,6 +92,7 @@ class ToolContext:
     # (tool, canonical args) the user agreed to through ask_user: each allows one call
     consents: set[tuple[str, str]] = field(default_factory=set)
     markets: dict[str, MarketData] = field(default_factory=dict)  # the open one, by source
+    egress: EgressGuard = field(default_factory=EgressGuard)
     cancel_event: CancelEvent = field(default_factory=CancelEvent)
     on_progress: Callable[[dict[str, Any]], None] | None = None
     ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None
@@ -112,6 +115,8 @@ ToolFunction = Callable[[Any, ToolContext], Any]
 # The action a call would take as one Chinese sentence, from its validated arguments and
 # the current state (e.g. "删除持仓 600519 贵州茅台（1000 股）"): what consent dialogs show.
 ActionDescriber = Callable[[Any, ToolContext], str]
+# The host a call sends its arguments to (a network tool), from its validated arguments.
+Destination = Callable[[Any], str | None]
 
 
 @dataclass(frozen=True, kw_only=True)  # by keyword: many fields, several of one type
@@ -134,6 +139,8 @@ class ToolSpec:
     )
     cancel_grace_s: float = 0.0  # after a cancel, wait this long for the tool's own answer
     reports_events: bool = False  # sends RuntimeEvents while it runs (a delegate): relayed live
+    reads_private: bool = False  # returns the user's local data (files, command output)
+    destination: Destination | None = None  # after a private read, a new host needs approval
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
@@ -245,7 +252,11 @@ class ToolRegistry:
         return spec.title if spec else name
 
     def describe(self, name: str, args: dict[str, Any], context: ToolContext) -> str:
-        """What a call would do, as one Chinese sentence for a consent dialog."""
+        """What a call would do, as one Chinese sentence for a consent dialog (detail lines
+        may follow), every hidden character in it made visible."""
+        return visible(self._describe(name, args, context), keep_newlines=True)
+
+    def _describe(self, name: str, args: dict[str, Any], context: ToolContext) -> str:
         checked = self.validate({"name": name, "args": args})
         if isinstance(checked, str):
             return f"无法执行的操作：{checked}"

@@ -238,6 +238,7 @@ READ_FILE = ToolSpec(
     summarize=summarize_read,
     concurrency_safe=True,
     timeout_s=30,
+    reads_private=True,
 )
 
 WRITE_FILE = ToolSpec(

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from wyckoff.cli.local_tools.sandbox import landlock_abi
 from wyckoff.cli.local_tools.workspace import display, exports_dir, resolve, workspace_root
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.cli.visible_text import visible
 from wyckoff.config import known_secrets, redact_text
 
 DEFAULT_TIMEOUT_S = 60
@@ -39,7 +40,6 @@ USER_UMASK = 0o022  # files the user's commands make are ordinary files, not Wyc
 GROUP_EXIT_WAIT_S = 2.0  # after SIGKILL, how long to wait for the group to be gone
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class ExecCommandParams(BaseModel):
@@ -56,13 +56,6 @@ class CommandPlan:
 
     commands: list[str]
     redirections: list[str]
-
-
-def visible(text: str) -> str:
-    """`text` with newlines, control and direction characters shown, never acted on."""
-    return CONTROL_CHARS.sub(
-        lambda m: "\\n" if m.group() == "\n" else f"\\u{ord(m.group()):04x}", text
-    )
 
 
 def plan_command(command: str) -> CommandPlan:
@@ -275,4 +268,5 @@ EXEC_COMMAND = ToolSpec(
     requires_approval=True,
     timeout_s=MAX_TIMEOUT_S + 30,
     describe=describe_command,
+    reads_private=True,
 )

@@ -13,9 +13,10 @@ import re
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -60,10 +61,21 @@ class PinnedHTTPSConnection(PinnedHTTPConnection):
         self.sock = context.wrap_socket(self.sock, server_hostname=self.host)
 
 
-def fetch(url: str, deadline: float, resolver: Resolver = resolve_host) -> tuple[str, dict, bytes]:
+def fetch(
+    url: str,
+    deadline: float,
+    resolver: Resolver = resolve_host,
+    may_redirect_to: Callable[[str], bool] = lambda host: True,
+) -> tuple[str, dict, bytes]:
     """The final URL, headers and body (at most MAX_BODY_BYTES) after checked redirects."""
+    first_host = urlsplit(url).hostname
     for _ in range(MAX_REDIRECTS + 1):
         host, port, address = checked_target(url, resolver)
+        if host != first_host and not may_redirect_to(host):
+            raise ToolFailure(
+                f"网页重定向到 {url}。本会话读取过本地数据，发往新主机 {host} 需要用户批准："
+                "如确需读取，请直接用 web_fetch 请求这个网址。"
+            )
         secure = urlsplit(url).scheme == "https"
         connection_class = PinnedHTTPSConnection if secure else PinnedHTTPConnection
         connection = connection_class(host, port, address, timeout=_remaining(deadline))
@@ -156,7 +168,11 @@ def _charset(content_type: str) -> str | None:
 
 def web_fetch(params: WebFetchParams, context: ToolContext) -> dict[str, Any]:
     fetched_at = datetime.now().astimezone().isoformat(timespec="seconds")
-    final_url, headers, body = fetch(params.url, time.monotonic() + TOTAL_TIMEOUT_S)
+    final_url, headers, body = fetch(
+        params.url,
+        time.monotonic() + TOTAL_TIMEOUT_S,
+        may_redirect_to=context.egress.may_send_to,
+    )
     title, text = readable_text(body, headers.get("content-type", ""), final_url)
     result: dict[str, Any] = {
         "url": final_url,
@@ -175,6 +191,26 @@ def web_fetch(params: WebFetchParams, context: ToolContext) -> dict[str, Any]:
     return result
 
 
+def fetch_host(params: WebFetchParams) -> str | None:
+    return urlsplit(params.url).hostname
+
+
+def describe_fetch(params: WebFetchParams, context: ToolContext) -> str:
+    """The approval text: the whole URL, why it asks, and what the URL carries, decoded
+    (a secret hidden in `?c=alice%3Aghp_…` is read as the user would recognise it)."""
+    host = fetch_host(params) or "（无主机名）"
+    sentence = f"读取网页 {params.url}"
+    if not context.egress.may_send_to(host):
+        sentence += f"（{context.egress.reason(host)}）"
+    parts = urlsplit(params.url)
+    lines = [f"发往主机：{host}", f"路径（已解码）：{unquote(parts.path) or '/'}"]
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if query:
+        lines.append("网址参数（已解码）：")
+        lines.extend(f"  {name} = {value}" for name, value in query)
+    return "\n".join([sentence, *lines])
+
+
 def summarize_page(data: dict[str, Any]) -> str:
     return f"网页 {data.get('title') or data['url']}（{data['chars']:,} 字）"
 
@@ -191,4 +227,6 @@ WEB_FETCH = ToolSpec(
     summarize=summarize_page,
     concurrency_safe=True,
     timeout_s=TOTAL_TIMEOUT_S + 10,
+    describe=describe_fetch,
+    destination=fetch_host,
 )

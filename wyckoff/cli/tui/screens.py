@@ -75,7 +75,8 @@ class ApprovalScreen(ModalScreen[Approval]):
             yield Static("", id="error", classes="error")
             with Horizontal(id="buttons"):
                 yield Button("允许一次 (y)", id="allow", variant="success")
-                yield Button("本会话总是允许 (a)", id="always")
+                always = self.request.get("always_label") or "本会话总是允许"
+                yield Button(Text(f"{always} (a)"), id="always")
                 yield Button("按修改执行 (e)", id="edit")
                 yield Button("拒绝 (n/Esc)", id="deny", variant="error")
 
