@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from wyckoff import __version__
 from wyckoff.cli.local_tools.files import file_text, human_size
+from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web_guard import Resolver, checked_target, resolve_host
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 
@@ -34,7 +35,6 @@ DEFAULT_CHARS = 6_000  # fits in one tool result; more is saved to disk by the r
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/rss+xml")
-DROPPED_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "nav", "footer", "form")
 USER_AGENT = f"Wyckoff/{__version__} (research agent; +web_fetch)"
 
 
@@ -204,21 +204,6 @@ def readable_text(body: bytes, content_type: str, url: str) -> tuple[str, str]:
     raise ToolFailure(
         f"{url} 的内容不是网页、文本或 PDF，web_fetch 不读。", untrusted=f"Content-Type: {kind}"
     )
-
-
-def html_to_text(body: bytes, charset: str | None) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
-    for tag in soup(DROPPED_TAGS):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    converter = MarkdownConverter(
-        heading_style="ATX", strip=["img"], escape_underscores=False, escape_asterisks=False
-    )
-    text = converter.convert_soup(soup.body or soup)
-    return title, re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 def _charset(content_type: str) -> str | None:
