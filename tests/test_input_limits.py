@@ -7,19 +7,17 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from tests import test_local_tools
+from tests.test_local_tools import PAGE_HOST
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-
-PAGE_HOST = "127.0.0.2"  # the one loopback address tests let web_fetch reach
-
 
 # --- stock queries --------------------------------------------------------------------------
 
@@ -103,6 +101,8 @@ def test_an_ordinary_page_still_becomes_markdown():
 
 # --- approval text ----------------------------------------------------------------------------
 
+ws = test_local_tools.ws  # the fixture: an empty workspace folder
+
 HIDDEN = [
     "\u2028",  # line separator
     "\u2029",  # paragraph separator
@@ -130,14 +130,6 @@ REMEMBER = ToolSpec(
     title="记笔记",
     requires_approval=True,
 )
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    monkeypatch.setenv("WYCKOFF_WORKSPACE", str(folder))
-    return folder
 
 
 @pytest.mark.parametrize("hidden", HIDDEN, ids=[f"U+{ord(ch):04X}" for ch in HIDDEN])

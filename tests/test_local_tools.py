@@ -310,10 +310,12 @@ PAGE = """<!doctype html><html><head><title>公告：回购</title><style>.x{}</
 
 
 class PageServer:
-    """Pages on PAGE_HOST: HTML, *.pdf, /to?url=... (a redirect); logs the Host headers."""
+    """Pages on PAGE_HOST: HTML, *.pdf, /to?url=... (a redirect); logs the Host headers
+    and the paths asked for."""
 
     def __init__(self) -> None:
         self.hosts: list[str] = []
+        self.paths: list[str] = []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -322,6 +324,7 @@ class PageServer:
 
             def do_GET(self) -> None:
                 owner.hosts.append(self.headers["Host"])
+                owner.paths.append(self.path)
                 if self.path.startswith("/to?url="):
                     self.send_response(302)
                     self.send_header("Location", self.path[len("/to?url=") :])
