@@ -186,7 +186,9 @@ class ToolOutcome:
     error_data: str | None = None  # outside text explaining the error, marked like a result
 
     @classmethod
-    def failed(cls, call_id: str, name: str, error: BaseException, elapsed_s: float = 0.0):
+    def failed(
+        cls, call_id: str, name: str, error: BaseException, elapsed_s: float = 0.0
+    ) -> ToolOutcome:
         """The outcome of a call that raised `error`."""
         data = getattr(error, "untrusted", None)
         return cls(

@@ -236,18 +236,26 @@ def web_fetch(params: WebFetchParams, context: ToolContext) -> dict[str, Any]:
     return result
 
 
-def fetch_host(params: WebFetchParams) -> str | None:
-    return urlsplit(params.url).hostname
+def fetch_host(params: WebFetchParams) -> str:
+    """Where the request goes; a URL without a host name is its own answer (it will fail to
+    fetch, but a guarded session still asks first)."""
+    try:
+        return urlsplit(params.url).hostname or params.url
+    except ValueError:  # e.g. an unclosed "[" in the host
+        return params.url
 
 
 def describe_fetch(params: WebFetchParams, context: ToolContext) -> str:
     """The approval text: the whole URL, why it asks, and what the URL carries, decoded
     (a secret hidden in `?c=alice%3Aghp_…` is read as the user would recognise it)."""
-    host = fetch_host(params) or "（无主机名）"
+    host = fetch_host(params)
     sentence = f"读取网页 {params.url}"
     if not context.egress.may_send_to(host):
         sentence += f"（{context.egress.reason(host)}）"
-    parts = urlsplit(params.url)
+    try:
+        parts = urlsplit(params.url)
+    except ValueError:
+        return sentence
     lines = [f"发往主机：{host}", f"路径（已解码）：{unquote(parts.path) or '/'}"]
     query = parse_qsl(parts.query, keep_blank_values=True)
     if query:
