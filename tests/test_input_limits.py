@@ -4,20 +4,24 @@ and invisible or reordering characters in what an approval dialog shows."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 
 import pytest
 from pydantic import BaseModel
+from textual.widgets import TextArea
 
 from tests import test_local_tools
-from tests.test_local_tools import PAGE_HOST
+from tests.test_local_tools import PAGE_HOST, DialogHost
+from tests.test_tui import wait_until
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.cli.tui.screens import ApprovalScreen
 
 # --- stock queries --------------------------------------------------------------------------
 
@@ -150,3 +154,20 @@ def test_approval_text_shows_every_hidden_character_as_its_code(home, ws, tool, 
     shown = registry.describe(tool, args(hidden), ToolContext(home=home, registry=registry))
     assert hidden not in shown
     assert f"\\u{ord(hidden):04x}" in shown
+
+
+@pytest.mark.asyncio
+async def test_the_dialogs_raw_arguments_show_hidden_characters_and_still_parse(home, ws):
+    args = {"command": "echo safe\u202e; rm -rf ~\u2028"}
+    request = {"id": "c", "name": "exec_command", "title": "运行命令", "args": args}
+    home.mkdir(parents=True, exist_ok=True)
+    registry = default_registry()
+    context = ToolContext(home=home, registry=registry)
+    description = registry.describe("exec_command", args, context)
+    dialog = ApprovalScreen({**request, "description": description})
+    app = DialogHost(dialog)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_until(pilot, lambda: app.screen is dialog)
+        raw = dialog.query_one("#args", TextArea).text
+    assert "\u202e" not in raw and "\\u202e" in raw and "\\u2028" in raw
+    assert json.loads(raw) == args  # what runs after "edit" is what was there

@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from wyckoff.cli.output import local_time
 from wyckoff.cli.runtime import Approval
 from wyckoff.cli.tui.widgets import KLineChart
+from wyckoff.cli.visible_text import visible
 
 
 class ApprovalScreen(ModalScreen[Approval]):
@@ -68,7 +69,7 @@ class ApprovalScreen(ModalScreen[Approval]):
                 "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
             )
             yield TextArea(
-                json.dumps(self.request["args"], ensure_ascii=False, indent=2),
+                raw_arguments(self.request["args"]),
                 language="json",
                 id="args",
             )
@@ -123,6 +124,12 @@ class ApprovalScreen(ModalScreen[Approval]):
             self.dismiss(Approval("deny"))
 
 
+def raw_arguments(args: dict[str, Any]) -> str:
+    """Arguments as editable JSON; a hidden character in a string shows as its \\u escape,
+    which JSON reads back as the same character."""
+    return visible(json.dumps(args, ensure_ascii=False, indent=2), keep_newlines=True)
+
+
 def action_sentence(description: str) -> Static:
     """The action a consent would allow, as the dialog's most visible line."""
     return Static(action_sentence_text(description), id="action")
@@ -168,9 +175,7 @@ class AskUserScreen(ModalScreen[dict]):
             if action:
                 yield action_sentence(self.question["action_description"])
                 yield Static("同意的回答只批准上面这一个操作。F2 查看原始参数。", classes="hint")
-                yield Static(
-                    json.dumps(action, ensure_ascii=False, indent=2), id="raw-args", classes="hint"
-                )
+                yield Static(raw_arguments(action), id="raw-args", classes="hint")
             with Horizontal(id="buttons"):
                 for index, option in enumerate(self.question.get("options") or []):
                     yield Button(option, id=f"option-{index}")
