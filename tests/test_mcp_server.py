@@ -161,7 +161,7 @@ def test_tier2_tools_run_on_the_demo_market_with_structured_output_and_the_demo_
 class Answer:
     """A client's elicitation callback: records what the user was shown, answers as told."""
 
-    def __init__(self, action: str, confirm: bool = True) -> None:
+    def __init__(self, action: str, confirm: object = True) -> None:
         self.action, self.confirm, self.shown = action, confirm, []
 
     async def __call__(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -214,8 +214,10 @@ def test_update_portfolio_runs_only_after_the_clients_user_agrees_to_the_sentenc
 
 @pytest.mark.parametrize(
     "answer",
-    [Answer("decline"), Answer("cancel"), Answer("accept", confirm=False)],
-    ids=["declined", "dismissed", "submitted-unticked"],
+    [Answer("decline"), Answer("cancel"), Answer("accept", confirm=False)]
+    # a client that sends the wrong type: only the boolean true is a yes
+    + [Answer("accept", confirm=value) for value in ("false", "no", 0, "", 1)],
+    ids=["declined", "dismissed", "submitted-unticked", "false", "no", "zero", "empty", "one"],
 )
 @pytest.mark.parametrize("era", ERAS)
 def test_update_portfolio_changes_nothing_without_a_yes(home, answer, era):

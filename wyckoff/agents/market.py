@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 
 from wyckoff import history_store
 from wyckoff.agents import results
@@ -187,8 +187,20 @@ def _latest_quote(panel, code: str) -> dict[str, Any]:
 # --- search_stock_by_name -------------------------------------------------------------------
 
 
+def short_stock_text(text: str) -> str:
+    """A stock named in a few characters; fuzzy matching a long text would take minutes."""
+    if len(text.strip()) > STOCK_TEXT_MAX_CHARS:
+        raise ValueError(
+            f"股票代码或名称最长 {STOCK_TEXT_MAX_CHARS} 个字，收到 {len(text)} 个字：请只给代码或名称"
+        )
+    return text
+
+
+StockText = Annotated[str, AfterValidator(short_stock_text)]
+
+
 class SearchParams(BaseModel):
-    keyword: str = Field(description="股票代码、名称或包含名称的一句话")
+    keyword: StockText = Field(description="股票代码、名称或包含名称的一句话")
 
 
 def search_stock_by_name(params: SearchParams, context: ToolContext) -> dict[str, Any]:
@@ -226,17 +238,7 @@ def summarize_search(result: dict[str, Any]) -> str:
 
 
 class AnalyzeParams(BaseModel):
-    code: str = Field(description="6 位股票代码或股票名称")
-
-    @field_validator("code")
-    @classmethod
-    def _short(cls, text: str) -> str:  # fuzzy matching a long text would take minutes
-        if len(text.strip()) > STOCK_TEXT_MAX_CHARS:
-            raise ValueError(
-                f"股票代码或名称最长 {STOCK_TEXT_MAX_CHARS} 个字，收到 {len(text)} 个字：请只给代码或名称"
-            )
-        return text
-
+    code: StockText = Field(description="6 位股票代码或股票名称")
     mode: Literal["diagnose", "price"] = Field(
         default="diagnose", description="diagnose 诊断；price 最近日线"
     )

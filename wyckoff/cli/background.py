@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.messages import synthetic
-from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec, failure_text
+from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.faults import crash_point
 
@@ -138,7 +138,7 @@ class BackgroundTaskManager:
             )
             status = "cancelled" if context.cancelled() else "completed"
         except Exception as exc:  # a task bug is reported, never raised into a thread's void
-            outcome = ToolOutcome(call_id, spec.name, error=failure_text(exc))
+            outcome = ToolOutcome.failed(call_id, spec.name, exc)
             status = "failed"
         self._finish(task, status, outcome, time.monotonic() - started)
 
@@ -157,7 +157,7 @@ class BackgroundTaskManager:
                 (
                     status,
                     outcome.result and redact_text(outcome.result),
-                    outcome.error and redact_text(outcome.error),
+                    outcome.error and redact_text(outcome.shown_error),
                     "完成" if outcome.ok else "失败",
                     1.0,
                     task.id,
@@ -238,11 +238,8 @@ def _process_alive(pid: int | None) -> bool:
 
 def notification_text(task: TaskState) -> str:
     outcome = task.outcome
-    body = (
-        outcome.observation()  # the result inside the untrusted-data marker
-        if outcome and outcome.ok
-        else f"错误：{outcome.error if outcome else '未知'}"
-    )
+    # a result, or an error's outside text, inside the untrusted-data marker
+    body = outcome.observation() if outcome else "工具错误：未知"
     return (
         f"{NOTIFICATION_PREFIX}\n<task-notification>\n"
         f"task_id: {task.id}\ntool: {task.tool}\nstatus: {task.status}\nelapsed_s: {task.elapsed_s:.1f}\n"

@@ -3,6 +3,8 @@ asking the user, background task status; and the default registry every front en
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,8 @@ def read_tool_result(params: ReadToolResultParams, context: ToolContext) -> dict
     if folder not in path.parents or not path.is_file():
         raise ToolFailure(f"{params.ref} 不是已保存的工具结果（只能读取 {folder} 下的文件）。")
     text = path.read_text(encoding="utf-8")
+    # another tool's saved output is as private as that tool's (an old session's command output)
+    context.egress.note_read(context.registry.get(saved_by(folder, path)))
     piece = text[params.offset : params.offset + params.limit]
     end = params.offset + len(piece)
     return {
@@ -44,6 +48,19 @@ def read_tool_result(params: ReadToolResultParams, context: ToolContext) -> dict
         "more": end < len(text),
         "text": piece,
     }
+
+
+def saved_by(folder: Path, path: Path) -> str:
+    """The tool whose result `path` is, from the folder's index ("" when it is not listed)."""
+    index = folder / "index.jsonl"
+    if not index.is_file():
+        return ""
+    for line in index.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            entry = json.loads(line)
+            if Path(entry["ref"]).resolve() == path:
+                return str(entry["tool"])
+    return ""
 
 
 def summarize_read(result: dict[str, Any]) -> str:
@@ -133,6 +150,9 @@ def restore_context_archive(params: RestoreArchiveParams, context: ToolContext) 
         messages = restore(context.home, params.ref)
     except UsageError as exc:
         raise ToolFailure(exc.message) from None
+    context.egress.note_history(  # the restored results count as read in this session
+        (m.get("name", "") for m in messages if m.get("role") == "tool"), context.registry.get
+    )
     return {"ref": params.ref, "messages": messages}
 
 

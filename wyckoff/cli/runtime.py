@@ -158,6 +158,8 @@ class AgentRuntime:
             ask_user=ask_user,
             background=background,
         )
+        if parent is not None:  # what a sub-agent reads guards its parent's sends, and back
+            self.context.egress = parent.context.egress
         self._cancel = threading.Event()
         self._call_cancels: set[CancelEvent] = set()
         self.last_trace: TurnTrace | None = None
@@ -176,6 +178,7 @@ class AgentRuntime:
         self.session_usage = self._recorded_usage(session_id)
         self.always_allowed.clear()
         self.context.consents.clear()
+        self.context.egress.reset()
 
     def _recorded_usage(self, session_id: str | None) -> UsageTotals:
         """What the session's model calls used so far: a resumed session goes on from it."""
@@ -251,6 +254,9 @@ class AgentRuntime:
         self._cancel.clear()
         session_id = getattr(messages, "session_id", None) or self.session_id
         self.context.session_id = session_id
+        self.context.egress.note_history(
+            (m.get("name", "") for m in messages if m.get("role") == "tool"), self.registry.get
+        )
         turn = TurnState(session_id, self._new_trace(session_id))
         self.last_trace = turn.trace
         self._trace(
@@ -563,6 +569,8 @@ class AgentRuntime:
                     call["name"], call.get("args") or {}, outcome, "ok" if outcome.ok else "error"
                 )
             messages.append(_tool_message(call, outcome.observation()))
+            if outcome.ok:
+                self.context.egress.note_read(self.registry.get(call["name"]))
             yield outcome.event()
 
     def _prepare(
@@ -574,9 +582,10 @@ class AgentRuntime:
         if isinstance(checked, str):
             return ToolOutcome(call["id"], call["name"], error=checked)
         spec, params = checked
-        if not spec.requires_approval:
+        host = self.context.egress.host_to_approve(spec, params)
+        if not spec.requires_approval and host is None:
             return spec, params, None
-        approved = self._approve(call, spec)
+        approved = self._approve(call, spec, host)
         if isinstance(approved, str):
             return ToolOutcome(call["id"], call["name"], error=approved)
         by, edited = approved
@@ -589,11 +598,12 @@ class AgentRuntime:
         return spec, params, by
 
     def _approve(
-        self, call: dict[str, Any], spec: ToolSpec
+        self, call: dict[str, Any], spec: ToolSpec, host: str | None = None
     ) -> tuple[ApprovedBy, dict[str, Any] | None] | str:
-        """How the call is approved (with edited arguments, if any), or the refusal to report."""
+        """How the call is approved (with edited arguments, if any), or the refusal to report.
+        `host`: the call sends to a host not approved since the session read private data."""
         if self.parent is not None:
-            return self.parent._approve(call, spec)
+            return self.parent._approve(call, spec, host)
         name, args = call["name"], call.get("args") or {}
         if self.approve_all:
             return "approve_all", None
@@ -607,8 +617,9 @@ class AgentRuntime:
             consents.discard(key)  # consent covers this one action, once
             return "consent", None
         if self.confirm is None:
+            why = f"：{self.context.egress.reason(host)}。" if host else "，"
             return (
-                f"{name} 需要用户批准，当前是无界面模式，已拒绝执行。请告诉用户要执行的具体操作；"
+                f"{name} 需要用户批准{why}当前是无界面模式，已拒绝执行。请告诉用户要执行的具体操作；"
                 f"用户可以用 `--approve {name}`（或 `--approve-all`）重新运行来允许它。"
             )
         approval = self.confirm(
@@ -619,10 +630,14 @@ class AgentRuntime:
                 "title": spec.title,
                 "description": self.registry.describe(name, args, self.context),
                 "describe": lambda edited: self.registry.describe(name, edited, self.context),
+                "always_label": f"本会话总是允许发往 {host}" if host else None,
             }
         )
         if approval.decision == "always":
-            self.always_allowed.add(name)
+            if host:
+                self.context.egress.approve(host)
+            else:
+                self.always_allowed.add(name)
             return "always", None
         if approval.decision == "allow":
             return "user", None

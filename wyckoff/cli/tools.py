@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from wyckoff.cli.egress import EgressGuard
 from wyckoff.cli.providers.base import MAX_ARGS_DEPTH
 from wyckoff.cli.untrusted import mark_untrusted
+from wyckoff.cli.visible_text import visible
 from wyckoff.config import describe_pydantic_error, redact_text
 from wyckoff.errors import WyckoffError
 
@@ -36,8 +38,17 @@ RESULT_HEAD_CHARS = 3_000
 RESULTS_DIR = "tool-results"
 
 
+MAX_ERROR_DATA_CHARS = 1_000
+
+
 class ToolFailure(WyckoffError):
-    """Raised by a tool for an expected failure; its message goes to the model as is."""
+    """Raised by a tool for an expected failure; its message goes to the model as is.
+    `untrusted`: text from outside (a server's reason phrase or error message, a redirect's
+    address) that explains the failure; it reaches the model inside the marker."""
+
+    def __init__(self, message: str, *, untrusted: str | None = None) -> None:
+        super().__init__(message)
+        self.untrusted = untrusted
 
 
 class CancelEvent(threading.Event):
@@ -91,6 +102,7 @@ class ToolContext:
     # (tool, canonical args) the user agreed to through ask_user: each allows one call
     consents: set[tuple[str, str]] = field(default_factory=set)
     markets: dict[str, MarketData] = field(default_factory=dict)  # the open one, by source
+    egress: EgressGuard = field(default_factory=EgressGuard)
     cancel_event: CancelEvent = field(default_factory=CancelEvent)
     on_progress: Callable[[dict[str, Any]], None] | None = None
     ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None
@@ -113,6 +125,8 @@ ToolFunction = Callable[[Any, ToolContext], Any]
 # The action a call would take as one Chinese sentence, from its validated arguments and
 # the current state (e.g. "删除持仓 600519 贵州茅台（1000 股）"): what consent dialogs show.
 ActionDescriber = Callable[[Any, ToolContext], str]
+# The host a call sends its arguments to (a network tool), from its validated arguments.
+Destination = Callable[[Any], str | None]
 
 
 @dataclass(frozen=True, kw_only=True)  # by keyword: many fields, several of one type
@@ -135,6 +149,8 @@ class ToolSpec:
     )
     cancel_grace_s: float = 0.0  # after a cancel, wait this long for the tool's own answer
     reports_events: bool = False  # sends RuntimeEvents while it runs (a delegate): relayed live
+    reads_private: bool = False  # returns the user's local data (files, command output)
+    destination: Destination | None = None  # after a private read, a new host needs approval
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral schema: {name, description, parameters (JSON Schema)}."""
@@ -168,15 +184,38 @@ class ToolOutcome:
     summary: str | None = None
     raw: Any = None
     marked: bool = False  # the result reaches the model inside the untrusted-data marker
+    error_data: str | None = None  # outside text explaining the error, marked like a result
+
+    @classmethod
+    def failed(
+        cls, call_id: str, name: str, error: BaseException, elapsed_s: float = 0.0
+    ) -> ToolOutcome:
+        """The outcome of a call that raised `error`."""
+        data = getattr(error, "untrusted", None)
+        return cls(
+            call_id,
+            name,
+            error=failure_text(error),
+            elapsed_s=elapsed_s,
+            error_data=data[:MAX_ERROR_DATA_CHARS] if data else None,
+        )
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def shown_error(self) -> str:
+        """The error as people read it: the sentence, then the outside text made visible."""
+        data = f"\n{visible(self.error_data)}" if self.error_data else ""
+        return f"{self.error}{data}"
+
     def observation(self) -> str:
-        """What the model reads: a data result inside the marker, or the error."""
+        """What the model reads: a data result inside the marker, or the error (with its
+        outside text inside the marker)."""
         if not self.ok:
-            return f"工具错误：{self.error}"
+            data = f"\n{mark_untrusted(self.error_data, self.name)}" if self.error_data else ""
+            return f"工具错误：{self.error}{data}"
         return mark_untrusted(self.result or "", self.name) if self.marked else self.result or ""
 
     def event(self) -> dict[str, Any]:
@@ -195,7 +234,7 @@ class ToolOutcome:
             "type": "tool_error",
             "id": self.call_id,
             "name": self.name,
-            "error": self.error,
+            "error": self.shown_error,
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -246,7 +285,11 @@ class ToolRegistry:
         return spec.title if spec else name
 
     def describe(self, name: str, args: dict[str, Any], context: ToolContext) -> str:
-        """What a call would do, as one Chinese sentence for a consent dialog."""
+        """What a call would do, as one Chinese sentence for a consent dialog (detail lines
+        may follow), every hidden character in it made visible."""
+        return visible(self._describe(name, args, context), keep_newlines=True)
+
+    def _describe(self, name: str, args: dict[str, Any], context: ToolContext) -> str:
         checked = self.validate({"name": name, "args": args})
         if isinstance(checked, str):
             return f"无法执行的操作：{checked}"
@@ -299,7 +342,7 @@ class ToolRegistry:
             )
         error = answer.exception()
         if error is not None:
-            return ToolOutcome(call_id, spec.name, error=failure_text(error), elapsed_s=elapsed)
+            return ToolOutcome.failed(call_id, spec.name, error, elapsed)
         outcome = self.finish(call_id, spec.name, answer.result(), elapsed, context)
         outcome.summary = self.summarize(spec.name, outcome.raw)
         return outcome

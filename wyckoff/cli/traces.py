@@ -33,7 +33,7 @@ class TurnTrace:
             handle.write(line + "\n")
 
     def tool_result(self, name: str, args: dict[str, Any], outcome, status: str) -> None:
-        text = outcome.result if outcome.ok else outcome.error
+        text = outcome.result if outcome.ok else outcome.shown_error
         self.record(
             "tool_result",
             name=name,

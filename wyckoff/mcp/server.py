@@ -210,7 +210,8 @@ async def ask_consent(
             requested_schema=question.requested_schema,
             related_request_id=ctx.request_id,
         )
-    if answer.action == "accept" and bool((answer.content or {}).get("confirm")):
+    # the boolean true alone: bool("false") and bool("no") are True too
+    if answer.action == "accept" and (answer.content or {}).get("confirm") is True:
         return None
     return f"用户没有同意「{sentence}」，没有执行，什么也没有改变。"
 

@@ -249,21 +249,29 @@ def describe_write(params: WriteFileParams, context: ToolContext) -> str:
         return f"写入文件 {params.path}（不会执行：{exc.message}）"
     size = human_size(len(params.content.encode(encoding)))
     if old is None:
-        head = params.content.splitlines()[:PREVIEW_LINES]
-        more = "\n  ……" if len(params.content.splitlines()) > PREVIEW_LINES else ""
+        head = shown_lines(params.content)[:PREVIEW_LINES]
+        more = "\n  ……" if len(shown_lines(params.content)) > PREVIEW_LINES else ""
         body = "\n".join(f"  {line}" for line in head)
         return f"新建文件 {display(path)}（{size}），前 {len(head)} 行：\n{body}{more}"
     if params.mode == "append":
-        added = "\n".join(f"+ {line}" for line in params.content.splitlines()[:DIFF_LINES])
+        added = "\n".join(f"+ {line}" for line in shown_lines(params.content)[:DIFF_LINES])
         return f"在 {display(path)} 末尾追加 {size}：\n{added}"
     diff = list(
         difflib.unified_diff(
-            old.splitlines(), params.content.splitlines(), "原文件", "新内容", lineterm="", n=2
+            shown_lines(old), shown_lines(params.content), "原文件", "新内容", lineterm="", n=2
         )
     )
     shown = "\n".join(diff[:DIFF_LINES]) or "（内容没有变化）"
     more = f"\n……（差异共 {len(diff)} 行）" if len(diff) > DIFF_LINES else ""
     return f"覆盖文件 {display(path)}（新内容 {size}），差异：\n{shown}{more}"
+
+
+def shown_lines(text: str) -> list[str]:
+    """Lines as an approval shows them: split at line feeds only, so a U+2028 or a form feed
+    stays inside its line, where the approval text shows its code."""
+    if not text:
+        return []
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
 
 
 def human_size(size: int) -> str:
@@ -297,6 +305,7 @@ READ_FILE = ToolSpec(
     summarize=summarize_read,
     concurrency_safe=True,
     timeout_s=30,
+    reads_private=True,
 )
 
 WRITE_FILE = ToolSpec(

@@ -27,7 +27,8 @@ def pdf_text(data: bytes, name: str) -> str:
     except ToolFailure:
         raise
     except Exception as exc:  # pypdf raises many kinds of error for damaged files
-        raise ToolFailure(f"{name} 看起来是 PDF，但无法解析（{exc}）。") from None
+        detail = f"{type(exc).__name__}: {exc}"  # may quote the file's own bytes
+        raise ToolFailure(f"{name} 看起来是 PDF，但无法解析。", untrusted=detail) from None
     if not any(page.strip() for page in pages):
         raise ToolFailure(f"{name} 是 PDF，但没有可提取的文字（可能是扫描件，本工具不做 OCR）。")
     text = "\n\n".join(f"--- 第 {n} 页 ---\n{page.strip()}" for n, page in enumerate(pages, 1))

@@ -34,6 +34,7 @@ from wyckoff.cli.local_tools.sandbox import (
 )
 from wyckoff.cli.local_tools.workspace import display, exports_dir, resolve, workspace_root
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.cli.visible_text import visible
 from wyckoff.config import known_secrets, redact_text
 
 DEFAULT_TIMEOUT_S = 60
@@ -67,7 +68,6 @@ DAEMON_VARIABLES = frozenset(
         "NVIM_LISTEN_ADDRESS",
     }
 )
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class ExecCommandParams(BaseModel):
@@ -87,13 +87,6 @@ class CommandPlan:
 
     commands: list[str]
     redirections: list[str]
-
-
-def visible(text: str) -> str:
-    """`text` with newlines, control and direction characters shown, never acted on."""
-    return CONTROL_CHARS.sub(
-        lambda m: "\\n" if m.group() == "\n" else f"\\u{ord(m.group()):04x}", text
-    )
 
 
 def plan_command(command: str) -> CommandPlan:
@@ -313,4 +306,5 @@ EXEC_COMMAND = ToolSpec(
     requires_approval=True,
     timeout_s=MAX_TIMEOUT_S + 30,
     describe=describe_command,
+    reads_private=True,
 )

@@ -8,19 +8,23 @@ becomes its text layer.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import re
 import socket
 import ssl
+import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
 from pydantic import BaseModel, Field
 
 from wyckoff import __version__
 from wyckoff.cli.local_tools.files import file_text, human_size
+from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web_guard import Resolver, checked_target, resolve_host
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 
@@ -31,7 +35,6 @@ DEFAULT_CHARS = 6_000  # fits in one tool result; more is saved to disk by the r
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/rss+xml")
-DROPPED_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "nav", "footer", "form")
 USER_AGENT = f"Wyckoff/{__version__} (research agent; +web_fetch)"
 
 
@@ -43,14 +46,30 @@ class WebFetchParams(BaseModel):
 
 
 class PinnedHTTPConnection(http.client.HTTPConnection):
-    """Connects to the address web_guard checked, whatever the host name resolves to now."""
+    """Connects to the address web_guard checked, whatever the host name resolves to now;
+    `shut_down` ends it from another thread (the total deadline's watchdog)."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self.address = address
+        self.fd: int | None = None  # one descriptor from connect to close, TLS or not
+        self.shut = False
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.fd = self.sock.fileno()
+
+    def shut_down(self) -> None:
+        """Wakes any read or handshake waiting on the socket; it then fails at once."""
+        self.shut = True
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            sock = socket.socket(fileno=self.fd)  # a view of the descriptor, not a copy
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.detach()  # the connection still owns and closes the descriptor
 
 
 class PinnedHTTPSConnection(PinnedHTTPConnection):
@@ -60,32 +79,79 @@ class PinnedHTTPSConnection(PinnedHTTPConnection):
         self.sock = context.wrap_socket(self.sock, server_hostname=self.host)
 
 
-def fetch(url: str, deadline: float, resolver: Resolver = resolve_host) -> tuple[str, dict, bytes]:
-    """The final URL, headers and body (at most MAX_BODY_BYTES) after checked redirects."""
+Page = tuple[str, dict, bytes]  # final URL, lower-case headers, body
+
+
+def fetch(
+    url: str,
+    deadline: float,
+    resolver: Resolver = resolve_host,
+    may_redirect_to: Callable[[str], bool] = lambda host: True,
+) -> Page:
+    """The final URL, headers and body (at most MAX_BODY_BYTES) after checked redirects.
+    A redirect's address comes from the site: why a later hop failed is outside text."""
+    requested, first_host = url, urlsplit(url).hostname
     for _ in range(MAX_REDIRECTS + 1):
-        host, port, address = checked_target(url, resolver)
-        secure = urlsplit(url).scheme == "https"
-        connection_class = PinnedHTTPSConnection if secure else PinnedHTTPConnection
-        connection = connection_class(host, port, address, timeout=_remaining(deadline))
+        host = urlsplit(url).hostname or ""
+        if host != first_host and not may_redirect_to(host):
+            raise ToolFailure(
+                f"{requested} 重定向到了另一个主机（网址见下方）。本会话读取过本地数据，"
+                "发往新主机需要用户批准：如确需读取，请直接用 web_fetch 请求那个网址。",
+                untrusted=url,
+            )
         try:
-            response, sock = _get(connection, url)
-            location = response.getheader("Location")
-            if response.status in REDIRECT_STATUSES and location:
-                url = urljoin(url, location)
-                continue
-            if response.status >= 400:
-                raise ToolFailure(f"{url} 返回 HTTP {response.status} {response.reason}。")
-            headers = {k.lower(): v for k, v in response.getheaders()}
-            if headers.get("content-encoding", "identity") != "identity":
-                raise ToolFailure(
-                    f"{url} 返回了压缩的内容（{headers['content-encoding']}），未读取。"
-                )
-            return url, headers, _read_body(sock, response, deadline)
-        except (OSError, http.client.HTTPException) as exc:
-            raise ToolFailure(f"读取 {url} 失败：{exc or type(exc).__name__}。") from None
-        finally:
-            connection.close()
+            answer = _fetch_hop(url, deadline, resolver)
+        except ToolFailure as exc:
+            if url == requested:
+                raise
+            reason = "\n".join(filter(None, [f"重定向到 {url}", exc.message, exc.untrusted]))
+            raise ToolFailure(f"{requested} 的重定向没有读成。", untrusted=reason) from None
+        if isinstance(answer, str):
+            url = answer
+            continue
+        return answer
     raise ToolFailure(f"重定向超过 {MAX_REDIRECTS} 次，已停止。")
+
+
+def _fetch_hop(url: str, deadline: float, resolver: Resolver) -> Page | str:
+    """One request: the page, or the address it redirects to. The connection is shut down
+    at the deadline: http.client's timeout is per read, which a server dripping one header
+    byte at a time would renew forever."""
+    host, port, address = checked_target(url, resolver)
+    secure = urlsplit(url).scheme == "https"
+    connection_class = PinnedHTTPSConnection if secure else PinnedHTTPConnection
+    connection = connection_class(host, port, address, timeout=_remaining(deadline))
+    watchdog = threading.Timer(_remaining(deadline), connection.shut_down)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        response, sock = _get(connection, url)
+        location = response.getheader("Location")
+        if response.status in REDIRECT_STATUSES and location:
+            return urljoin(url, location)
+        if response.status >= 400:
+            raise ToolFailure(
+                f"{url} 返回 HTTP {response.status}。",
+                untrusted=f"服务器给的原因：{response.reason}",
+            )
+        headers = {k.lower(): v for k, v in response.getheaders()}
+        if headers.get("content-encoding", "identity") != "identity":
+            raise ToolFailure(
+                f"{url} 返回了压缩的内容，未读取。",
+                untrusted=f"Content-Encoding: {headers['content-encoding']}",
+            )
+        body = _read_body(sock, response, deadline)
+    except (OSError, http.client.HTTPException) as exc:
+        if connection.shut:
+            raise _timeout() from None
+        detail = f"{type(exc).__name__}: {exc}"
+        raise ToolFailure(f"读取 {url} 失败。", untrusted=detail) from None
+    finally:
+        watchdog.cancel()
+        connection.close()
+    if connection.shut:  # the body may have ended early because the watchdog cut it
+        raise _timeout()
+    return url, headers, body
 
 
 def _get(
@@ -118,8 +184,12 @@ def _read_body(sock: socket.socket, response: http.client.HTTPResponse, deadline
 def _remaining(deadline: float) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise ToolFailure(f"读取网页超过 {TOTAL_TIMEOUT_S:g} 秒，已停止。")
+        raise _timeout()
     return left
+
+
+def _timeout() -> ToolFailure:
+    return ToolFailure(f"读取网页超过 {TOTAL_TIMEOUT_S:g} 秒，已停止。")
 
 
 def readable_text(body: bytes, content_type: str, url: str) -> tuple[str, str]:
@@ -131,22 +201,9 @@ def readable_text(body: bytes, content_type: str, url: str) -> tuple[str, str]:
         return html_to_text(body, _charset(content_type))
     if kind.startswith(TEXT_TYPES) or kind == "application/pdf":
         return "", file_text(body, url)[0]
-    raise ToolFailure(f"{url} 的内容类型是 {kind or '未知'}，web_fetch 只读网页、文本和 PDF。")
-
-
-def html_to_text(body: bytes, charset: str | None) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
-    for tag in soup(DROPPED_TAGS):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    converter = MarkdownConverter(
-        heading_style="ATX", strip=["img"], escape_underscores=False, escape_asterisks=False
+    raise ToolFailure(
+        f"{url} 的内容不是网页、文本或 PDF，web_fetch 不读。", untrusted=f"Content-Type: {kind}"
     )
-    text = converter.convert_soup(soup.body or soup)
-    return title, re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 def _charset(content_type: str) -> str | None:
@@ -156,8 +213,12 @@ def _charset(content_type: str) -> str | None:
 
 def web_fetch(params: WebFetchParams, context: ToolContext) -> dict[str, Any]:
     fetched_at = datetime.now().astimezone().isoformat(timespec="seconds")
-    final_url, headers, body = fetch(params.url, time.monotonic() + TOTAL_TIMEOUT_S)
-    title, text = readable_text(body, headers.get("content-type", ""), final_url)
+    final_url, headers, body = fetch(
+        params.url,
+        time.monotonic() + TOTAL_TIMEOUT_S,
+        may_redirect_to=context.egress.may_send_to,
+    )
+    title, text = readable_text(body, headers.get("content-type", ""), params.url)
     result: dict[str, Any] = {
         "url": final_url,
         "fetched_at": fetched_at,
@@ -173,6 +234,34 @@ def web_fetch(params: WebFetchParams, context: ToolContext) -> dict[str, Any]:
             "需要更多时用更大的 max_chars 重新调用"
         )
     return result
+
+
+def fetch_host(params: WebFetchParams) -> str:
+    """Where the request goes; a URL without a host name is its own answer (it will fail to
+    fetch, but a guarded session still asks first)."""
+    try:
+        return urlsplit(params.url).hostname or params.url
+    except ValueError:  # e.g. an unclosed "[" in the host
+        return params.url
+
+
+def describe_fetch(params: WebFetchParams, context: ToolContext) -> str:
+    """The approval text: the whole URL, why it asks, and what the URL carries, decoded
+    (a secret hidden in `?c=alice%3Aghp_…` is read as the user would recognise it)."""
+    host = fetch_host(params)
+    sentence = f"读取网页 {params.url}"
+    if not context.egress.may_send_to(host):
+        sentence += f"（{context.egress.reason(host)}）"
+    try:
+        parts = urlsplit(params.url)
+    except ValueError:
+        return sentence
+    lines = [f"发往主机：{host}", f"路径（已解码）：{unquote(parts.path) or '/'}"]
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if query:
+        lines.append("网址参数（已解码）：")
+        lines.extend(f"  {name} = {value}" for name, value in query)
+    return "\n".join([sentence, *lines])
 
 
 def summarize_page(data: dict[str, Any]) -> str:
@@ -191,4 +280,6 @@ WEB_FETCH = ToolSpec(
     summarize=summarize_page,
     concurrency_safe=True,
     timeout_s=TOTAL_TIMEOUT_S + 10,
+    describe=describe_fetch,
+    destination=fetch_host,
 )

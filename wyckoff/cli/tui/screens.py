@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from wyckoff.cli.output import local_time
 from wyckoff.cli.runtime import Approval
 from wyckoff.cli.tui.widgets import KLineChart
+from wyckoff.cli.visible_text import visible
 
 
 class ApprovalScreen(ModalScreen[Approval]):
@@ -69,14 +70,15 @@ class ApprovalScreen(ModalScreen[Approval]):
                 "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
             )
             yield TextArea(
-                json.dumps(self.request["args"], ensure_ascii=False, indent=2),
+                raw_arguments(self.request["args"]),
                 language="json",
                 id="args",
             )
             yield Static("", id="error", classes="error")
             with Horizontal(id="buttons"):
                 yield Button("允许一次 (y)", id="allow", variant="success")
-                yield Button("本会话总是允许 (a)", id="always")
+                always = self.request.get("always_label") or "本会话总是允许"
+                yield Button(Text(f"{always} (a)"), id="always")
                 yield Button("按修改执行 (e)", id="edit")
                 yield Button("拒绝 (n/Esc)", id="deny", variant="error")
 
@@ -121,6 +123,12 @@ class ApprovalScreen(ModalScreen[Approval]):
             self.query_one("#edit", Button).focus()
         else:
             self.dismiss(Approval("deny"))
+
+
+def raw_arguments(args: dict[str, Any]) -> str:
+    """Arguments as editable JSON; a hidden character in a string shows as its \\u escape,
+    which JSON reads back as the same character."""
+    return visible(json.dumps(args, ensure_ascii=False, indent=2), keep_newlines=True)
 
 
 def action_sentence(description: str) -> Static:
@@ -168,9 +176,7 @@ class AskUserScreen(ModalScreen[dict]):
             if action:
                 yield action_sentence(self.question["action_description"])
                 yield Static("同意的回答只批准上面这一个操作。F2 查看原始参数。", classes="hint")
-                yield Static(
-                    json.dumps(action, ensure_ascii=False, indent=2), id="raw-args", classes="hint"
-                )
+                yield Static(raw_arguments(action), id="raw-args", classes="hint")
             with Horizontal(id="buttons"):
                 for index, option in enumerate(self.question.get("options") or []):
                     yield Button(option, id=f"option-{index}")
