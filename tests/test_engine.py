@@ -12,6 +12,7 @@ from tests.engine_fixtures import DAYS, make_panel, series
 from wyckoff.engine.funnel import layer2, run_funnel
 from wyckoff.engine.health import diagnose, holding_health
 from wyckoff.engine.indicators import features_at
+from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.engine.triggers import TRIGGERS
 
@@ -149,6 +150,30 @@ def test_evr_looks_at_the_last_two_bars_only():
     assert fires("evr", _heavy_bar_without_progress(0))  # today's bar
     assert fires("evr", _heavy_bar_without_progress(1))
     assert not fires("evr", _heavy_bar_without_progress(2))  # three bars ago is stale
+
+
+def test_evr_is_no_event_on_a_market_wide_volume_surge():
+    # everyone trades 2.5x the usual volume at a 3% turnover with little price change: that
+    # is the market's day, not a stock's; a stock trading 6x that day still stands out
+    close = np.full(DAYS, 10.0)
+    panel = make_panel(close, low=close * 0.99, fillers=200)
+    panel.volume[-2] *= 2.5
+    panel.volume[-2, 1] *= 6 / 2.5
+    panel.turnover_rate[-2] = 0.03
+    fired = TRIGGERS["evr"](panel, T, features_at(panel, T, DEFAULT_CONFIG), DEFAULT_CONFIG)[0]
+    trading = ~np.isnan(panel.close[T])
+    assert fired[trading].mean() < 0.05
+    assert fired[1] and fired.sum() == 1
+
+
+def test_no_trigger_fires_on_more_than_5_percent_of_the_demo_market_on_any_day(demo_home):
+    panel = MarketStore.for_source(demo_home, "demo").load_panel(320)
+    for t in range(len(panel.dates) - 60, len(panel.dates)):
+        f = features_at(panel, t, DEFAULT_CONFIG)
+        trading = ~np.isnan(f.close)
+        for name, detect in TRIGGERS.items():
+            share = detect(panel, t, f, DEFAULT_CONFIG)[0][trading].mean()
+            assert share <= 0.05, f"{name} on {panel.dates[t]}: {share:.1%}"
 
 
 def _compression_panel(final_range: float, final_volume: float):

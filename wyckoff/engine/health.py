@@ -20,24 +20,9 @@ from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 HEALTH_LABELS = {"healthy": "🟢 健康", "caution": "🟡 注意", "danger": "🔴 危险"}
 
 
-def _single(p: Panel, code: str) -> Panel:
-    j = p.column(code)
-    return Panel(
-        p.dates,
-        [code],
-        *(
-            getattr(p, name)[:, j : j + 1]
-            for name in ("open", "high", "low", "close", "volume", "amount")
-        ),
-        stocks=p.stocks.iloc[j : j + 1],
-        index_close=p.index_close,
-        source=p.source,
-    )
-
-
 def stock_features(p: Panel, code: str, t: int, cfg: EngineConfig) -> SimpleNamespace:
     """Features of one stock, with RPS ranked against the whole panel (cheap: two returns)."""
-    one = _single(p, code)
+    one = p.single(code)
     f = features_at(one, t, cfg)
     j = p.column(code)
     f.rps50 = percentile_rank(ret(p.close, t, 50))[j : j + 1]
@@ -194,7 +179,7 @@ def diagnose(
     triggers, stop and exit status, volume and return ratios, position in the year's range."""
     t = len(p.dates) - 1 if t is None else t
     f = stock_features(p, code, t, cfg)
-    one = _single(p, code)
+    one = p.single(code)
     close = scalar(f.close)
     if close is None:
         return {"code": code, "error": "该股在最新交易日没有行情（停牌或未上市）"}

@@ -8,6 +8,7 @@ turnover rate and the ST flag."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,7 @@ class Panel:
     turnover_rate: np.ndarray | None = None  # (T, N) fraction of float shares traded
     is_st: np.ndarray | None = None  # (T, N) bool
     caveats: list[str] = field(default_factory=list)  # data weaknesses, in Chinese
+    market_activity: np.ndarray | None = None  # (T,) see `market_activity`; None = compute
 
     def __post_init__(self) -> None:
         """Fill per-date facts the source did not provide (see `fill_daily_facts`)."""
@@ -48,6 +50,23 @@ class Panel:
     @property
     def shape(self) -> tuple[int, int]:
         return self.close.shape
+
+    @property
+    def relative_volume(self) -> np.ndarray:
+        """Volume in units of the market's activity that day (`market_activity`): the
+        triggers judge a stock's volume against the market's own, so a market-wide surge or
+        a quiet pre-holiday day is no stock's event."""
+        cached = self.__dict__.get("_relative_volume")
+        if cached is None:
+            cached = self.volume / self.activity()[:, None]
+            self.__dict__["_relative_volume"] = cached
+        return cached
+
+    def activity(self) -> np.ndarray:
+        """The market's activity per day (`market_activity`), computed once per panel."""
+        if self.market_activity is None:
+            self.market_activity = market_activity(self.volume)
+        return self.market_activity
 
     def column(self, code: str) -> int:
         return self._positions()[code]
@@ -64,6 +83,7 @@ class Panel:
 
     def upto(self, t: int) -> Panel:
         """The panel as it was known at day index t (no data after it)."""
+        activity = self.market_activity
         return Panel(
             self.dates[: t + 1],
             self.codes,
@@ -73,6 +93,23 @@ class Panel:
             source=self.source,
             **{name: getattr(self, name)[: t + 1] for name in DAILY_FIELDS},
             caveats=self.caveats,
+            market_activity=None if activity is None else activity[: t + 1],
+        )
+
+    def single(self, code: str) -> Panel:
+        """One stock's columns of every array, judged against this panel's market (its
+        activity), so a one-stock diagnosis reads exactly what the funnel reads."""
+        j = self.column(code)
+        return Panel(
+            self.dates,
+            [code],
+            *(getattr(self, name)[:, j : j + 1] for name in BAR_FIELDS),
+            stocks=self.stocks.iloc[j : j + 1],
+            index_close=self.index_close,
+            source=self.source,
+            **{name: getattr(self, name)[:, j : j + 1] for name in DAILY_FIELDS},
+            caveats=self.caveats,
+            market_activity=self.activity(),
         )
 
     def stock_frame(self, code: str, days: int | None = None) -> pd.DataFrame:
@@ -187,3 +224,26 @@ def last_valid(a: np.ndarray) -> np.ndarray:
     valid = ~np.isnan(a)
     rows = a.shape[0] - 1 - np.argmax(valid[::-1], axis=0)
     return np.where(valid.any(axis=0), a[rows, np.arange(a.shape[1])], np.nan)
+
+
+MIN_MARKET_STOCKS = 30  # fewer stocks with a ratio that day: no market to compare with
+
+
+def market_activity(volume: np.ndarray, n: int = 20) -> np.ndarray:
+    """Per day, the market's median volume ratio: each stock's volume over its mean of the
+    n days before, the median over stocks (1.0 where fewer than MIN_MARKET_STOCKS have one).
+    Point in time: day d reads only days <= d."""
+    filled = np.nan_to_num(volume)
+    sums = np.vstack([np.zeros((1, volume.shape[1])), np.cumsum(filled, axis=0)])
+    counts = np.vstack([np.zeros((1, volume.shape[1])), np.cumsum(~np.isnan(volume), axis=0)])
+    days = np.arange(volume.shape[0])
+    start = np.maximum(days - n, 0)
+    prior_count = counts[days] - counts[start]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prior_mean = (sums[days] - sums[start]) / prior_count
+        ratio = np.where(prior_count >= n * 0.8, volume / prior_mean, np.nan)
+    enough = np.sum(~np.isnan(ratio), axis=1) >= MIN_MARKET_STOCKS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=RuntimeWarning)
+        median = np.nanmedian(np.where(enough[:, None], ratio, np.nan), axis=1)
+    return np.where(enough & (median > 0), median, 1.0)
