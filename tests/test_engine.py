@@ -418,13 +418,33 @@ def _quiet_base():
     return close, volume, close * 0.99
 
 
-def test_accumulation_stop_is_breached_by_a_fall_under_the_yearly_low():
-    close, volume, low = _quiet_base()
-    close[-1] = low[-251:-1].min() * 0.86  # 14% under the year's low, closing at the low
-    low[-1] = close[-1]
-    result = diagnose(make_panel(close, volume, low=low), "600000")
-    assert result["stop"]["label"].startswith("吸筹止损")
-    assert result["exit"]["status"] == "exit"
+def _flat_base_then_limit_downs(days_down: int):
+    """A year in a quiet range (closes 9.90-10.10, lows 1% under), volume drying up, the
+    last base close 10.00; then -9.9% days (a ±10% board) closing at the low on heavy
+    volume: 9.01, 8.12, 7.32, 6.60."""
+    close = 10 + 0.1 * np.sin(np.arange(DAYS) / 4)
+    volume = np.full(DAYS, 1e7)
+    volume[-25:] = 4e6
+    base_end = DAYS - 1 - days_down
+    close[base_end] = 10.0
+    low, high = close * 0.99, close * 1.01
+    for t in range(base_end + 1, DAYS):
+        close[t] = low[t] = round(close[t - 1] * 0.901, 2)
+        high[t], volume[t] = close[t - 1], 2e7
+    return make_panel(close, volume, low=low, high=high)
+
+
+def test_accumulation_stop_holds_through_limit_down_days_and_says_exit():
+    # the year's low before the break is 9.90 x 0.99 = 9.801: stop 9.801 x 0.93 = 9.11.
+    # Day 1 closes 9.01 under it (watch: one close); day 2 closes 8.12 <= 9.11 x 0.95 = 8.65:
+    # exit at once. The breakdown bars' own lows must not drag the stop down with them.
+    panel = _flat_base_then_limit_downs(4)
+    days = [diagnose(panel, "600000", t=t) for t in range(T - 3, T + 1)]
+    assert [d["close"] for d in days] == [9.01, 8.12, 7.32, 6.6]
+    assert {d["stop"]["stop"] for d in days} == {9.11}
+    assert all(d["stop"]["label"].startswith("吸筹止损") for d in days)
+    assert [d["exit"]["status"] for d in days] == ["watch", "exit", "exit", "exit"]
+    assert days[-1]["health"] == "danger"
 
 
 def test_accumulation_phase_b_when_the_last_20_bars_undercut_the_base():

@@ -37,18 +37,21 @@ def scalar(value) -> float | None:
 
 def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
     """The stop in force on day t for a one-stock panel, from bars before it (ENGINE.md): in
-    accumulation, the 250-day low x 0.93 until the close is 15% above that low; otherwise (and
-    after that) the trailing stop max(60-day high x 0.90, MA50 x 0.98)."""
+    accumulation, the 250-day low x 0.93 until the close is 15% above that low, measured on
+    the range before any breakdown; otherwise (and after that) the trailing stop
+    max(60-day high x 0.90, MA50 x 0.98)."""
     unknown = {"stop": None, "kind": None, "label": "数据不足"}
     traded = np.flatnonzero(~np.isnan(one.close[:t, 0]))
     if not len(traded):
         return unknown
     last = int(traded[-1])  # the last bar before today (before a suspension, if any)
     before = features_at(one, last, cfg)
-    low250, close = scalar(before.low250), scalar(before.close)
-    if low250 is None or close is None:
+    if scalar(before.low250) is None or scalar(before.close) is None:
         return unknown
-    accumulating = phase(one, one.codes[0], last, before, cfg).startswith("accumulation")
+    intact = _range_before_break(one, traded, cfg)
+    at_range = before if intact == last else features_at(one, intact, cfg)
+    low250, close = scalar(at_range.low250), scalar(at_range.close)
+    accumulating = phase(one, one.codes[0], intact, at_range, cfg).startswith("accumulation")
     if accumulating and close < low250 * (1 + cfg.trail_start):
         return {
             "stop": round(low250 * cfg.accumulation_stop, 2),
@@ -63,6 +66,18 @@ def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
         "kind": "trailing",
         "label": f"移动止损：60 日最高价 × {cfg.trail_high} 与 MA50 × {cfg.trail_ma50} 取高",
     }
+
+
+def _range_before_break(one: Panel, traded: np.ndarray, cfg: EngineConfig) -> int:
+    """The last traded bar that did not close under the 250-day low of the bars before it:
+    the range as it stood before a breakdown. Breakdown bars set new lows; measured with
+    them, the accumulation stop would fall with every limit-down day and never be hit."""
+    lows, closes = one.low[:, 0], one.close[:, 0]
+    for s in traded[::-1][: cfg.breakdown_lookback]:
+        prior_low = nan_reduce(np.nanmin, lows[max(s - 250, 0) : s]) if s else np.nan
+        if not closes[s] < prior_low:
+            return int(s)
+    return int(traded[-1])
 
 
 def exit_status(

@@ -127,6 +127,7 @@ class EngineConfig:
     # Stops and exits
     accumulation_stop: float = 0.93
     trail_start: float = 0.15
+    breakdown_lookback: int = 60  # bars searched back for the range before a breakdown
     trail_high: float = 0.90
     trail_ma50: float = 0.98
     hard_breach: float = 0.05
