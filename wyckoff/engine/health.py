@@ -68,6 +68,14 @@ def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
     }
 
 
+def stop_in_force(engine: dict[str, Any], own_stop: float | None) -> dict[str, Any]:
+    """Stops only tighten: the holder's own stop when it is above the engine's."""
+    if not own_stop or (engine["stop"] is not None and own_stop <= engine["stop"]):
+        return engine
+    below = f"，高于引擎止损 {engine['stop']:.2f}" if engine["stop"] is not None else ""
+    return {"stop": round(own_stop, 2), "kind": "own", "label": f"持仓止损{below}（止损只上移）"}
+
+
 def _range_before_break(one: Panel, traded: np.ndarray, cfg: EngineConfig) -> int:
     """The last traded bar that did not close under the 250-day low of the bars before it:
     the range as it stood before a breakdown. Breakdown bars set new lows; measured with
@@ -188,10 +196,17 @@ PHASE_LABELS = {
 
 
 def diagnose(
-    p: Panel, code: str, cost: float = 0.0, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG
+    p: Panel,
+    code: str,
+    cost: float = 0.0,
+    t: int | None = None,
+    cfg: EngineConfig = DEFAULT_CONFIG,
+    own_stop: float | None = None,
 ) -> dict[str, Any]:
     """Everything about one stock at day t: health with reasons, MAs, channels, phase,
-    triggers, stop and exit status, volume and return ratios, position in the year's range."""
+    triggers, stop and exit status, volume and return ratios, position in the year's range.
+    `own_stop` is the holder's stop: the higher of it and the engine's is the one stop the
+    exit status, the health reasons and the output all use."""
     t = len(p.dates) - 1 if t is None else t
     f = stock_features(p, code, t, cfg)
     one = p.single(code)
@@ -203,7 +218,7 @@ def diagnose(
     channels = [name for name, mask in channel_masks.items() if mask[0]]
     trigger_masks, _ = layer4(one, t, f, cfg, channel_masks)
     triggers = [name for name, mask in trigger_masks.items() if mask[0]]
-    stop = stops(one, t, cfg)
+    stop = stop_in_force(stops(one, t, cfg), own_stop)
     exit_info = exit_status(p, code, t, stop["stop"], cfg)
     ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
     health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)
