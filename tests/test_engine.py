@@ -525,6 +525,42 @@ def test_a_bear_index_blocks_buys_even_with_middling_breadth():
     assert regime_with(np.full(DAYS, 3000.0))["regime"] == "NEUTRAL"  # same breadth, flat index
 
 
+def _rally_then_a_fall(fall: float, index_days: int | None):
+    """Stocks rising ~2% a day (all far above their MA20), then a day when the index and
+    every stock fall by `fall`; the index has `index_days` days of history (None: no index)."""
+    bench = 3000 * np.cumprod(np.full(DAYS, 1.002))
+    bench[-1] = bench[-2] * (1 + fall)
+    if index_days is not None:
+        bench[: DAYS - index_days] = np.nan
+    panel = make_panel(series((DAYS, 0.02)), fillers=100, filler_drift=0.02, bench=bench)
+    panel.close[-1] = panel.close[-2] * (1 + fall)
+    if index_days is None:
+        panel.index_close = {}
+    return panel
+
+
+def test_without_an_index_trend_high_breadth_is_risk_on_and_says_so():
+    from wyckoff.engine.regime import market_regime
+
+    for index_days in (None, 60):  # no index at all; an index with 60 days of history
+        regime = market_regime(_rally_then_a_fall(0.0, index_days))
+        assert regime["breadth_pct"] >= 60 and regime["trend"] == "unknown"
+        assert regime["regime"] == "RISK_ON" and regime["buy_allowed"]
+        assert "没有指数趋势数据" in regime["reason"] and not regime["index_trend_used"]
+
+
+def test_a_six_and_a_half_percent_index_fall_is_no_bear_rebound():
+    # 2015-05-28: the index fell 6.5% while most stocks stayed above their MA20 (breadth
+    # still >= 60, down less than 10 points), with too little index history for a trend
+    from wyckoff.engine.regime import market_regime
+
+    for index_days, measured_by in ((60, "指数 -6.5%"), (None, "个股中位数 -6.5%")):
+        regime = market_regime(_rally_then_a_fall(-0.065, index_days))
+        assert regime["breadth_pct"] >= 60 and regime["breadth_change"] > -10
+        assert regime["regime"] == "RISK_OFF" and not regime["buy_allowed"]
+        assert measured_by in regime["reason"]
+
+
 def test_crash_and_panic_repair():
     from wyckoff.engine.regime import market_regime
 

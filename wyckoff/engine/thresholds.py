@@ -153,6 +153,7 @@ class EngineConfig:
     repair_index_rebound: float = 0.008
     repair_small_cap_rebound: float = 0.015
     regime_index_drop3: float = -0.03
+    regime_day_drop: float = -0.03  # the market's one-day fall that rules out buying
     # Sizing
     hard_stop: float = 0.08
     atr_stop_multiple: float = 2.0
