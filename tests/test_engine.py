@@ -329,7 +329,7 @@ def test_health_is_caution_on_two_warnings():
 def _facts(**values: float) -> SimpleNamespace:
     """Features as the health rules read them: one-stock arrays, NaN where not given."""
     names = ("close", "ma50", "ma200", "ret10", "range60", "bias200", "volume3", "volume60")
-    names += ("volume20", "volume_prior60")
+    names += ("volume20", "volume_prior60", "resumed_after", "delisting")
     return SimpleNamespace(**{n: np.array([values.get(n, np.nan)]) for n in names})
 
 
@@ -571,3 +571,41 @@ def test_crash_and_panic_repair():
     panel.close[-2, :] = panel.close[-3, :] * 0.95  # everything falls: breadth collapses
     assert market_regime(panel, DAYS - 2)["regime"] == "CRASH"
     assert market_regime(panel, DAYS - 1)["regime"] == "PANIC_REPAIR"
+
+
+# --- resumption, 退市整理, the tradable prefixes, unknown returns ------------------------------
+
+
+def _resuming(suspended_bars: int, list_date: str = "20200101") -> dict:
+    """Rising quietly, suspended for the bars before the last, back on the last bar."""
+    panel = make_panel(series((DAYS, 0.001)), dates=WEEKDAYS)
+    panel.close[-1 - suspended_bars : -1, 0] = np.nan
+    panel.stocks.loc["600000", "list_date"] = list_date
+    return diagnose(panel, "600000")
+
+
+def test_a_resumption_after_a_long_suspension_is_a_danger():
+    resumed = _resuming(30)
+    assert resumed["health"] == "danger"
+    assert any(r.startswith("停牌约 30 个交易日后刚复牌") for r in resumed["reasons"])
+    assert _resuming(3)["health"] == "healthy"  # a few days off is no such risk
+
+
+def test_a_first_bar_after_years_of_suspension_is_a_danger():
+    # *ST新亿: listed long ago, no bar in the loaded window until today (1,110 days suspended)
+    resumed = _resuming(DAYS - 1)
+    assert resumed["health"] == "danger" and any("刚复牌" in r for r in resumed["reasons"])
+    assert resumed["returns_pct"]["20d"] is None  # unknown, not 0.0%
+
+
+def test_delisting_period_stocks_leave_layer_1_and_302_chinext_codes_are_tradable():
+    panel = make_panel(series((DAYS, 0.002)))
+    panel.stocks.loc["600001", "name"] = "某某退"
+    panel.stocks.loc["600002", "name"] = "退市某某"
+    panel.codes[3] = "302132"
+    panel.stocks = panel.stocks.rename(index={"600003": "302132"})
+    layer1 = run_funnel(panel).layer1
+    assert not layer1[1] and not layer1[2] and layer1[3] and layer1[4]
+    flagged = diagnose(panel, "600001")
+    assert flagged["health"] == "danger"
+    assert any(r.startswith("退市整理期") for r in flagged["reasons"])

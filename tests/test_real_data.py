@@ -344,3 +344,14 @@ def test_report_prompt_tells_the_model_the_data_is_demo(demo_home, openai_server
     (body,) = openai_server.bodies
     system = next(m["content"] for m in body["messages"] if m["role"] == "system")
     assert "演示数据" in system and "起跳板" in system
+
+
+def test_analyze_says_a_return_it_cannot_know_is_unknown_not_zero(home):
+    panel = make_panel(series((DAYS, 0.001)))
+    panel.close[: DAYS - 60, 0] = np.nan  # listed 60 trading days ago: no 120-day return
+    home.mkdir(parents=True)
+    store_from_panel(home, panel)
+    out = cli("analyze", "600000", env={"WYCKOFF_DATA_SOURCE": "tushare"})
+    assert out.returncode == 0, out.stderr
+    (returns,) = [line for line in out.stdout.splitlines() if line.startswith("收益：")]
+    assert "120d —（未知）" in returns and "20d 2.0" in returns and "0.0%" not in returns

@@ -8,10 +8,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import skipped_weekdays
-from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2, layer4
+from wyckoff.engine.funnel import (
+    CHANNEL_LABELS,
+    TREND_CHANNELS,
+    in_delisting_period,
+    layer2,
+    layer4,
+)
 from wyckoff.engine.indicators import features_at, nan_reduce, percentile_rank, ret
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
@@ -21,13 +28,37 @@ HEALTH_LABELS = {"healthy": "🟢 健康", "caution": "🟡 注意", "danger": "
 
 
 def stock_features(p: Panel, code: str, t: int, cfg: EngineConfig) -> SimpleNamespace:
-    """Features of one stock, with RPS ranked against the whole panel (cheap: two returns)."""
+    """Features of one stock, with RPS ranked against the whole panel (cheap: two returns),
+    plus the suspension it resumed from and whether it is in 退市整理."""
     one = p.single(code)
     f = features_at(one, t, cfg)
     j = p.column(code)
     f.rps50 = percentile_rank(ret(p.close, t, 50))[j : j + 1]
     f.rps120 = percentile_rank(ret(p.close, t, 120))[j : j + 1]
+    f.resumed_after = np.array([resumed_after(one, t, cfg)], dtype=float)
+    f.delisting = in_delisting_period(one.stocks).astype(float)
     return f
+
+
+def resumed_after(one: Panel, t: int, cfg: EngineConfig) -> int:
+    """The longest suspension (skipped weekdays) a one-stock panel came back from within its
+    last `resumption_watch_bars` bars up to t. A stock listed before the panel starts whose
+    first bar in it is among them was suspended at least since the panel's first day."""
+    dates = one.dates
+    traded = np.flatnonzero(~np.isnan(one.close[: t + 1, 0]))
+    first = max(len(traded) - cfg.resumption_watch_bars, 0)
+    gaps = [
+        skipped_weekdays(dates[traded[k - 1]], dates[traded[k]])
+        for k in range(max(first, 1), len(traded))
+    ]
+    if first == 0 and len(traded) and traded[0] > 0 and _listed_before(one, dates[0]):
+        gaps.append(int(np.busday_count(dates[0], dates[traded[0]])))
+    return max(gaps, default=0)
+
+
+def _listed_before(one: Panel, day: np.datetime64) -> bool:
+    listed = pd.to_datetime(one.stocks["list_date"].iloc[0], errors="coerce")
+    return bool(pd.notna(listed) and listed.to_datetime64() < day)
 
 
 def scalar(value) -> float | None:
@@ -249,18 +280,23 @@ def _ratios(f: SimpleNamespace, close: float, cost: float) -> dict[str, Any]:
     return {
         "rps50": _r(scalar(f.rps50), 1),
         "rps120": _r(scalar(f.rps120), 1),
-        "returns_pct": {
-            f"{n}d": _r((scalar(getattr(f, f"ret{n}")) or 0) * 100, 2) for n in (5, 20, 60, 120)
-        },
-        "volume_ratio_5_20": _r((scalar(f.volume5) or 0) / (scalar(f.volume20) or np.nan), 2),
-        "volume_ratio_20_prior60": _r(
-            (scalar(f.volume20) or 0) / (scalar(f.volume_prior60) or np.nan), 2
-        ),
+        "returns_pct": {f"{n}d": _pct(scalar(getattr(f, f"ret{n}"))) for n in (5, 20, 60, 120)},
+        "volume_ratio_5_20": _r(_ratio(scalar(f.volume5), scalar(f.volume20)), 2),
+        "volume_ratio_20_prior60": _r(_ratio(scalar(f.volume20), scalar(f.volume_prior60)), 2),
         "from_year_high_pct": _r((close / high250 - 1) * 100, 1) if high250 else None,
         "from_year_low_pct": _r((close / low250 - 1) * 100, 1) if low250 else None,
         "cost": cost or None,
         "pnl_pct": _r((close / cost - 1) * 100, 2) if cost else None,
     }
+
+
+def _pct(fraction: float | None) -> float | None:
+    """A fraction as a percentage; None (unknown: too little history) stays None, not 0%."""
+    return None if fraction is None else _r(fraction * 100, 2)
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return top / bottom if top is not None and bottom else None
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:
@@ -297,6 +333,8 @@ class HoldingFacts:
     volume60: float | None
     volume20: float | None
     volume_prior60: float | None
+    resumed_after: float | None  # weekdays of the suspension it recently came back from
+    delisting: float | None  # 1.0 in 退市整理
 
     @classmethod
     def of(cls, f, cost: float, stop: float | None, exit_info: dict) -> HoldingFacts:
@@ -325,6 +363,8 @@ _MEASURED = (
     "volume60",
     "volume20",
     "volume_prior60",
+    "resumed_after",
+    "delisting",
 )
 
 # A rule returns the fields of its reason text when it fires, else None.
@@ -347,6 +387,16 @@ def _bear_structure(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None
 
 def _sharp_drop(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
     return {"ret10": h.ret10} if h.ret10 is not None and h.ret10 < cfg.danger_ret10 else None
+
+
+def _resumed(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.resumed_after and h.resumed_after >= cfg.long_suspension_weekdays:
+        return {"days": int(h.resumed_after)}
+    return None
+
+
+def _delisting(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    return {} if h.delisting else None
 
 
 def _wide_range(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
@@ -389,6 +439,8 @@ DANGER_RULES: dict[str, HealthRule] = {
     "stop_loss": _stop_loss,
     "bear_structure": _bear_structure,
     "sharp_drop": _sharp_drop,
+    "resumed": _resumed,
+    "delisting": _delisting,
 }
 WARNING_RULES: dict[str, HealthRule] = {
     "wide_range": _wide_range,
@@ -403,6 +455,8 @@ REASON_TEXT = {
     "stop_loss": "触发止损：{detail}",
     "bear_structure": "股价在 MA50 下方且 MA50 低于 MA200（空头结构）",
     "sharp_drop": "近 10 日下跌 {ret10:.1%}",
+    "resumed": "停牌约 {days} 个交易日后刚复牌：停牌期间的消息还没反映在价格里，复牌首日可能不设涨跌幅限制",
+    "delisting": "退市整理期：即将终止上市，不在可交易池内",
     "wide_range": "60 日振幅 {range60:.0%}，波动过大",
     "distribution": "派发预警：乖离 MA200 {bias200:.0%} 且量能萎缩",
     "near_stop": "距离止损 {stop:.2f} 不到 {distance:.0%}",

@@ -16,6 +16,7 @@ TRADABLE_PREFIXES = (
     "003",
     "300",
     "301",
+    "302",
     "688",
     "689",
 )
@@ -139,6 +140,8 @@ class EngineConfig:
     # Holding health
     danger_loss: float = 0.93
     danger_ret10: float = -0.15
+    long_suspension_weekdays: int = 20  # a resumption after this long is a danger sign
+    resumption_watch_bars: int = 5  # ... for this many bars after it
     warn_range60: float = 0.50
     warn_stop_distance: float = 0.02
     warn_loss: float = 0.05
