@@ -104,7 +104,11 @@ def stop_in_force(engine: dict[str, Any], own_stop: float | None) -> dict[str, A
     if not own_stop or (engine["stop"] is not None and own_stop <= engine["stop"]):
         return engine
     engine_note = f"，高于引擎止损 {engine['stop']:.2f}" if engine["stop"] is not None else ""
-    return {"stop": round(own_stop, 2), "kind": "own", "label": f"持仓止损{engine_note}（止损只上移）"}
+    return {
+        "stop": round(own_stop, 2),
+        "kind": "own",
+        "label": f"持仓止损{engine_note}（止损只上移）",
+    }
 
 
 def _range_before_break(one: Panel, traded: np.ndarray, cfg: EngineConfig) -> int:
