@@ -8,7 +8,6 @@ turnover rate and the ST flag."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +36,7 @@ class Panel:
     turnover_rate: np.ndarray | None = None  # (T, N) fraction of float shares traded
     is_st: np.ndarray | None = None  # (T, N) bool
     caveats: list[str] = field(default_factory=list)  # data weaknesses, in Chinese
-    market_activity: np.ndarray | None = None  # (T,) see `market_activity`; None = compute
+    market_activity: np.ndarray | None = None  # (T,) see indicators.market_activity
 
     def __post_init__(self) -> None:
         """Fill per-date facts the source did not provide (see `fill_daily_facts`)."""
@@ -65,6 +64,8 @@ class Panel:
     def activity(self) -> np.ndarray:
         """The market's activity per day (`market_activity`), computed once per panel."""
         if self.market_activity is None:
+            from wyckoff.engine.indicators import market_activity  # indicators reads Panels
+
             self.market_activity = market_activity(self.volume)
         return self.market_activity
 
@@ -224,26 +225,3 @@ def last_valid(a: np.ndarray) -> np.ndarray:
     valid = ~np.isnan(a)
     rows = a.shape[0] - 1 - np.argmax(valid[::-1], axis=0)
     return np.where(valid.any(axis=0), a[rows, np.arange(a.shape[1])], np.nan)
-
-
-MIN_MARKET_STOCKS = 30  # fewer stocks with a ratio that day: no market to compare with
-
-
-def market_activity(volume: np.ndarray, n: int = 20) -> np.ndarray:
-    """Per day, the market's median volume ratio: each stock's volume over its mean of the
-    n days before, the median over stocks (1.0 where fewer than MIN_MARKET_STOCKS have one).
-    Point in time: day d reads only days <= d."""
-    filled = np.nan_to_num(volume)
-    sums = np.vstack([np.zeros((1, volume.shape[1])), np.cumsum(filled, axis=0)])
-    counts = np.vstack([np.zeros((1, volume.shape[1])), np.cumsum(~np.isnan(volume), axis=0)])
-    days = np.arange(volume.shape[0])
-    start = np.maximum(days - n, 0)
-    prior_count = counts[days] - counts[start]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prior_mean = (sums[days] - sums[start]) / prior_count
-        ratio = np.where(prior_count >= n * 0.8, volume / prior_mean, np.nan)
-    enough = np.sum(~np.isnan(ratio), axis=1) >= MIN_MARKET_STOCKS
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=RuntimeWarning)
-        median = np.nanmedian(np.where(enough[:, None], ratio, np.nan), axis=1)
-    return np.where(enough & (median > 0), median, 1.0)
