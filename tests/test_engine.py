@@ -166,6 +166,18 @@ def test_evr_is_no_event_on_a_market_wide_volume_surge():
     assert fired[1] and fired.sum() == 1
 
 
+def test_compression_is_no_event_in_a_market_wide_lull():
+    # six weeks before a holiday: every stock's ranges narrow and its volume falls to 40%.
+    # That is the market's quiet, not each stock's own compression
+    panel = make_panel(series((DAYS, 0.001)), fillers=200, filler_drift=0.001)
+    width = np.full(panel.close.shape, 0.03)
+    width[-30:] = np.linspace(0.02, 0.004, 30)[:, None]
+    panel.high[:], panel.low[:] = panel.close * (1 + width / 2), panel.close * (1 - width / 2)
+    panel.volume[-30:] *= 0.4
+    f = features_at(panel, T, DEFAULT_CONFIG)
+    assert TRIGGERS["compression"](panel, T, f, DEFAULT_CONFIG)[0].mean() < 0.05
+
+
 def test_no_trigger_fires_on_more_than_5_percent_of_the_demo_market_on_any_day(demo_home):
     panel = MarketStore.for_source(demo_home, "demo").load_panel(320)
     for t in range(len(panel.dates) - 60, len(panel.dates)):

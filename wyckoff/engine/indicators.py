@@ -120,10 +120,12 @@ def index_return(panel: Panel, code: str, t: int, n: int) -> float:
 MIN_MARKET_STOCKS = 30  # fewer stocks with a volume ratio that day: no market to compare with
 
 
-def market_activity(volume: np.ndarray, n: int = 20) -> np.ndarray:
+def market_activity(volume: np.ndarray, n: int = 60) -> np.ndarray:
     """Per day, the market's median volume ratio: each stock's volume over its mean of the
     n days before, the median over stocks (1.0 where fewer than MIN_MARKET_STOCKS have one).
-    Point in time: day d reads only days <= d."""
+    The baseline is as long as the longest volume window a trigger reads, so a lull or a
+    surge lasting weeks stays the market's, not every stock's. Point in time: day d reads
+    only days <= d."""
     activity = np.ones(volume.shape[0])
     if volume.shape[0] <= n:
         return activity
