@@ -4,11 +4,16 @@ by `wyckoff data import`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import cli
 from tests.test_market_data import DATES, TushareServer, _config
+from wyckoff.engine.bar_import import STOCK_COLUMNS
 from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.sources import TUSHARE_PAGE_ROWS, akshare_frames, sync
 
@@ -136,3 +141,173 @@ def test_tushare_st_status_is_read_past_the_first_page_of_name_changes(home):
     assert panel.is_st[:, panel.column("000001")].tolist() == [True, True, True]
     calls = [r["params"] for r in server.requests if r["api_name"] == "namechange"]
     assert [c["offset"] for c in calls] == [0, TUSHARE_PAGE_ROWS]
+
+
+# --- wyckoff data import ----------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+REAL_FILES = sorted(DATA.glob("*.csv"))
+
+
+def _import(*args: str):
+    return cli("data", "import", *(str(a) for a in args))
+
+
+def _real_store(home) -> MarketStore:
+    for path in REAL_FILES:
+        result = _import(path)
+        assert result.returncode == 0, result.stderr
+    return MarketStore.for_source(home, "import")
+
+
+def _raw(store: MarketStore) -> pd.DataFrame:
+    return store.query_df(
+        "SELECT code, date, close, pre_close, adj_factor, share_factor FROM bars ORDER BY code, date"
+    )
+
+
+def test_real_bars_get_factors_exactly_on_the_exchange_ex_dates(home):
+    bars = _raw(_real_store(home))
+    previous = bars.groupby("code")["close"].shift(1)
+    factor_change = bars["adj_factor"] / bars.groupby("code")["adj_factor"].shift(1)
+    changed = bars[(factor_change - 1).abs() > 1e-12]
+    # 恒瑞医药 10送2 plus cash on 2017-05-31; 宁德时代 cash only on 2020-06-04
+    assert changed[["code", "date"]].astype(str).values.tolist() == [
+        ["300750", "2020-06-04"],
+        ["600276", "2017-05-31"],
+    ]
+    assert (bars["adj_factor"] > 0).all()
+    # everywhere else the adjusted return is the raw return, to the last bit
+    normal = ~bars.index.isin(changed.index) & previous.notna()
+    adjusted = factor_change * bars["close"] / previous
+    assert (adjusted[normal] - bars["close"][normal] / previous[normal]).abs().max() < 1e-12
+    shares = bars.set_index(["code", bars["date"].astype(str)])["share_factor"]
+    assert shares["600276", "2017-05-31"] / shares["600276", "2017-05-26"] == pytest.approx(1.2)
+    assert shares["300750"].nunique() == 1  # a cash dividend adds no shares
+
+
+def test_real_bars_keep_st_by_date_suspensions_and_the_star_listing(home):
+    panel = _real_store(home).load_panel(2000)
+    dates = [str(d) for d in panel.dates]
+    st = panel.is_st[:, panel.column("000980")]
+    traded = ~np.isnan(panel.close[:, panel.column("000980")])
+    assert st[traded].any() and not st[traded].all()  # *ST众泰 became ST inside the file
+    zte = panel.column("000063")  # 中兴通讯, suspended 2018-04-17 .. 2018-06-12
+    traded_days = [d for d, c in zip(dates, panel.close[:, zte], strict=True) if c == c]
+    resumed = traded_days.index("2018-06-13")
+    assert traded_days[resumed - 1] == "2018-04-16"
+    # no factor change across the suspension: the limit-down as traded, 31.31 -> 28.18
+    day = dates.index("2018-06-13")
+    assert panel.close[day, zte] / panel.close[dates.index("2018-04-16"), zte] == pytest.approx(
+        28.18 / 31.31
+    )
+    assert panel.stocks.loc["688981", "board"] == "star"
+
+
+def test_screen_and_analyze_run_on_imported_real_bars(home):
+    _real_store(home)
+    analyze = cli("analyze", "600260", "--json")  # the newest bars of the set: *ST凯乐
+    assert analyze.returncode == 0, analyze.stderr
+    payload = json.loads(analyze.stdout)
+    assert payload["source"] == "import" and payload["close"] == 0.47
+    screen = cli("screen", "--json")
+    assert screen.returncode == 0, screen.stderr
+    assert json.loads(screen.stdout)["source"] == "import"
+    status = cli("data", "status").stdout
+    assert "import" in status and "日线来源" in status and "由交易所前收盘价推导" in status
+
+
+@pytest.fixture(scope="module")
+def demo_as_files(tmp_path_factory) -> tuple[Path, Path]:
+    """The demo market (400 stocks) written out in the import format: stock bars as Parquet
+    (names per date, the first bar's reference price its open) and the indices as CSV."""
+    import duckdb
+
+    from wyckoff.engine.sources import ensure_demo
+
+    folder = tmp_path_factory.mktemp("demo-files")
+    store = ensure_demo(folder / "home", limit=400)
+    stocks, indices = folder / "stocks.parquet", folder / "indices.csv"
+    with duckdb.connect(str(store.path), read_only=True) as conn:
+        conn.execute(
+            f"""COPY (SELECT b.code || CASE WHEN b.code LIKE '6%' THEN '.SH' ELSE '.SZ' END AS code,
+                b.date, b.open, b.high, b.low, b.close,
+                COALESCE(lag(b.close) OVER (PARTITION BY b.code ORDER BY b.date), b.open)
+                    AS pre_close,
+                b.volume, b.amount, s.name
+            FROM bars b JOIN stocks s USING (code)) TO '{stocks}' (FORMAT parquet)"""
+        )
+        conn.execute(
+            f"COPY (SELECT code, strftime(date, '%Y%m%d') AS date, open, high, low, close,"
+            f" volume, amount FROM index_bars) TO '{indices}' (HEADER)"
+        )
+    return stocks, indices
+
+
+def test_screen_analyze_and_backtest_work_on_an_imported_parquet_market(home, demo_as_files):
+    stocks, indices = demo_as_files
+    first = _import(stocks)
+    assert first.returncode == 0, first.stderr
+    assert "数据源已切换为 import" in first.stderr
+    assert _import(indices, "--index").returncode == 0
+    screen = json.loads(cli("screen", "--json").stdout)
+    assert screen["source"] == "import" and screen["summary"]["total_scanned"] == 400
+    assert screen["summary"]["layer1_passed"] > 20
+    analyze = json.loads(cli("analyze", "000001", "--json").stdout)
+    assert analyze["source"] == "import" and analyze["name"] == "平安银行"
+    start = str(MarketStore.for_source(home, "import").load_panel(60).dates[-40])
+    backtest = cli("backtest", "--start", start, "--json")
+    assert backtest.returncode == 0, backtest.stderr
+    assert json.loads(backtest.stdout)["trades"] > 0
+    status = json.loads(cli("data", "status", "--json").stdout)
+    assert status["source"] == "import" and status["indices"] == 6
+
+
+def test_a_second_import_adds_to_the_first(home):
+    path = DATA / "300750_2020.csv"
+    lines = path.read_text().splitlines()
+    early, late = home.parent / "early.csv", home.parent / "late.csv"
+    early.write_text("\n".join(lines[:60]) + "\n")  # through 2020-06-04's eve
+    late.write_text("\n".join(lines[:1] + lines[60:]) + "\n")
+    assert _import(early).returncode == 0 and _import(late).returncode == 0
+    bars = _raw(MarketStore.for_source(home, "import"))
+    assert len(bars) == len(lines) - 1
+    whole = home.parent / "whole"
+    whole.mkdir()
+    once = cli("data", "import", str(path), env={"WYCKOFF_HOME": str(whole)})
+    assert once.returncode == 0
+    assert _raw(MarketStore.for_source(whole, "import")).equals(bars)  # same factors
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("600000,2025-03-06,5,5,5,5,5,100,500", "第 4 行与第 5 行重复（600000 2025-03-06）"),
+        ("600000,2025-02-30,5,5,5,5,5,100,500", "第 5 行的日期是 '2025-02-30'，无法识别"),
+        ("600000,2025-03-07,5,5,5,-5,5,100,500", "第 5 行的 close 是 '-5'：应为正数"),
+        ("600000,2025-03-07,5,5,5,5,5,,500", "第 5 行的 volume 为空"),
+        ("60000X,2025-03-07,5,5,5,5,5,100,500", "第 5 行的代码 '60000X' 无效"),
+    ],
+)
+def test_a_bad_file_is_one_sentence_and_writes_nothing(home, row, message):
+    good = home.parent / "good.csv"
+    good.write_text(f"{','.join(STOCK_COLUMNS)}\n600001.SH,2025-03-03,5,5,5,5,5,100,500\n")
+    assert _import(good).returncode == 0
+    bad = home.parent / "bad.csv"
+    bad.write_text(
+        f"{','.join(STOCK_COLUMNS)}\n600000,2025-03-04,5,5,5,5,5,100,500\n"
+        "600000,2025-03-05,5,5,5,5,5,100,500\n600000,2025-03-06,5,5,5,5,5,100,500\n" + row + "\n"
+    )
+    result = _import(bad)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert "没有写入任何数据" in result.stderr and "Traceback" not in result.stderr
+    assert MarketStore.for_source(home, "import").execute("SELECT code FROM bars") == [("600001",)]
+
+
+def test_a_file_without_a_required_column_names_it(home):
+    bad = home.parent / "no_pre_close.csv"
+    bad.write_text("code,date,open,high,low,close,volume,amount\n600000,2025-03-03,5,5,5,5,1,5\n")
+    result = _import(bad)
+    assert result.returncode == 2
+    assert "no_pre_close.csv 缺少列：pre_close" in result.stderr
+    assert "Traceback" not in result.stderr and not (home / "market-import.duckdb").exists()

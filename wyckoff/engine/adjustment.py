@@ -74,9 +74,14 @@ def factor_caveats(conn) -> list[str]:
     if not derived:
         return []
     caveats = [
-        f"复权因子：{sources} 的复权因子由交易所前收盘价推导（不用数据源自带的复权价），"
-        f"共 {ex_dates} 个除权除息日；成交量只按送转股调整，现金分红不改变成交量。"
+        f"复权因子：{sources} 的复权因子由交易所前收盘价推导（只在除权除息日变化，其余日子复权涨跌"
+        f"与不复权涨跌相同），共 {ex_dates} 个除权除息日；成交量只按送转股调整，现金分红不改变成交量。"
     ]
+    if "akshare" in sources:
+        caveats.append(
+            "akshare：自带的后复权价不是干净的乘法序列（涨跌与不复权不符，甚至为负），已弃用；"
+            "前收盘价由其分红送转数据按交易所除权公式重建。"
+        )
     if missing:
         caveats.append(f"前收盘价：缺失 {missing} 条，这些日子按没有除权除息处理。")
     if above:

@@ -8,7 +8,7 @@ price factor and share factor (see adjustment.py); panels are qfq-adjusted when 
 price x factor / latest factor, and volume by the share factor's inverse, so volumes stay
 comparable across a bonus issue or split but not scaled by cash dividends. A missing price
 factor takes the last known one of the stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
-rate (%) and the ST flag of that day.
+rate (%), the ST flag and (when the source gives it) the name of that day.
 
 Several processes share the file (the TUI open while `analyze` or `data sync` runs). DuckDB
 lets one process write or many read, so connections are read-only unless they write, each
@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS daily_basic (
     PRIMARY KEY (code, date));
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS float_mv DOUBLE;
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS is_st BOOLEAN;
+ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS name VARCHAR;
 CREATE TABLE IF NOT EXISTS trade_calendar (date DATE PRIMARY KEY, is_open BOOLEAN, source VARCHAR);
 CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """

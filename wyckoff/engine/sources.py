@@ -65,6 +65,11 @@ def tushare_token(config) -> str | None:
 
 
 def no_data_hint(source: str) -> str:
+    if source == "import":
+        return (
+            "导入行情库还没有数据：先运行 `wyckoff data import FILE`（格式见 docs/data.md），"
+            "或用 `wyckoff data use demo` 改用内置演示数据（合成数据，仅供体验）。"
+        )
     return (
         f"本地行情库（数据源 {source}）还没有数据：先运行 `wyckoff data sync`，"
         "或用 `wyckoff data use demo` 改用内置演示数据（合成数据，仅供体验）。"
@@ -773,6 +778,11 @@ def sync(
     if source == "demo":
         ensure_demo(home, progress)
         return {"source": "demo", "note": "演示数据是本地合成的，不需要同步。"}
+    if source == "import":
+        raise SourceError(
+            "数据源 import 的行情来自你导入的文件，不能同步：用 `wyckoff data import FILE` 追加新数据，"
+            "或用 `wyckoff data use baostock`（或 tushare、akshare）改用可同步的数据源。"
+        )
     if source == "tushare":
         token = tushare_token(config)
         if not token:
