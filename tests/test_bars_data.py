@@ -146,7 +146,8 @@ def test_tushare_st_status_is_read_past_the_first_page_of_name_changes(home):
 # --- wyckoff data import ----------------------------------------------------------------------
 
 DATA = Path(__file__).parent / "data"
-REAL_FILES = sorted(DATA.glob("*.csv"))
+STOCK_FILES = sorted(DATA.glob("[0-9]*.csv"))
+INDEX_FILES = sorted(DATA.glob("index_*.csv"))
 
 
 def _import(*args: str):
@@ -154,8 +155,11 @@ def _import(*args: str):
 
 
 def _real_store(home) -> MarketStore:
-    for path in REAL_FILES:
+    for path in STOCK_FILES:
         result = _import(path)
+        assert result.returncode == 0, result.stderr
+    for path in INDEX_FILES:
+        result = _import(path, "--index")
         assert result.returncode == 0, result.stderr
     return MarketStore.for_source(home, "import")
 
@@ -215,6 +219,8 @@ def test_screen_and_analyze_run_on_imported_real_bars(home):
     assert json.loads(screen.stdout)["source"] == "import"
     status = cli("data", "status").stdout
     assert "import" in status and "日线来源" in status and "由交易所前收盘价推导" in status
+    indices = json.loads(cli("data", "status", "--json").stdout)["indices"]
+    assert indices == 2  # 000001.SH and 000300.SH
 
 
 @pytest.fixture(scope="module")
