@@ -317,3 +317,37 @@ def test_a_file_without_a_required_column_names_it(home):
     assert result.returncode == 2
     assert "no_pre_close.csv 缺少列：pre_close" in result.stderr
     assert "Traceback" not in result.stderr and not (home / "market-import.duckdb").exists()
+
+
+class CashDividendTushare(TushareServer):
+    """000001 pays cash on the last day: its adj_factor rises 2% and pre_close is 2% below
+    the previous close; 600519's 2-for-1 split comes without pre_close (an older sync)."""
+
+    def answer(self, body: dict) -> dict:
+        answer = super().answer(body)
+        api, data = body["api_name"], answer.get("data") or {}
+        day = DATES.index(body["params"].get("trade_date", DATES[0]))
+        if api == "daily":
+            data["fields"].insert(6, "pre_close")
+            for row in data["items"]:
+                previous = 11.0 + day - 1  # 000001 closes 11, 12, 13
+                cash_day = previous / 1.02 if day == 2 else previous
+                row.insert(6, cash_day if row[0] == "000001.SZ" else None)
+        if api == "adj_factor":
+            for row in data["items"]:
+                row[2] = 1.02 if row[0] == "000001.SZ" and day == 2 else row[2]
+        return answer
+
+
+def test_tushare_volume_follows_the_split_but_not_the_cash_dividend(home):
+    server = CashDividendTushare()
+    try:
+        home.mkdir(parents=True)
+        sync(home, _config(server.url), 3, None, lambda *a: None)
+    finally:
+        server.close()
+    panel = MarketStore.for_source(home, "tushare").load_panel(3)
+    ping_an, moutai = panel.column("000001"), panel.column("600519")
+    assert panel.volume[:, ping_an].tolist() == [500_000, 500_000, 500_000]  # not x1.02
+    assert panel.close[0, ping_an] == pytest.approx(11.0 / 1.02)  # prices do follow the cash
+    assert panel.volume[:, moutai].tolist() == [200_000, 200_000, 100_000]  # the split's x2

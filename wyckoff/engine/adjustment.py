@@ -21,17 +21,20 @@ DERIVED_SOURCES = ("akshare", "baostock", "import")
 # bonus issues come in tenths (10送1 = 0.1 and up) and a cash payment is far below 10% of the
 # price, so q < 1.1 is read as cash only; above, the bonus is the largest tenth with
 # 1 + bonus <= q (the rest is cash). pre_close is rounded to the cent: half a cent of slack.
-BONUS_RULE = """CASE WHEN prev_close > 0 AND pre_close > 0.005
-    AND prev_close / (pre_close - 0.005) >= 1.1
-    THEN floor((prev_close / (pre_close - 0.005) - 1) * 10 + 1e-9) / 10 ELSE 0 END"""
+# Bars stored without pre_close (older tushare syncs) read q from the source's own factor.
+PRICE_MOVE = """CASE WHEN prev_close > 0 AND pre_close > 0.005 THEN prev_close / (pre_close - 0.005)
+    WHEN prev_adj > 0 THEN adj_factor / prev_adj ELSE 1 END"""
+BONUS_RULE = f"""CASE WHEN ({PRICE_MOVE}) >= 1.1
+    THEN floor((({PRICE_MOVE}) - 1) * 10 + 1e-9) / 10 ELSE 0 END"""
 
 PRICE_RATIO = """CASE WHEN prev_close > 0 AND pre_close > 0 THEN prev_close / pre_close
     ELSE 1 END"""
 
 DERIVED_FACTORS = f"""
 WITH ordered AS (
-    SELECT code, date, pre_close, bonus_ratio,
-        lag(close) OVER (PARTITION BY code ORDER BY date) AS prev_close
+    SELECT code, date, pre_close, bonus_ratio, adj_factor,
+        lag(close) OVER (PARTITION BY code ORDER BY date) AS prev_close,
+        lag(adj_factor) OVER (PARTITION BY code ORDER BY date) AS prev_adj
     FROM bars WHERE code IN (SELECT code FROM touched)),
 ratios AS (
     SELECT code, date, {PRICE_RATIO} AS price_ratio,
