@@ -351,3 +351,14 @@ def test_tushare_volume_follows_the_split_but_not_the_cash_dividend(home):
     assert panel.volume[:, ping_an].tolist() == [500_000, 500_000, 500_000]  # not x1.02
     assert panel.close[0, ping_an] == pytest.approx(11.0 / 1.02)  # prices do follow the cash
     assert panel.volume[:, moutai].tolist() == [200_000, 200_000, 100_000]  # the split's x2
+
+
+def test_a_window_starting_on_an_ex_date_keeps_the_stored_reference_price(tmp_path):
+    frame = _bars("600000", CLOSES, PRE_CLOSES)
+    store = MarketStore.for_source(tmp_path, "akshare")
+    store.write({"bars": frame}, derive_price=True)
+    # a later fetch starts on the 10送10 day: it cannot know that day's reference price
+    later = frame.iloc[2:].assign(pre_close=[None, *PRE_CLOSES[3:]])
+    store.write({"bars": later}, derive_price=True)
+    factors = store.execute("SELECT adj_factor FROM bars ORDER BY date")
+    assert [f for (f,) in factors] == pytest.approx([1, 1, 2, 2, 2.12, 2.12])

@@ -60,6 +60,9 @@ CREATE TABLE IF NOT EXISTS trade_calendar (date DATE PRIMARY KEY, is_open BOOLEA
 CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
 
+KEPT_PRE_CLOSE = """COALESCE(incoming.pre_close, (SELECT b.pre_close FROM bars b
+    WHERE b.code = incoming.code AND b.date = incoming.date))"""
+
 _LOCK = threading.Lock()  # one DuckDB connection at a time per process
 LOCK_WAIT_S = 60.0
 
@@ -172,8 +175,12 @@ class MarketStore:
         if "source" not in frame and table != "sync_state":
             frame = frame.assign(source=self.source)
         columns = ", ".join(frame.columns)
+        # A bar fetched without the day before (the first of a window) keeps its stored
+        # reference price: the factor chain must not break where two syncs meet.
+        kept = KEPT_PRE_CLOSE if table == "bars" else "pre_close"
+        values = ", ".join(kept if c == "pre_close" else c for c in frame.columns)
         conn.register("incoming", frame)
-        conn.execute(f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {columns} FROM incoming")
+        conn.execute(f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {values} FROM incoming")
         conn.unregister("incoming")
 
     def set_state(self, key: str, value: str) -> None:
