@@ -175,10 +175,12 @@ def test_real_bars_get_factors_exactly_on_the_exchange_ex_dates(home):
     previous = bars.groupby("code")["close"].shift(1)
     factor_change = bars["adj_factor"] / bars.groupby("code")["adj_factor"].shift(1)
     changed = bars[(factor_change - 1).abs() > 1e-12]
-    # 恒瑞医药 10送2 plus cash on 2017-05-31; 宁德时代 cash only on 2020-06-04
+    # 平安银行 10送2 with cash, 宁德时代 cash, 恒瑞医药 送股 with cash, 艾融软件 cash
     assert changed[["code", "date"]].astype(str).values.tolist() == [
+        ["000001", "2016-06-16"],
         ["300750", "2020-06-04"],
         ["600276", "2017-05-31"],
+        ["830799", "2023-06-02"],
     ]
     assert (bars["adj_factor"] > 0).all()
     # everywhere else the adjusted return is the raw return, to the last bit
@@ -187,7 +189,21 @@ def test_real_bars_get_factors_exactly_on_the_exchange_ex_dates(home):
     assert (adjusted[normal] - bars["close"][normal] / previous[normal]).abs().max() < 1e-12
     shares = bars.set_index(["code", bars["date"].astype(str)])["share_factor"]
     assert shares["600276", "2017-05-31"] / shares["600276", "2017-05-26"] == pytest.approx(1.2)
-    assert shares["300750"].nunique() == 1  # a cash dividend adds no shares
+    assert shares["000001", "2016-06-16"] / shares["000001", "2016-06-15"] == pytest.approx(1.2)
+    assert shares["300750"].nunique() == shares["830799"].nunique() == 1  # cash adds no shares
+
+
+def test_ping_an_across_its_2016_bonus_issue_is_flat_not_minus_18_percent(home):
+    panel = _real_store(home).load_panel(2000, codes=["000001"])
+    dates = [str(d) for d in panel.dates]
+    before, on = dates.index("2016-06-15"), dates.index("2016-06-16")
+    assert panel.raw_close[on, 0] / panel.raw_close[before, 0] - 1 == pytest.approx(
+        -0.179, abs=1e-3
+    )
+    assert panel.close[on, 0] / panel.close[before, 0] - 1 == pytest.approx(0.0, abs=1e-12)
+    # a held lot of 1,000 shares is 1,200 after the ex-date: the volume before counts x1.2
+    raw_volume = 56_349_787  # 2016-01-04, lots x 100
+    assert panel.volume[0, 0] == pytest.approx(raw_volume * 1.2)
 
 
 def test_real_bars_keep_st_by_date_suspensions_and_the_star_listing(home):
@@ -210,10 +226,10 @@ def test_real_bars_keep_st_by_date_suspensions_and_the_star_listing(home):
 
 def test_screen_and_analyze_run_on_imported_real_bars(home):
     _real_store(home)
-    analyze = cli("analyze", "600260", "--json")  # the newest bars of the set: *ST凯乐
+    analyze = cli("analyze", "830799", "--json")  # the newest bars of the set: a BSE stock
     assert analyze.returncode == 0, analyze.stderr
     payload = json.loads(analyze.stdout)
-    assert payload["source"] == "import" and payload["close"] == 0.47
+    assert payload["source"] == "import" and payload["close"] == 10.22
     screen = cli("screen", "--json")
     assert screen.returncode == 0, screen.stderr
     assert json.loads(screen.stdout)["source"] == "import"
