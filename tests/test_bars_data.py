@@ -337,26 +337,40 @@ def test_a_file_without_a_required_column_names_it(home):
 
 class CashDividendTushare(TushareServer):
     """000001 pays cash on the last day: its adj_factor rises 2% and pre_close is 2% below
-    the previous close; 600519's 2-for-1 split comes without pre_close (an older sync)."""
+    the previous close; 600519's 2-for-1 split comes without pre_close (an older sync).
+    With `plans`, the dividend API states 600519's split and a 12% cash payment of 000001
+    (which the price alone would read as 10送1)."""
+
+    plans = False
 
     def answer(self, body: dict) -> dict:
+        api = body["api_name"]
+        if api == "dividend":
+            fields = ["ts_code", "div_proc", "stk_div", "ex_date"]
+            items = [["600519.SH", "实施", 1.0, DATES[2]], ["000001.SZ", "实施", 0.0, DATES[2]]]
+            items += [["000001.SZ", "预案", 5.0, None]]  # a plan only: no shares yet
+            on_date = body["params"]["ex_date"] == DATES[2] and self.plans
+            return {"code": 0, "msg": "", "data": {"fields": fields, "items": items * on_date}}
         answer = super().answer(body)
-        api, data = body["api_name"], answer.get("data") or {}
+        data = answer.get("data") or {}
         day = DATES.index(body["params"].get("trade_date", DATES[0]))
+        cash = 1.12 if self.plans else 1.02
         if api == "daily":
             data["fields"].insert(6, "pre_close")
             for row in data["items"]:
                 previous = 11.0 + day - 1  # 000001 closes 11, 12, 13
-                cash_day = previous / 1.02 if day == 2 else previous
+                cash_day = previous / cash if day == 2 else previous
                 row.insert(6, cash_day if row[0] == "000001.SZ" else None)
         if api == "adj_factor":
             for row in data["items"]:
-                row[2] = 1.02 if row[0] == "000001.SZ" and day == 2 else row[2]
+                row[2] = cash if row[0] == "000001.SZ" and day == 2 else row[2]
         return answer
 
 
-def test_tushare_volume_follows_the_split_but_not_the_cash_dividend(home):
+@pytest.mark.parametrize("plans", [False, True], ids=["from-prices", "from-dividend-api"])
+def test_tushare_volume_follows_the_split_but_not_the_cash_dividend(home, plans):
     server = CashDividendTushare()
+    server.plans = plans
     try:
         home.mkdir(parents=True)
         sync(home, _config(server.url), 3, None, lambda *a: None)
@@ -365,7 +379,7 @@ def test_tushare_volume_follows_the_split_but_not_the_cash_dividend(home):
     panel = MarketStore.for_source(home, "tushare").load_panel(3)
     ping_an, moutai = panel.column("000001"), panel.column("600519")
     assert panel.volume[:, ping_an].tolist() == [500_000, 500_000, 500_000]  # not x1.02
-    assert panel.close[0, ping_an] == pytest.approx(11.0 / 1.02)  # prices do follow the cash
+    assert panel.close[0, ping_an] == pytest.approx(11.0 / (1.12 if plans else 1.02))
     assert panel.volume[:, moutai].tolist() == [200_000, 200_000, 100_000]  # the split's x2
 
 

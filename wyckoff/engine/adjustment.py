@@ -8,8 +8,9 @@ previous close. So the price factor chains without any source's own adjusted pri
 
 and adjusted returns equal raw returns on every day that is not an ex-date. Volumes follow
 share-count changes only (送股/转增/拆股), never cash: share_t = share_{t-1} x (1 + bonus_t).
-A source that states the bonus ratio (akshare's dividend data) stores it in `bonus_ratio`;
-otherwise it is read from the price ratio q = close_prev / pre_close by BONUS_RULE.
+A source that states the bonus ratio (the dividend data of tushare and akshare) stores it in
+`bonus_ratio`; otherwise it is read from the price ratio q = close_prev / pre_close by
+BONUS_RULE.
 """
 
 from __future__ import annotations

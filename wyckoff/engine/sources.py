@@ -242,10 +242,21 @@ def _sync_tushare_date(
     if wanted is not None:
         daily = daily[daily["ts_code"].isin(wanted)]
     merged = daily.merge(factors, on=["ts_code", "trade_date"], how="left")
+    merged["bonus_ratio"] = merged["ts_code"].map(_tushare_bonus(client, trade_date))
     store.upsert("bars", _tushare_bars(merged))
     store.upsert("daily_basic", _tushare_basic(basic, names, trade_date))
     caps = dict(zip(basic["ts_code"].str[:6], basic["total_mv"] * 1e4, strict=True))
     return len(merged), caps
+
+
+def _tushare_bonus(client: TushareClient, trade_date: str) -> dict[str, float]:
+    """ts_code -> shares credited per share (送股 + 转增) by the plans carried out with this
+    ex-date; stocks without one are absent (their share factor is read from pre_close)."""
+    plans = client.query("dividend", "ts_code,div_proc,stk_div,ex_date", ex_date=trade_date)
+    if plans.empty:
+        return {}
+    done = plans[plans["div_proc"] == "实施"]
+    return done.groupby("ts_code")["stk_div"].sum().astype(float).to_dict()
 
 
 def _tushare_stocks(client: TushareClient) -> pd.DataFrame:
@@ -283,6 +294,7 @@ def _tushare_bars(frame: pd.DataFrame) -> pd.DataFrame:
             "volume": frame["vol"] * 100,  # tushare: lots of 100 shares
             "amount": frame["amount"] * 1000,  # tushare: thousands of CNY
             "adj_factor": frame["adj_factor"],  # NULL when missing: the load carries it forward
+            "bonus_ratio": frame["bonus_ratio"],  # NULL unless a dividend plan says it
         }
     )
 
