@@ -130,14 +130,19 @@ class LongNameHistory(TushareServer):
         return {"code": 0, "msg": "", "data": {"fields": fields, "items": page}}
 
 
-def test_tushare_st_status_is_read_past_the_first_page_of_name_changes(home):
-    server = LongNameHistory()
+def _synced(home, server: TushareServer):
+    """The panel of a three-day tushare sync from `server` (closed afterwards)."""
     try:
         home.mkdir(parents=True)
         sync(home, _config(server.url), 3, None, lambda *a: None)
     finally:
         server.close()
-    panel = MarketStore.for_source(home, "tushare").load_panel(3)
+    return MarketStore.for_source(home, "tushare").load_panel(3)
+
+
+def test_tushare_st_status_is_read_past_the_first_page_of_name_changes(home):
+    server = LongNameHistory()
+    panel = _synced(home, server)
     assert panel.is_st[:, panel.column("000001")].tolist() == [True, True, True]
     calls = [r["params"] for r in server.requests if r["api_name"] == "namechange"]
     assert [c["offset"] for c in calls] == [0, TUSHARE_PAGE_ROWS]
@@ -371,12 +376,7 @@ class CashDividendTushare(TushareServer):
 def test_tushare_volume_follows_the_split_but_not_the_cash_dividend(home, plans):
     server = CashDividendTushare()
     server.plans = plans
-    try:
-        home.mkdir(parents=True)
-        sync(home, _config(server.url), 3, None, lambda *a: None)
-    finally:
-        server.close()
-    panel = MarketStore.for_source(home, "tushare").load_panel(3)
+    panel = _synced(home, server)
     ping_an, moutai = panel.column("000001"), panel.column("600519")
     assert panel.volume[:, ping_an].tolist() == [500_000, 500_000, 500_000]  # not x1.02
     assert panel.close[0, ping_an] == pytest.approx(11.0 / (1.12 if plans else 1.02))
