@@ -454,7 +454,7 @@ def import_file(
     from pathlib import Path
 
     from wyckoff.cli.output import print_notice
-    from wyckoff.config import load_config, save_config, wyckoff_home
+    from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
     from wyckoff.engine.bar_import import import_bars
     from wyckoff.engine.market_store import MarketStore
 
@@ -466,8 +466,11 @@ def import_file(
         f"已导入 {what} {written.get('bars', written.get('index_bars'))} 条"
         f"（{written.get('stocks', written.get('indices'))} 个代码）到导入行情库。"
     )
-    config = load_config(home)
-    if config.data.source != "import":
-        data = config.data.model_copy(update={"source": "import"})
-        save_config(config.model_copy(update={"data": data}), home)
+    with config_lock(home):
+        config = load_config(home)
+        switched = config.data.source != "import"
+        if switched:
+            data = config.data.model_copy(update={"source": "import"})
+            save_config(config.model_copy(update={"data": data}), home)
+    if switched:
         print_notice("数据源已切换为 import（你导入的数据）；`wyckoff data use SOURCE` 可切回。")
