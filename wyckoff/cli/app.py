@@ -104,9 +104,11 @@ def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
     from typer._click import exceptions as click_errors
 
-    from wyckoff.cli.output import CANCELLED_EXIT, print_error, say_cancelled
+    from wyckoff.cli import interrupt
+    from wyckoff.cli.output import CANCELLED_EXIT, print_error
     from wyckoff.errors import WyckoffError
 
+    interrupt.install()
     try:
         # standalone_mode=False: usage errors reach us, to be told in Chinese
         result = app(prog_name="wyckoff", standalone_mode=False)  # same name under python -m
@@ -123,7 +125,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         result = CANCELLED_EXIT
+    except Exception:
+        if not interrupt.pressed():  # e.g. DuckDB's "Query interrupted" after a Ctrl+C
+            raise
+        result = CANCELLED_EXIT
     if result == CANCELLED_EXIT:
-        say_cancelled()
+        interrupt.cancelling()
     if isinstance(result, int):
         sys.exit(result)
