@@ -1,6 +1,7 @@
-"""How often each Layer-4 trigger fires on the demo market: the share of trading stocks it
-fires on per day, mean and max over the last N days. A trigger that fires on more than 5% of
-the market on an ordinary day is noise. Run: python bench/triggers.py [days]"""
+"""How often each Layer-4 trigger fires: the share of trading stocks it fires on per day,
+mean and max over the last N days and the worst day. A trigger that fires on more than 5%
+of the market on any day is noise. Run: python bench/triggers.py [days] [market.duckdb]
+(default: the demo market, built in a temporary folder; a store file: its own bars)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyckoff.engine.funnel import layer2, layer4  # noqa: E402
 from wyckoff.engine.indicators import features_at  # noqa: E402
+from wyckoff.engine.market_store import MarketStore  # noqa: E402
 from wyckoff.engine.sources import ensure_demo  # noqa: E402
 from wyckoff.engine.thresholds import DEFAULT_CONFIG  # noqa: E402
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS  # noqa: E402
@@ -35,19 +37,28 @@ def daily_hit_rates(panel, days: int) -> dict[str, list[tuple[float, float]]]:
     return rates
 
 
+def load(store_file: str | None):
+    if store_file:
+        return MarketStore(Path(store_file), "bench").load_panel(600)
+    with tempfile.TemporaryDirectory() as home:
+        return ensure_demo(Path(home)).load_panel(320)
+
+
 def main() -> None:
     days = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    with tempfile.TemporaryDirectory() as home:
-        panel = ensure_demo(Path(home)).load_panel(320)
-    print(f"demo market: {len(panel.codes)} stocks, last {days} trading days to {panel.as_of}")
+    panel = load(sys.argv[2] if len(sys.argv) > 2 else None)
+    print(f"{len(panel.codes)} stocks, last {days} trading days to {panel.as_of}")
     print(
-        f"{'trigger':<10}{'raw mean %':>12}{'raw max %':>11}{'ruled mean %':>14}{'ruled max %':>13}"
+        f"{'trigger':<10}{'raw mean %':>12}{'raw max %':>11}{'ruled mean %':>14}"
+        f"{'ruled max %':>13}  worst day"
     )
+    first = len(panel.dates) - days
     for name, per_day in daily_hit_rates(panel, days).items():
         raw, ruled = np.array(per_day).T
+        worst = panel.dates[first + int(np.argmax(raw))]
         print(
             f"{TRIGGER_LABELS[name]:<10}{raw.mean():>12.2f}{raw.max():>11.2f}"
-            f"{ruled.mean():>14.2f}{ruled.max():>13.2f}"
+            f"{ruled.mean():>14.2f}{ruled.max():>13.2f}  {worst}"
         )
 
 

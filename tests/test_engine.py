@@ -12,6 +12,7 @@ from tests.engine_fixtures import DAYS, make_panel, series
 from wyckoff.engine.funnel import layer2, run_funnel
 from wyckoff.engine.health import diagnose, holding_health
 from wyckoff.engine.indicators import features_at
+from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.engine.triggers import TRIGGERS
 
@@ -149,6 +150,42 @@ def test_evr_looks_at_the_last_two_bars_only():
     assert fires("evr", _heavy_bar_without_progress(0))  # today's bar
     assert fires("evr", _heavy_bar_without_progress(1))
     assert not fires("evr", _heavy_bar_without_progress(2))  # three bars ago is stale
+
+
+def test_evr_is_no_event_on_a_market_wide_volume_surge():
+    # everyone trades 2.5x the usual volume at a 3% turnover with little price change: that
+    # is the market's day, not a stock's; a stock trading 6x that day still stands out
+    close = np.full(DAYS, 10.0)
+    panel = make_panel(close, low=close * 0.99, fillers=200)
+    panel.volume[-2] *= 2.5
+    panel.volume[-2, 1] *= 6 / 2.5
+    panel.turnover_rate[-2] = 0.03
+    fired = TRIGGERS["evr"](panel, T, features_at(panel, T, DEFAULT_CONFIG), DEFAULT_CONFIG)[0]
+    trading = ~np.isnan(panel.close[T])
+    assert fired[trading].mean() < 0.05
+    assert fired[1] and fired.sum() == 1
+
+
+def test_compression_is_no_event_in_a_market_wide_lull():
+    # six weeks before a holiday: every stock's ranges narrow and its volume falls to 40%.
+    # That is the market's quiet, not each stock's own compression
+    panel = make_panel(series((DAYS, 0.001)), fillers=200, filler_drift=0.001)
+    width = np.full(panel.close.shape, 0.03)
+    width[-30:] = np.linspace(0.02, 0.004, 30)[:, None]
+    panel.high[:], panel.low[:] = panel.close * (1 + width / 2), panel.close * (1 - width / 2)
+    panel.volume[-30:] *= 0.4
+    f = features_at(panel, T, DEFAULT_CONFIG)
+    assert TRIGGERS["compression"](panel, T, f, DEFAULT_CONFIG)[0].mean() < 0.05
+
+
+def test_no_trigger_fires_on_more_than_5_percent_of_the_demo_market_on_any_day(demo_home):
+    panel = MarketStore.for_source(demo_home, "demo").load_panel(320)
+    for t in range(len(panel.dates) - 60, len(panel.dates)):
+        f = features_at(panel, t, DEFAULT_CONFIG)
+        trading = ~np.isnan(f.close)
+        for name, detect in TRIGGERS.items():
+            share = detect(panel, t, f, DEFAULT_CONFIG)[0][trading].mean()
+            assert share <= 0.05, f"{name} on {panel.dates[t]}: {share:.1%}"
 
 
 def _compression_panel(final_range: float, final_volume: float):
@@ -304,7 +341,7 @@ def test_health_is_caution_on_two_warnings():
 def _facts(**values: float) -> SimpleNamespace:
     """Features as the health rules read them: one-stock arrays, NaN where not given."""
     names = ("close", "ma50", "ma200", "ret10", "range60", "bias200", "volume3", "volume60")
-    names += ("volume20", "volume_prior60")
+    names += ("volume20", "volume_prior60", "resumed_after", "delisting")
     return SimpleNamespace(**{n: np.array([values.get(n, np.nan)]) for n in names})
 
 
@@ -393,13 +430,33 @@ def _quiet_base():
     return close, volume, close * 0.99
 
 
-def test_accumulation_stop_is_breached_by_a_fall_under_the_yearly_low():
-    close, volume, low = _quiet_base()
-    close[-1] = low[-251:-1].min() * 0.86  # 14% under the year's low, closing at the low
-    low[-1] = close[-1]
-    result = diagnose(make_panel(close, volume, low=low), "600000")
-    assert result["stop"]["label"].startswith("吸筹止损")
-    assert result["exit"]["status"] == "exit"
+def _flat_base_then_limit_downs(days_down: int):
+    """A year in a quiet range (closes 9.90-10.10, lows 1% under), volume drying up, the
+    last base close 10.00; then -9.9% days (a ±10% board) closing at the low on heavy
+    volume: 9.01, 8.12, 7.32, 6.60."""
+    close = 10 + 0.1 * np.sin(np.arange(DAYS) / 4)
+    volume = np.full(DAYS, 1e7)
+    volume[-25:] = 4e6
+    base_end = DAYS - 1 - days_down
+    close[base_end] = 10.0
+    low, high = close * 0.99, close * 1.01
+    for t in range(base_end + 1, DAYS):
+        close[t] = low[t] = round(close[t - 1] * 0.901, 2)
+        high[t], volume[t] = close[t - 1], 2e7
+    return make_panel(close, volume, low=low, high=high)
+
+
+def test_accumulation_stop_holds_through_limit_down_days_and_says_exit():
+    # the year's low before the break is 9.90 x 0.99 = 9.801: stop 9.801 x 0.93 = 9.11.
+    # Day 1 closes 9.01 under it (watch: one close); day 2 closes 8.12 <= 9.11 x 0.95 = 8.65:
+    # exit at once. The breakdown bars' own lows must not drag the stop down with them.
+    panel = _flat_base_then_limit_downs(4)
+    days = [diagnose(panel, "600000", t=t) for t in range(T - 3, T + 1)]
+    assert [d["close"] for d in days] == [9.01, 8.12, 7.32, 6.6]
+    assert {d["stop"]["stop"] for d in days} == {9.11}
+    assert all(d["stop"]["label"].startswith("吸筹止损") for d in days)
+    assert [d["exit"]["status"] for d in days] == ["watch", "exit", "exit", "exit"]
+    assert days[-1]["health"] == "danger"
 
 
 def test_accumulation_phase_b_when_the_last_20_bars_undercut_the_base():
@@ -480,6 +537,42 @@ def test_a_bear_index_blocks_buys_even_with_middling_breadth():
     assert regime_with(np.full(DAYS, 3000.0))["regime"] == "NEUTRAL"  # same breadth, flat index
 
 
+def _rally_then_a_fall(fall: float, index_days: int | None):
+    """Stocks rising ~2% a day (all far above their MA20), then a day when the index and
+    every stock fall by `fall`; the index has `index_days` days of history (None: no index)."""
+    bench = 3000 * np.cumprod(np.full(DAYS, 1.002))
+    bench[-1] = bench[-2] * (1 + fall)
+    if index_days is not None:
+        bench[: DAYS - index_days] = np.nan
+    panel = make_panel(series((DAYS, 0.02)), fillers=100, filler_drift=0.02, bench=bench)
+    panel.close[-1] = panel.close[-2] * (1 + fall)
+    if index_days is None:
+        panel.index_close = {}
+    return panel
+
+
+def test_without_an_index_trend_high_breadth_is_risk_on_and_says_so():
+    from wyckoff.engine.regime import market_regime
+
+    for index_days in (None, 60):  # no index at all; an index with 60 days of history
+        regime = market_regime(_rally_then_a_fall(0.0, index_days))
+        assert regime["breadth_pct"] >= 60 and regime["trend"] == "unknown"
+        assert regime["regime"] == "RISK_ON" and regime["buy_allowed"]
+        assert "没有指数趋势数据" in regime["reason"] and not regime["index_trend_used"]
+
+
+def test_a_six_and_a_half_percent_index_fall_is_no_bear_rebound():
+    # 2015-05-28: the index fell 6.5% while most stocks stayed above their MA20 (breadth
+    # still >= 60, down less than 10 points), with too little index history for a trend
+    from wyckoff.engine.regime import market_regime
+
+    for index_days, measured_by in ((60, "指数 -6.5%"), (None, "个股中位数 -6.5%")):
+        regime = market_regime(_rally_then_a_fall(-0.065, index_days))
+        assert regime["breadth_pct"] >= 60 and regime["breadth_change"] > -10
+        assert regime["regime"] == "RISK_OFF" and not regime["buy_allowed"]
+        assert measured_by in regime["reason"]
+
+
 def test_crash_and_panic_repair():
     from wyckoff.engine.regime import market_regime
 
@@ -490,3 +583,41 @@ def test_crash_and_panic_repair():
     panel.close[-2, :] = panel.close[-3, :] * 0.95  # everything falls: breadth collapses
     assert market_regime(panel, DAYS - 2)["regime"] == "CRASH"
     assert market_regime(panel, DAYS - 1)["regime"] == "PANIC_REPAIR"
+
+
+# --- resumption, 退市整理, the tradable prefixes, unknown returns ------------------------------
+
+
+def _resuming(suspended_bars: int, list_date: str = "20200101") -> dict:
+    """Rising quietly, suspended for the bars before the last, back on the last bar."""
+    panel = make_panel(series((DAYS, 0.001)), dates=WEEKDAYS)
+    panel.close[-1 - suspended_bars : -1, 0] = np.nan
+    panel.stocks.loc["600000", "list_date"] = list_date
+    return diagnose(panel, "600000")
+
+
+def test_a_resumption_after_a_long_suspension_is_a_danger():
+    resumed = _resuming(30)
+    assert resumed["health"] == "danger"
+    assert any(r.startswith("停牌约 30 个交易日后刚复牌") for r in resumed["reasons"])
+    assert _resuming(3)["health"] == "healthy"  # a few days off is no such risk
+
+
+def test_a_first_bar_after_years_of_suspension_is_a_danger():
+    # *ST新亿: listed long ago, no bar in the loaded window until today (1,110 days suspended)
+    resumed = _resuming(DAYS - 1)
+    assert resumed["health"] == "danger" and any("刚复牌" in r for r in resumed["reasons"])
+    assert resumed["returns_pct"]["20d"] is None  # unknown, not 0.0%
+
+
+def test_delisting_period_stocks_leave_layer_1_and_302_chinext_codes_are_tradable():
+    panel = make_panel(series((DAYS, 0.002)))
+    panel.stocks.loc["600001", "name"] = "某某退"
+    panel.stocks.loc["600002", "name"] = "退市某某"
+    panel.codes[3] = "302132"
+    panel.stocks = panel.stocks.rename(index={"600003": "302132"})
+    layer1 = run_funnel(panel).layer1
+    assert not layer1[1] and not layer1[2] and layer1[3] and layer1[4]
+    flagged = diagnose(panel, "600001")
+    assert flagged["health"] == "danger"
+    assert any(r.startswith("退市整理期") for r in flagged["reasons"])

@@ -316,3 +316,29 @@ def test_broken_skill_files_are_contained(home):
     assert "/checkup" in library.reminder() and "/dcf" in library.reminder()
     listed = cli("skills", "list")
     assert listed.returncode == 0 and "/dcf" in listed.stdout and "已跳过技能文件" in listed.stderr
+
+
+def test_portfolio_diagnosis_uses_one_stop_for_the_level_the_exit_and_the_reasons(demo_home):
+    # the holder's stop sits 1% under the close and above the engine's stop: it is the stop
+    # shown, the one the exit status checks and the one the near-stop warning names
+    from tests.test_local_tools import call, result
+    from wyckoff.engine.health import diagnose
+    from wyckoff.engine.market_store import MarketStore
+
+    panel = MarketStore.for_source(demo_home, "demo").load_panel(400)
+    for code in panel.codes:
+        engine = diagnose(panel, code)
+        own_stop = round(engine.get("close", 0) / 1.01, 2)
+        if engine.get("stop", {}).get("stop") and engine["stop"]["stop"] < own_stop * 0.97:
+            break
+    cost = str(engine["close"])
+    added = cli(
+        "portfolio", "add", code, "--shares", "100", "--cost", cost, "--stop-loss", str(own_stop)
+    )
+    assert added.returncode == 0, added.stderr
+    (row,) = result(call(demo_home, "portfolio", mode="diagnose"))["positions"]
+    shown = f"{own_stop:.2f}"
+    assert row["stop_level"] == own_stop
+    assert row["exit_status"]["status"] == "hold" and shown in row["exit_status"]["detail"]
+    assert any(shown in reason for reason in row["reasons"] if "止损" in reason)
+    assert not any(f"{engine['stop']['stop']:.2f}" in reason for reason in row["reasons"])

@@ -33,6 +33,7 @@ from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.tools import ToolContext
 from wyckoff.engine.backtest import Trade, cash_portfolio
 from wyckoff.engine.funnel import run_funnel
+from wyckoff.engine.health import diagnose
 from wyckoff.engine.indicators import features_at
 from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.sources import (
@@ -46,7 +47,7 @@ from wyckoff.engine.sources import (
     sync_per_code,
 )
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
-from wyckoff.engine.triggers import TRIGGERS
+from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 from wyckoff.store import Store
 
 T = DAYS - 1
@@ -146,6 +147,33 @@ def test_screen_finds_candidates_after_a_baostock_sync_and_says_what_is_weakened
     status = json.loads(cli("data", "status", "--json", env=BAOSTOCK_ENV).stdout)
     assert (status["delisted_or_suspended"], status["indices"]) == (1, 6)
     assert len(status["caveats"]) == 1  # only the total cap is missing
+
+
+def _analyze_disagreements(panel, days: int) -> tuple[list[str], int]:
+    """Over the last `days` days, every Layer-3 stock whose analyze triggers differ from the
+    funnel's that day, and how many funnel EVRs there were."""
+    wrong, evr = [], 0
+    for t in range(len(panel.dates) - days, len(panel.dates)):
+        funnel = run_funnel(panel, t)
+        for j in np.flatnonzero(funnel.layer3):
+            expected = [TRIGGER_LABELS[key] for key in funnel.trigger_labels(j)]
+            evr += "evr" in funnel.trigger_labels(j)
+            if diagnose(panel, panel.codes[j], t=t)["triggers"] != expected:
+                wrong.append(f"{panel.dates[t]} {panel.codes[j]}")
+    return wrong, evr
+
+
+def test_analyze_shows_the_funnels_triggers_on_a_baostock_store(baostock_home):
+    # the store's per-date turnover rate decides EVR: analyze must read it as the funnel does
+    panel = MarketStore.for_source(baostock_home, "baostock").load_panel(DAYS)
+    wrong, evr = _analyze_disagreements(panel, 10)
+    assert evr and not wrong
+
+
+def test_analyze_shows_the_funnels_triggers_on_the_demo_market(demo_home):
+    panel = MarketStore.for_source(demo_home, "demo").load_panel(320)
+    wrong, evr = _analyze_disagreements(panel, 3)
+    assert evr and not wrong
 
 
 def test_baostock_panel_is_split_adjusted_suspension_aware_and_keeps_the_delisted(baostock_home):
@@ -316,3 +344,14 @@ def test_report_prompt_tells_the_model_the_data_is_demo(demo_home, openai_server
     (body,) = openai_server.bodies
     system = next(m["content"] for m in body["messages"] if m["role"] == "system")
     assert "演示数据" in system and "起跳板" in system
+
+
+def test_analyze_says_a_return_it_cannot_know_is_unknown_not_zero(home):
+    panel = make_panel(series((DAYS, 0.001)))
+    panel.close[: DAYS - 60, 0] = np.nan  # listed 60 trading days ago: no 120-day return
+    home.mkdir(parents=True)
+    store_from_panel(home, panel)
+    out = cli("analyze", "600000", env={"WYCKOFF_DATA_SOURCE": "tushare"})
+    assert out.returncode == 0, out.stderr
+    (returns,) = [line for line in out.stdout.splitlines() if line.startswith("收益：")]
+    assert "120d —（未知）" in returns and "20d 2.0" in returns and "0.0%" not in returns

@@ -38,8 +38,11 @@ def test_the_exit_decision_uses_the_tightened_stop():
     engine_stop = diagnosis["stop"]["stop"]
     assert close[-1] < engine_stop < close[-1] / 0.95 and diagnosis["exit"]["status"] == "watch"
     # the holder's own stop of 13.60 is tighter: the close is more than 5% below it
-    action = holding_action(panel, diagnosis, 1_000, 13.60)
+    held = diagnose(panel, "600000", cost=10, own_stop=13.60)
+    action = holding_action(held, 1_000)
     assert action["action"] == "EXIT" and action["shares"] == 1_000 and action["stop"] == 13.6
     assert "13.60" in action["stop_check"]
     # with no tighter stop of its own, the engine's stop is only being watched
-    assert holding_action(panel, diagnosis, 1_000, 12.0)["action"] != "EXIT"
+    looser = diagnose(panel, "600000", cost=10, own_stop=12.0)
+    assert holding_action(looser, 1_000)["action"] != "EXIT"
+    assert looser["stop"]["stop"] == engine_stop

@@ -315,10 +315,9 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
                 {**position, "health": "unknown", "reasons": ["本地行情库没有这只股票的数据"]}
             )
             continue
-        result = diagnose(panel, position["code"], cost=position["cost_price"])
-        stop = max(
-            filter(None, [position["stop_loss"], result["stop"]["stop"]]), default=None
-        )  # stops only tighten
+        result = diagnose(
+            panel, position["code"], cost=position["cost_price"], own_stop=position["stop_loss"]
+        )
         value += position["shares"] * result["close"]
         rows.append(
             {
@@ -328,7 +327,7 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
                 "health": result["health"],
                 "health_label": result["health_label"],
                 "reasons": result["reasons"],
-                "stop_level": stop,
+                "stop_level": result["stop"]["stop"],
                 "exit_status": result["exit"],
                 "phase": result["phase"],
             }

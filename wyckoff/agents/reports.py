@@ -284,7 +284,7 @@ def _holding_order(panel, position: dict[str, Any]) -> tuple[dict[str, Any], flo
         basis = "本地行情中没有该股，无法诊断，按成本价计入权益；请先 wyckoff data sync"
         order = {**base, "close": None, "action": "HOLD", "stop": position["stop_loss"]}
         return {**order, "basis": [basis]}, shares * position["cost_price"]
-    diagnosis = diagnose(panel, code, cost=position["cost_price"])
+    diagnosis = diagnose(panel, code, cost=position["cost_price"], own_stop=position["stop_loss"])
     if "error" in diagnosis:
         bars = panel.stock_frame(code)
         if bars.empty:
@@ -295,7 +295,7 @@ def _holding_order(panel, position: dict[str, Any]) -> tuple[dict[str, Any], flo
         basis = f"停牌中（最后交易日 {last_day}，收盘 {last_close:.2f}），复牌前无法交易"
         order = {**base, "close": round(last_close, 2), "action": "HOLD"}
         return {**order, "stop": position["stop_loss"], "basis": [basis]}, shares * last_close
-    action = holding_action(panel, diagnosis, shares, position["stop_loss"])
+    action = holding_action(diagnosis, shares)
     order = {
         **base,
         "close": diagnosis["close"],

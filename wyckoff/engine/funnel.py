@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from wyckoff.engine.indicators import (
     features_at,
@@ -72,9 +73,16 @@ class FunnelResult:
         return order[:limit] if limit else order
 
 
+def in_delisting_period(stocks: pd.DataFrame) -> np.ndarray:
+    """Stocks in 退市整理 (the last days before delisting): names ending in 退 or naming 退市."""
+    names = stocks["name"].fillna("").astype(str)
+    return (names.str.endswith("退") | names.str.contains("退市")).to_numpy()
+
+
 def layer1(p: Panel, f: SimpleNamespace, cfg: EngineConfig) -> np.ndarray:
     codes = np.array(p.codes)
     prefix_ok = np.array([c.startswith(TRADABLE_PREFIXES) for c in codes])
+    prefix_ok &= ~in_delisting_period(p.stocks)
     with np.errstate(invalid="ignore"):
         # A cap no source provides cannot be checked: the rule is skipped (data status says so).
         cap_ok = (

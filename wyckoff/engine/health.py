@@ -8,10 +8,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import skipped_weekdays
-from wyckoff.engine.funnel import CHANNEL_LABELS, TREND_CHANNELS, layer2, layer4
+from wyckoff.engine.funnel import (
+    CHANNEL_LABELS,
+    TREND_CHANNELS,
+    in_delisting_period,
+    layer2,
+    layer4,
+)
 from wyckoff.engine.indicators import features_at, nan_reduce, percentile_rank, ret
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
@@ -20,29 +27,38 @@ from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 HEALTH_LABELS = {"healthy": "🟢 健康", "caution": "🟡 注意", "danger": "🔴 危险"}
 
 
-def _single(p: Panel, code: str) -> Panel:
-    j = p.column(code)
-    return Panel(
-        p.dates,
-        [code],
-        *(
-            getattr(p, name)[:, j : j + 1]
-            for name in ("open", "high", "low", "close", "volume", "amount")
-        ),
-        stocks=p.stocks.iloc[j : j + 1],
-        index_close=p.index_close,
-        source=p.source,
-    )
-
-
 def stock_features(p: Panel, code: str, t: int, cfg: EngineConfig) -> SimpleNamespace:
-    """Features of one stock, with RPS ranked against the whole panel (cheap: two returns)."""
-    one = _single(p, code)
+    """Features of one stock, with RPS ranked against the whole panel (cheap: two returns),
+    plus the suspension it resumed from and whether it is in 退市整理."""
+    one = p.single(code)
     f = features_at(one, t, cfg)
     j = p.column(code)
     f.rps50 = percentile_rank(ret(p.close, t, 50))[j : j + 1]
     f.rps120 = percentile_rank(ret(p.close, t, 120))[j : j + 1]
+    f.resumed_after = np.array([resumed_after(one, t, cfg)], dtype=float)
+    f.delisting = in_delisting_period(one.stocks).astype(float)
     return f
+
+
+def resumed_after(one: Panel, t: int, cfg: EngineConfig) -> int:
+    """The longest suspension (skipped weekdays) a one-stock panel came back from within its
+    last `resumption_watch_bars` bars up to t. A stock listed before the panel starts whose
+    first bar in it is among them was suspended at least since the panel's first day."""
+    dates = one.dates
+    traded = np.flatnonzero(~np.isnan(one.close[: t + 1, 0]))
+    first = max(len(traded) - cfg.resumption_watch_bars, 0)
+    gaps = [
+        skipped_weekdays(dates[traded[k - 1]], dates[traded[k]])
+        for k in range(max(first, 1), len(traded))
+    ]
+    if first == 0 and len(traded) and traded[0] > 0 and _listed_before(one, dates[0]):
+        gaps.append(int(np.busday_count(dates[0], dates[traded[0]])))
+    return max(gaps, default=0)
+
+
+def _listed_before(one: Panel, day: np.datetime64) -> bool:
+    listed = pd.to_datetime(one.stocks["list_date"].iloc[0], errors="coerce")
+    return bool(pd.notna(listed) and listed.to_datetime64() < day)
 
 
 def scalar(value) -> float | None:
@@ -52,18 +68,21 @@ def scalar(value) -> float | None:
 
 def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
     """The stop in force on day t for a one-stock panel, from bars before it (ENGINE.md): in
-    accumulation, the 250-day low x 0.93 until the close is 15% above that low; otherwise (and
-    after that) the trailing stop max(60-day high x 0.90, MA50 x 0.98)."""
+    accumulation, the 250-day low x 0.93 until the close is 15% above that low, measured on
+    the range before any breakdown; otherwise (and after that) the trailing stop
+    max(60-day high x 0.90, MA50 x 0.98)."""
     unknown = {"stop": None, "kind": None, "label": "数据不足"}
     traded = np.flatnonzero(~np.isnan(one.close[:t, 0]))
     if not len(traded):
         return unknown
     last = int(traded[-1])  # the last bar before today (before a suspension, if any)
     before = features_at(one, last, cfg)
-    low250, close = scalar(before.low250), scalar(before.close)
-    if low250 is None or close is None:
+    if scalar(before.low250) is None or scalar(before.close) is None:
         return unknown
-    accumulating = phase(one, one.codes[0], last, before, cfg).startswith("accumulation")
+    intact = _range_before_break(one, traded, cfg)
+    at_range = before if intact == last else features_at(one, intact, cfg)
+    low250, close = scalar(at_range.low250), scalar(at_range.close)
+    accumulating = phase(one, one.codes[0], intact, at_range, cfg).startswith("accumulation")
     if accumulating and close < low250 * (1 + cfg.trail_start):
         return {
             "stop": round(low250 * cfg.accumulation_stop, 2),
@@ -78,6 +97,30 @@ def stops(one: Panel, t: int, cfg: EngineConfig) -> dict[str, Any]:
         "kind": "trailing",
         "label": f"移动止损：60 日最高价 × {cfg.trail_high} 与 MA50 × {cfg.trail_ma50} 取高",
     }
+
+
+def stop_in_force(engine: dict[str, Any], own_stop: float | None) -> dict[str, Any]:
+    """Stops only tighten: the holder's own stop when it is above the engine's."""
+    if not own_stop or (engine["stop"] is not None and own_stop <= engine["stop"]):
+        return engine
+    engine_note = f"，高于引擎止损 {engine['stop']:.2f}" if engine["stop"] is not None else ""
+    return {
+        "stop": round(own_stop, 2),
+        "kind": "own",
+        "label": f"持仓止损{engine_note}（止损只上移）",
+    }
+
+
+def _range_before_break(one: Panel, traded: np.ndarray, cfg: EngineConfig) -> int:
+    """The last traded bar that did not close under the 250-day low of the bars before it:
+    the range as it stood before a breakdown. Breakdown bars set new lows; measured with
+    them, the accumulation stop would fall with every limit-down day and never be hit."""
+    lows, closes = one.low[:, 0], one.close[:, 0]
+    for s in traded[::-1][: cfg.breakdown_lookback]:
+        prior_low = nan_reduce(np.nanmin, lows[max(s - 250, 0) : s]) if s else np.nan
+        if not closes[s] < prior_low:
+            return int(s)
+    return int(traded[-1])
 
 
 def exit_status(
@@ -188,13 +231,20 @@ PHASE_LABELS = {
 
 
 def diagnose(
-    p: Panel, code: str, cost: float = 0.0, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG
+    p: Panel,
+    code: str,
+    cost: float = 0.0,
+    t: int | None = None,
+    cfg: EngineConfig = DEFAULT_CONFIG,
+    own_stop: float | None = None,
 ) -> dict[str, Any]:
     """Everything about one stock at day t: health with reasons, MAs, channels, phase,
-    triggers, stop and exit status, volume and return ratios, position in the year's range."""
+    triggers, stop and exit status, volume and return ratios, position in the year's range.
+    `own_stop` is the holder's stop: the higher of it and the engine's is the one stop the
+    exit status, the health reasons and the output all use."""
     t = len(p.dates) - 1 if t is None else t
     f = stock_features(p, code, t, cfg)
-    one = _single(p, code)
+    one = p.single(code)
     close = scalar(f.close)
     if close is None:
         return {"code": code, "error": "该股在最新交易日没有行情（停牌或未上市）"}
@@ -203,7 +253,7 @@ def diagnose(
     channels = [name for name, mask in channel_masks.items() if mask[0]]
     trigger_masks, _ = layer4(one, t, f, cfg, channel_masks)
     triggers = [name for name, mask in trigger_masks.items() if mask[0]]
-    stop = stops(one, t, cfg)
+    stop = stop_in_force(stops(one, t, cfg), own_stop)
     exit_info = exit_status(p, code, t, stop["stop"], cfg)
     ma20, ma50, ma200 = scalar(f.ma20), scalar(f.ma50), scalar(f.ma200)
     health, reasons = holding_health(f, cfg, cost, stop["stop"], exit_info, channels, triggers)
@@ -234,18 +284,23 @@ def _ratios(f: SimpleNamespace, close: float, cost: float) -> dict[str, Any]:
     return {
         "rps50": _r(scalar(f.rps50), 1),
         "rps120": _r(scalar(f.rps120), 1),
-        "returns_pct": {
-            f"{n}d": _r((scalar(getattr(f, f"ret{n}")) or 0) * 100, 2) for n in (5, 20, 60, 120)
-        },
-        "volume_ratio_5_20": _r((scalar(f.volume5) or 0) / (scalar(f.volume20) or np.nan), 2),
-        "volume_ratio_20_prior60": _r(
-            (scalar(f.volume20) or 0) / (scalar(f.volume_prior60) or np.nan), 2
-        ),
+        "returns_pct": {f"{n}d": _pct(scalar(getattr(f, f"ret{n}"))) for n in (5, 20, 60, 120)},
+        "volume_ratio_5_20": _r(_ratio(scalar(f.volume5), scalar(f.volume20)), 2),
+        "volume_ratio_20_prior60": _r(_ratio(scalar(f.volume20), scalar(f.volume_prior60)), 2),
         "from_year_high_pct": _r((close / high250 - 1) * 100, 1) if high250 else None,
         "from_year_low_pct": _r((close / low250 - 1) * 100, 1) if low250 else None,
         "cost": cost or None,
         "pnl_pct": _r((close / cost - 1) * 100, 2) if cost else None,
     }
+
+
+def _pct(fraction: float | None) -> float | None:
+    """A fraction as a percentage; None (unknown: too little history) stays None, not 0%."""
+    return None if fraction is None else _r(fraction * 100, 2)
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return top / bottom if top is not None and bottom else None
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:
@@ -282,6 +337,8 @@ class HoldingFacts:
     volume60: float | None
     volume20: float | None
     volume_prior60: float | None
+    resumed_after: float | None  # weekdays of the suspension it recently came back from
+    delisting: float | None  # 1.0 in 退市整理
 
     @classmethod
     def of(cls, f, cost: float, stop: float | None, exit_info: dict) -> HoldingFacts:
@@ -310,6 +367,8 @@ _MEASURED = (
     "volume60",
     "volume20",
     "volume_prior60",
+    "resumed_after",
+    "delisting",
 )
 
 # A rule returns the fields of its reason text when it fires, else None.
@@ -332,6 +391,16 @@ def _bear_structure(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None
 
 def _sharp_drop(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
     return {"ret10": h.ret10} if h.ret10 is not None and h.ret10 < cfg.danger_ret10 else None
+
+
+def _resumed(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    if h.resumed_after and h.resumed_after >= cfg.long_suspension_weekdays:
+        return {"days": int(h.resumed_after)}
+    return None
+
+
+def _delisting(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
+    return {} if h.delisting else None
 
 
 def _wide_range(h: HoldingFacts, cfg: EngineConfig) -> dict[str, Any] | None:
@@ -374,6 +443,8 @@ DANGER_RULES: dict[str, HealthRule] = {
     "stop_loss": _stop_loss,
     "bear_structure": _bear_structure,
     "sharp_drop": _sharp_drop,
+    "resumed": _resumed,
+    "delisting": _delisting,
 }
 WARNING_RULES: dict[str, HealthRule] = {
     "wide_range": _wide_range,
@@ -388,6 +459,8 @@ REASON_TEXT = {
     "stop_loss": "触发止损：{detail}",
     "bear_structure": "股价在 MA50 下方且 MA50 低于 MA200（空头结构）",
     "sharp_drop": "近 10 日下跌 {ret10:.1%}",
+    "resumed": "停牌约 {days} 个交易日后刚复牌：停牌期间的消息还没反映在价格里，复牌首日可能不设涨跌幅限制",
+    "delisting": "退市整理期：即将终止上市，不在可交易池内",
     "wide_range": "60 日振幅 {range60:.0%}，波动过大",
     "distribution": "派发预警：乖离 MA200 {bias200:.0%} 且量能萎缩",
     "near_stop": "距离止损 {stop:.2f} 不到 {distance:.0%}",

@@ -36,6 +36,7 @@ class Panel:
     turnover_rate: np.ndarray | None = None  # (T, N) fraction of float shares traded
     is_st: np.ndarray | None = None  # (T, N) bool
     caveats: list[str] = field(default_factory=list)  # data weaknesses, in Chinese
+    market_activity: np.ndarray | None = None  # (T,) see indicators.market_activity
 
     def __post_init__(self) -> None:
         """Fill per-date facts the source did not provide (see `fill_daily_facts`)."""
@@ -48,6 +49,25 @@ class Panel:
     @property
     def shape(self) -> tuple[int, int]:
         return self.close.shape
+
+    @property
+    def relative_volume(self) -> np.ndarray:
+        """Volume in units of the market's activity that day (`market_activity`): the
+        triggers judge a stock's volume against the market's own, so a market-wide surge or
+        a quiet pre-holiday day is no stock's event."""
+        cached = self.__dict__.get("_relative_volume")
+        if cached is None:
+            cached = self.volume / self.activity()[:, None]
+            self.__dict__["_relative_volume"] = cached
+        return cached
+
+    def activity(self) -> np.ndarray:
+        """The market's activity per day (`market_activity`), computed once per panel."""
+        if self.market_activity is None:
+            from wyckoff.engine.indicators import market_activity  # indicators reads Panels
+
+            self.market_activity = market_activity(self.volume)
+        return self.market_activity
 
     def column(self, code: str) -> int:
         return self._positions()[code]
@@ -64,6 +84,7 @@ class Panel:
 
     def upto(self, t: int) -> Panel:
         """The panel as it was known at day index t (no data after it)."""
+        activity = self.market_activity
         return Panel(
             self.dates[: t + 1],
             self.codes,
@@ -73,6 +94,23 @@ class Panel:
             source=self.source,
             **{name: getattr(self, name)[: t + 1] for name in DAILY_FIELDS},
             caveats=self.caveats,
+            market_activity=None if activity is None else activity[: t + 1],
+        )
+
+    def single(self, code: str) -> Panel:
+        """One stock's columns of every array, judged against this panel's market (its
+        activity), so a one-stock diagnosis reads exactly what the funnel reads."""
+        j = self.column(code)
+        return Panel(
+            self.dates,
+            [code],
+            *(getattr(self, name)[:, j : j + 1] for name in BAR_FIELDS),
+            stocks=self.stocks.iloc[j : j + 1],
+            index_close=self.index_close,
+            source=self.source,
+            **{name: getattr(self, name)[:, j : j + 1] for name in DAILY_FIELDS},
+            caveats=self.caveats,
+            market_activity=self.activity(),
         )
 
     def stock_frame(self, code: str, days: int | None = None) -> pd.DataFrame:

@@ -59,6 +59,7 @@ def _read(folder: Path, version: str, source: str) -> Panel | None:
         arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
         index = np.load(folder / "index_close.npy", mmap_mode="r")
         dates = np.load(folder / "dates.npy")
+        activity = np.load(folder / "market_activity.npy")
     except (OSError, ValueError):
         return None
     if _version_of(folder) != version:  # another process replaced it meanwhile
@@ -72,6 +73,7 @@ def _read(folder: Path, version: str, source: str) -> Panel | None:
         index_close=dict(zip(meta["indices"], index, strict=True)),
         source=source,
         caveats=meta["caveats"],
+        market_activity=activity,
     )
 
 
@@ -83,6 +85,7 @@ def _write(folder: Path, version: str, panel: Panel) -> None:
         for name in ARRAYS:
             np.save(staging / f"{name}.npy", np.ascontiguousarray(getattr(panel, name)))
         np.save(staging / "dates.npy", panel.dates)
+        np.save(staging / "market_activity.npy", panel.activity())  # reads every volume: once
         indices = sorted(panel.index_close)
         rows = [panel.index_close[code] for code in indices]
         np.save(staging / "index_close.npy", np.array(rows).reshape(len(rows), len(panel.dates)))

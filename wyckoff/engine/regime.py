@@ -76,16 +76,33 @@ def index_trend(index: np.ndarray | None, t: int, cfg: EngineConfig) -> dict[str
     }
 
 
+def market_day_return(p: Panel, t: int) -> tuple[float, str]:
+    """The market's move on day t and what measured it: the main index, else (no index bar
+    that day) the median stock's return."""
+    index_move = _day_return(p.index_close.get(BENCHMARK), t)
+    if not np.isnan(index_move) or t < 1:
+        return index_move, "指数"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        moves = p.close[t] / p.close[t - 1] - 1
+    return float(nan_reduce(np.nanmedian, moves)), "个股中位数"
+
+
 def market_regime(
     p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFIG
 ) -> dict[str, Any]:
+    """The regime on day t. Without an index trend (no index, or under 200 days of it) the
+    regime is decided from breadth and the market's day move alone, and says so."""
     t = len(p.dates) - 1 if t is None else t
     index = p.index_close.get(BENCHMARK)
     today, yesterday = breadth(p, t), breadth(p, t - 1)
     trend = index_trend(index, t, cfg)
+    has_trend = trend["trend"] != "unknown"
+    day_move, measured_by = market_day_return(p, t)
     facts: dict[str, Any] = {
         "breadth_pct": round(today, 1),
         "breadth_change": round(today - yesterday, 1),
+        "day_return_pct": None if np.isnan(day_move) else round(day_move * 100, 2),
+        "index_trend_used": has_trend,
         **trend,
     }
     small_caps = p.index_close.get(SMALL_CAP_BENCHMARK)
@@ -98,6 +115,10 @@ def market_regime(
         regime, reason = "PANIC_REPAIR", "恐慌日后的次日反弹"
     elif today <= cfg.breadth_risk_off or today - yesterday <= cfg.breadth_drop_risk_off:
         regime, reason = "RISK_OFF", "市场宽度过低或骤降"
+    elif day_move <= cfg.regime_day_drop:
+        regime, reason = "RISK_OFF", f"市场单日大跌（{measured_by} {day_move:.1%}）"
+    elif today >= cfg.breadth_risk_on and not has_trend:
+        regime, reason = "RISK_ON", "市场宽度高（没有指数趋势数据，只按宽度判断）"
     elif today >= cfg.breadth_risk_on:
         regime, reason = (
             ("RISK_ON", "市场宽度高且指数为多头结构")
@@ -106,6 +127,8 @@ def market_regime(
         )
     elif trend["trend"] in ("bear", "falling"):
         regime, reason = "RISK_OFF", TREND_REASONS[trend["trend"]]
+    elif not has_trend:
+        regime, reason = "NEUTRAL", "宽度不极端（没有指数趋势数据，只按宽度判断）"
     else:
         regime, reason = "NEUTRAL", "宽度与趋势均不极端"
     return {

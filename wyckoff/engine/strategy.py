@@ -9,8 +9,6 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from wyckoff.engine.health import exit_status
-from wyckoff.engine.panel import Panel
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 
 PRIORITY = {"EXIT": 0, "TRIM": 1, "HOLD": 2, "ATTACK": 3, "PROBE": 4, "WAIT": 5}
@@ -97,18 +95,11 @@ def size_position(
 
 
 def holding_action(
-    p: Panel,
-    diagnosis: dict[str, Any],
-    shares: int,
-    old_stop: float | None,
-    cfg: EngineConfig = DEFAULT_CONFIG,
+    diagnosis: dict[str, Any], shares: int, cfg: EngineConfig = DEFAULT_CONFIG
 ) -> dict[str, Any]:
-    """EXIT on danger or a stop exit, TRIM half on caution, else HOLD. Stops only tighten,
-    and the exit rules are applied to the tightened stop."""
-    stop = max(filter(None, [old_stop, diagnosis["stop"]["stop"]]), default=None)
-    exit_info = diagnosis["exit"]
-    if stop is not None and stop != diagnosis["stop"]["stop"]:
-        exit_info = exit_status(p, diagnosis["code"], len(p.dates) - 1, stop, cfg)
+    """EXIT on danger or a stop exit, TRIM half on caution, else HOLD. The diagnosis was made
+    with the holder's stop (`diagnose(own_stop=...)`): its stop is the tightened one."""
+    stop, exit_info = diagnosis["stop"]["stop"], diagnosis["exit"]
     checked = {"stop": stop, "stop_check": exit_info["detail"]}
     if diagnosis["health"] == "danger" or exit_info["status"] == "exit":
         return {"action": "EXIT", "shares": shares, **checked}

@@ -16,6 +16,7 @@ TRADABLE_PREFIXES = (
     "003",
     "300",
     "301",
+    "302",
     "688",
     "689",
 )
@@ -127,6 +128,7 @@ class EngineConfig:
     # Stops and exits
     accumulation_stop: float = 0.93
     trail_start: float = 0.15
+    breakdown_lookback: int = 60  # bars searched back for the range before a breakdown
     trail_high: float = 0.90
     trail_ma50: float = 0.98
     hard_breach: float = 0.05
@@ -138,6 +140,8 @@ class EngineConfig:
     # Holding health
     danger_loss: float = 0.93
     danger_ret10: float = -0.15
+    long_suspension_weekdays: int = 20  # a resumption after this long is a danger sign
+    resumption_watch_bars: int = 5  # ... for this many bars after it
     warn_range60: float = 0.50
     warn_stop_distance: float = 0.02
     warn_loss: float = 0.05
@@ -152,6 +156,7 @@ class EngineConfig:
     repair_index_rebound: float = 0.008
     repair_small_cap_rebound: float = 0.015
     regime_index_drop3: float = -0.03
+    regime_day_drop: float = -0.03  # the market's one-day fall that rules out buying
     # Sizing
     hard_stop: float = 0.08
     atr_stop_multiple: float = 2.0

@@ -1,6 +1,8 @@
 """Layer 4 triggers (ENGINE.md): Spring, LPS, EVR, SOS, compression, trend pullback.
 
 Each returns (fired: bool array, score: float array) for every stock at day index t.
+Volume is read relative to the market's activity that day (`Panel.relative_volume`): a
+stock's event is volume out of line with the market, not the market's own surge or lull.
 """
 
 from __future__ import annotations
@@ -49,9 +51,10 @@ def spring(
         allowed = np.minimum(np.maximum(0.30, 4 * np.nan_to_num(f.atr20_pct)), cfg.spring_range_cap)
         drift = np.abs(at(p.close, t - 2) / at(p.close, t - 61) - 1)
         pierced = (p.low[t] < support) | (at(p.low, t - 1) < support)
-        prior4 = wmean(p.volume, t - 1, 4)
-        volume_ok = (p.volume[t] >= cfg.spring_volume_prior4 * prior4) & (
-            p.volume[t] >= cfg.spring_volume_prev * at(p.volume, t - 1)
+        volume = p.relative_volume
+        prior4 = wmean(volume, t - 1, 4)
+        volume_ok = (volume[t] >= cfg.spring_volume_prior4 * prior4) & (
+            volume[t] >= cfg.spring_volume_prev * at(volume, t - 1)
         )
         fired = (
             (width <= allowed)
@@ -73,19 +76,20 @@ def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
     recent_start = t - 2 - cfg.lps_sos_window
     if recent_start - 60 < 0:
         return np.zeros(n_stocks, dtype=bool), np.full(n_stocks, np.nan)
+    volume = p.relative_volume
     low3 = nan_reduce(np.nanmin, window(p.low, t, 3))
     range_top = wmax(p.high, recent_start - 1, 60)
-    range_volume = nan_quantile(window(p.volume, recent_start - 1, 60), 0.5)
+    range_volume = nan_quantile(window(volume, recent_start - 1, 60), 0.5)
     recent = slice(recent_start, t - 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         sign_of_strength = np.any(
-            (p.close[recent] > range_top) & (p.volume[recent] >= cfg.lps_sos_volume * range_volume),
+            (p.close[recent] > range_top) & (volume[recent] >= cfg.lps_sos_volume * range_volume),
             axis=0,
         )
         holds = low3 >= range_top * (1 - cfg.lps_hold_band)
         near = np.abs(low3 / f.ma20 - 1) <= cfg.lps_ma20_band
-        ratio = nan_quantile(window(p.volume, t, 3), 0.5) / nan_quantile(
-            window(p.volume, t - 3, 60), 0.5
+        ratio = nan_quantile(window(volume, t, 3), 0.5) / nan_quantile(
+            window(volume, t - 3, 60), 0.5
         )
         fired = (
             sign_of_strength
@@ -101,11 +105,12 @@ def lps(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
 def evr(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
     fired = np.zeros(p.close.shape[1], dtype=bool)
     score = np.full(p.close.shape[1], np.nan)
+    volume = p.relative_volume
     for e in (t - 1, t):  # bar -2, or -1 (whose next close is not known yet)
         if e < 21:
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = p.volume[e] / wmean(p.volume, e - 1, 20)
+            ratio = volume[e] / wmean(volume, e - 1, 20)
             pct = p.close[e] / p.close[e - 1] - 1
             turnover_rate = p.turnover_rate[e]
             holds = p.close[min(e + 1, t)] >= p.low[e]
@@ -123,7 +128,8 @@ def evr(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.nda
 
 def sos(p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = p.volume[t] / wmean(p.volume, t - 1, 60)
+        volume = p.relative_volume
+        ratio = volume[t] / wmean(volume, t - 1, 60)
         prior_high = wmax(p.high, t - 1, 60)
         ma50_prev = wmean(p.close, t - 1, 50)
         crossed = (p.close[t] > f.ma50) & (at(p.close, t - 1) <= ma50_prev)
@@ -147,7 +153,8 @@ def compression(
         current = atr5[-1]
         threshold = nan_quantile(atr5[-21:-1], cfg.compression_quantile)
         rises = np.sum(np.diff(atr5[-6:], axis=0) > 0, axis=0)
-        volume_ratio = f.volume5 / f.volume_prior60
+        volume = p.relative_volume
+        volume_ratio = wmean(volume, t, 5) / wmean(volume, t - 20, 60)
         trend_ok = (f.ma20 > f.ma20_prev5) | (p.close[t] >= f.ma50)
         fired = (
             (current <= threshold)
@@ -177,10 +184,11 @@ def pullback(
             & (depth <= cfg.pullback_max)
             & (f.ret1 > 0)
         )
+    volume = p.relative_volume
     for j in np.flatnonzero(_nan_false(shape_ok)):  # few stocks qualify: the volume legs per stock
         peak_day = t - 9 + peak_offset[j]
-        down = np.nanmean(p.volume[peak_day + 1 : t + 1, j]) if peak_day < t else np.nan
-        up = np.nanmean(p.volume[max(peak_day - 9, 0) : peak_day + 1, j])
+        down = np.nanmean(volume[peak_day + 1 : t + 1, j]) if peak_day < t else np.nan
+        up = np.nanmean(volume[max(peak_day - 9, 0) : peak_day + 1, j])
         ratio[j] = down / up if up else np.nan
         fired[j] = ratio[j] <= cfg.pullback_volume
     return fired, ratio

@@ -190,12 +190,19 @@ def analyze(
         f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {ma['ma20']} / MA50 {ma['ma50']} / MA200 {ma['ma200']}）",
         f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
         f"止损：{result['stop']['stop']}（{result['stop']['label']}）  {result['exit']['detail']}",
-        f"RPS50 {result['rps50']}  RPS120 {result['rps120']}  距年内高点 {result['from_year_high_pct']}%  距年内低点 +{result['from_year_low_pct']}%",
-        "收益：" + "  ".join(f"{k} {v}%" for k, v in result["returns_pct"].items()),
+        f"RPS50 {_known(result['rps50'])}  RPS120 {_known(result['rps120'])}  "
+        f"距年内高点 {_known(result['from_year_high_pct'], '%')}  "
+        f"距年内低点 {_known(result['from_year_low_pct'], '%', '+')}",
+        "收益：" + "  ".join(f"{k} {_known(v, '%')}" for k, v in result["returns_pct"].items()),
     ]
     if result.get("pnl_pct") is not None:
         lines.append(f"持仓盈亏：{result['pnl_pct']}%（成本 {result['cost']}）")
     typer.echo("\n".join(lines))
+
+
+def _known(value: float | None, unit: str = "", sign: str = "") -> str:
+    """A number with its unit, or "—（未知）" when the history is too short to know it."""
+    return "—（未知）" if value is None else f"{sign}{value}{unit}"
 
 
 def market(json_output: JsonOption = False) -> None:
