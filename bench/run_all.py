@@ -117,7 +117,7 @@ def page(quick: bool, floor_s: tuple[float, float], rows, load_before, load_afte
         f"- 机器：{os.cpu_count()} 核，{platform.system()} {platform.machine()}，"
         f"Python {platform.python_version()}",
         f"- 机器负载（1/5/15 分钟平均）：开始时 {fmt_load(load_before)}，结束时 {fmt_load(load_after)}"
-        "（这台机器由多人共用，负载高时所有数字都会变慢）",
+        "（这台机器由多人共用，负载高时所有数字都会变慢；同一命令多次运行也有约 ±30% 的波动）",
         f"- 裸解释器下限 `python -c pass`（{FLOOR_RUNS} 次中位数）：墙钟 {floor_s[0] * 1000:.0f} ms，"
         f"CPU {floor_s[1] * 1000:.0f} ms",
         "",
