@@ -221,11 +221,12 @@ def baostock_listing_rows(start: str, end: str):
     return baostock_listing(basics, industries, start, end)
 
 
-def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, list]]:
+def baostock_rows(codes: list[str], start: str, end: str) -> list[list[list[str]]]:
     """What query_history_k_data_plus returns per stock: unadjusted rows of
-    date,code,open,high,low,close,volume,amount,turn,tradestatus,isST and hfq (date, close)
-    rows, every value a string. SPLIT_CODE splits 2-for-1 forty days before the end,
-    SUSPENDED_CODE is suspended for five days, DELISTED_CODE stops trading 30 days early."""
+    date,code,open,high,low,close,preclose,volume,amount,turn,tradestatus,isST, every value a
+    string. SPLIT_CODE splits 2-for-1 forty days before the end (its reference prior close
+    halves), SUSPENDED_CODE is suspended for five days, DELISTED_CODE stops trading 30 days
+    early."""
     market = _baostock_market()
     stocks, bars = market["stocks"], market["bars"]
     shares = (stocks["market_cap"] / bars.groupby("code")["close"].last().values).to_numpy()
@@ -238,7 +239,7 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
     for code in codes:
         rows = bars[(bars["code"] == code) & (bars["date"] >= start) & (bars["date"] <= end)]
         split_at = len(rows) - 40 if code == SPLIT_CODE else len(rows)
-        raw, hfq = [], []
+        raw, previous_close = [], None
         for i, bar in enumerate(rows.itertuples()):
             day = str(bar.date.date())
             if code == DELISTED_CODE and bar.date > rows["date"].iloc[-1] - pd.Timedelta(days=30):
@@ -248,9 +249,12 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
             volume = bar.volume * factor
             turn = bar.volume / share_count[code] * 100
             traded = not (code == SUSPENDED_CODE and len(rows) - 60 <= i < len(rows) - 55)
-            values = [f"{v:.4f}" for v in price] if traded else [f"{price[3]:.4f}"] * 4
+            preclose = f"{previous_close / factor:.4f}" if previous_close else ""
+            # A suspended day repeats the last close; the reference price stays on it.
+            values = [f"{v:.4f}" for v in price] if traded else [preclose] * 4
+            previous_close = bar.close if traded else previous_close
             raw.append(
-                [day, _symbol(code), *values]
+                [day, _symbol(code), *values, preclose]
                 + (
                     [f"{volume:.0f}", f"{bar.amount:.4f}", f"{turn:.6f}", "1"]
                     if traded
@@ -258,8 +262,7 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[tuple[list, li
                 )
                 + [st_flag[code]]
             )
-            hfq.append([day, f"{bar.close * 1.5:.4f}"])  # hfq = raw x cumulative factor
-        fetched.append((raw, hfq))
+        fetched.append(raw)
     return fetched
 
 

@@ -57,36 +57,45 @@ BAOSTOCK_ENV = {"WYCKOFF_DATA_SOURCE": "baostock"}
 # --- sources without a token: baostock and akshare ------------------------------------------
 
 
-def test_baostock_rows_become_raw_bars_with_factors_and_per_date_facts():
-    raw = [  # query_history_k_data_plus: date,code,open,high,low,close,volume,amount,turn,tradestatus,isST
-        ["2026-11-25", "sh.600000", "9.8000", "10.0000", "9.7000", "9.9000", "2000000", "19800000.0000", "0.500000", "1", "0"],
-        ["2026-11-26", "sh.600000", "9.9000", "9.9000", "9.9000", "9.9000", "0", "", "", "0", "0"],
-        ["2026-11-27", "sh.600000", "5.0000", "5.1000", "4.9000", "5.0000", "4000000", "20000000.0000", "0.500000", "1", "1"],
+def test_baostock_rows_become_raw_bars_with_reference_prices_and_per_date_facts():
+    raw = [  # query_history_k_data_plus: date,code,open,high,low,close,preclose,volume,amount,turn,tradestatus,isST
+        ["2026-11-25", "sh.600000", "9.8000", "10.0000", "9.7000", "9.9000", "9.8000", "2000000", "19800000.0000", "0.500000", "1", "0"],
+        ["2026-11-26", "sh.600000", "9.9000", "9.9000", "9.9000", "9.9000", "9.9000", "0", "", "", "0", "0"],
+        ["2026-11-27", "sh.600000", "5.0000", "5.1000", "4.9000", "5.0000", "4.9500", "4000000", "20000000.0000", "0.500000", "1", "1"],
     ]  # fmt: skip
-    hfq = [["2026-11-25", "19.8000"], ["2026-11-26", "19.8000"], ["2026-11-27", "20.0000"]]
-    bars, basic = baostock_frames([(raw, hfq)])
+    bars, basic = baostock_frames([raw])
     assert bars["code"].tolist() == ["600000", "600000"]  # the suspended day has no bar
     assert bars["close"].tolist() == [9.9, 5.0]  # as traded
-    assert bars["adj_factor"].tolist() == pytest.approx([2.0, 4.0])  # hfq / raw
+    assert bars["pre_close"].tolist() == [9.8, 4.95]  # 10送10 on the 27th: 9.90 / 2
     assert basic["turnover_rate"].tolist() == [0.5, 0.5]  # %
     # float cap = close x volume / turnover: 9.9 x 2,000,000 / 0.5% = 3.96 billion CNY
     assert basic["float_mv"].tolist() == pytest.approx([3.96e9, 4.0e9])
     assert basic["is_st"].tolist() == [False, True]  # ST as of each date
 
 
-def test_akshare_records_become_raw_bars_with_factors_and_turnover():
-    def record(day: str, close: float, lots: int, turnover: float) -> dict:
-        return {"日期": day, "股票代码": "000001", "开盘": close, "收盘": close, "最高": close,
-                "最低": close, "成交量": lots, "成交额": close * lots * 100, "振幅": 0.0,
-                "涨跌幅": 0.0, "涨跌额": 0.0, "换手率": turnover}  # fmt: skip
-
-    raw = [record("2026-11-26", 10.0, 50_000, 0.25), record("2026-11-27", 10.5, 0, 0.0)]
-    hfq = [record("2026-11-26", 30.0, 50_000, 0.25), record("2026-11-27", 31.5, 0, 0.0)]
-    bars, basic = akshare_frames([("000001", raw, hfq)])
-    assert bars["volume"].tolist() == [5_000_000]  # lots of 100 -> shares; no trade, no bar
-    assert bars["adj_factor"].tolist() == [3.0]
-    assert basic["turnover_rate"].tolist() == [0.25]
-    assert basic["float_mv"].tolist() == pytest.approx([10.0 * 5e6 / 0.0025])
+def test_akshare_records_become_raw_bars_with_the_exchange_reference_price():
+    # 000066 around its 2022-07-20 ex-date (10派0.5), as stock_zh_a_hist returned them
+    # (quoted in waditu/tushare#1805): its 涨跌额 counts from the raw 9.94, while the
+    # exchange's reference price that day was 9.89 (tushare's pre_close).
+    raw = [
+        {"日期": "2022-07-19", "股票代码": "000066", "开盘": 9.48, "收盘": 9.94, "最高": 9.94,
+         "最低": 9.44, "成交量": 345848, "成交额": 338989950.93, "振幅": 5.28, "涨跌幅": 4.96,
+         "涨跌额": 0.47, "换手率": 1.18},
+        {"日期": "2022-07-20", "股票代码": "000066", "开盘": 9.89, "收盘": 9.88, "最高": 9.95,
+         "最低": 9.76, "成交量": 230508, "成交额": 227294143.17, "振幅": 1.91, "涨跌幅": -0.6,
+         "涨跌额": -0.06, "换手率": 0.78},
+    ]  # fmt: skip
+    dividends = [  # stock_fhps_detail_em: per 10 shares; a plan not carried out is ignored
+        {"除权除息日": "2022-07-20", "方案进度": "实施分配", "现金分红-现金分红比例": 0.5,
+         "送转股份-送转总比例": None},
+        {"除权除息日": None, "方案进度": "董事会预案", "现金分红-现金分红比例": 3.0,
+         "送转股份-送转总比例": 10.0},
+    ]  # fmt: skip
+    bars, basic = akshare_frames([("000066", raw, dividends)])
+    assert bars["volume"].tolist() == [34_584_800, 23_050_800]  # lots of 100 -> shares
+    assert bars["pre_close"].tolist()[1] == 9.89
+    assert bars["bonus_ratio"].tolist() == [0.0, 0.0]  # cash only: no new shares
+    assert basic["turnover_rate"].tolist() == [1.18, 0.78]
     index = akshare_index_frame(
         {"000001.SH": pd.DataFrame({"date": ["2026-11-26", "2026-11-27"], "open": [3000.0] * 2,
                                     "high": [3010.0] * 2, "low": [2990.0] * 2,
@@ -146,7 +155,9 @@ def test_screen_finds_candidates_after_a_baostock_sync_and_says_what_is_weakened
     assert again == payload  # same caps, turnover, ST and caveats as the store itself
     status = json.loads(cli("data", "status", "--json", env=BAOSTOCK_ENV).stdout)
     assert (status["delisted_or_suspended"], status["indices"]) == (1, 6)
-    assert len(status["caveats"]) == 1  # only the total cap is missing
+    total_cap, factors = status["caveats"]  # the total cap is missing; factors are derived
+    assert "总市值" in total_cap
+    assert "baostock 的复权因子由交易所前收盘价推导" in factors and "共 1 个除权除息日" in factors
 
 
 def _analyze_disagreements(panel, days: int) -> tuple[list[str], int]:

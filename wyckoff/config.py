@@ -113,7 +113,7 @@ class ModelConfig(BaseModel):
 class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["auto", "tushare", "akshare", "baostock", "demo"] = "auto"
+    source: Literal["auto", "tushare", "akshare", "baostock", "demo", "import"] = "auto"
     tushare_token: str | None = None
     tushare_url: str | None = None
 

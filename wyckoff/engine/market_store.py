@@ -1,12 +1,14 @@
 """The market store: a DuckDB file under WYCKOFF_HOME with bars, index bars, the stock list,
 daily basics, the trade calendar and sync progress.
 
-Real data lives in `market.duckdb`; the demo market in its own `market-demo.duckdb`, so the
-two never mix. Prices are stored raw with their (hfq, cumulative) adjustment factor; panels
-are qfq-adjusted when loaded: price x factor / latest factor, and volume by the inverse, so
-volumes stay comparable across a split. A missing factor takes the last known one of the
-stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
-rate (%) and the ST flag of that day.
+Synced data lives in `market.duckdb`, bars brought by `wyckoff data import` in
+`market-import.duckdb` and the demo market in `market-demo.duckdb`, so they never mix.
+Prices are stored raw with the exchange's reference prior close, their (hfq, cumulative)
+price factor and share factor (see adjustment.py); panels are qfq-adjusted when loaded:
+price x factor / latest factor, and volume by the share factor's inverse, so volumes stay
+comparable across a bonus issue or split but not scaled by cash dividends. A missing price
+factor takes the last known one of the stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
+rate (%), the ST flag and (when the source gives it) the name of that day.
 
 Several processes share the file (the TUI open while `analyze` or `data sync` runs). DuckDB
 lets one process write or many read, so connections are read-only unless they write, each
@@ -25,11 +27,13 @@ from typing import Any
 
 import pandas as pd
 
+from wyckoff.engine import adjustment
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.errors import WyckoffError
 
 REAL_FILE = "market.duckdb"
 DEMO_FILE = "market-demo.duckdb"
+IMPORT_FILE = "market-import.duckdb"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stocks (
@@ -40,6 +44,9 @@ CREATE TABLE IF NOT EXISTS bars (
     code VARCHAR, date DATE, open DOUBLE, high DOUBLE, low DOUBLE, close DOUBLE,
     volume DOUBLE, amount DOUBLE, adj_factor DOUBLE DEFAULT 1.0, source VARCHAR,
     PRIMARY KEY (code, date));
+ALTER TABLE bars ADD COLUMN IF NOT EXISTS pre_close DOUBLE;
+ALTER TABLE bars ADD COLUMN IF NOT EXISTS share_factor DOUBLE;
+ALTER TABLE bars ADD COLUMN IF NOT EXISTS bonus_ratio DOUBLE;
 CREATE TABLE IF NOT EXISTS index_bars (
     code VARCHAR, date DATE, open DOUBLE, high DOUBLE, low DOUBLE, close DOUBLE,
     volume DOUBLE, amount DOUBLE, source VARCHAR, PRIMARY KEY (code, date));
@@ -48,9 +55,13 @@ CREATE TABLE IF NOT EXISTS daily_basic (
     PRIMARY KEY (code, date));
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS float_mv DOUBLE;
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS is_st BOOLEAN;
+ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS name VARCHAR;
 CREATE TABLE IF NOT EXISTS trade_calendar (date DATE PRIMARY KEY, is_open BOOLEAN, source VARCHAR);
 CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
+
+KEPT_PRE_CLOSE = """COALESCE(incoming.pre_close, (SELECT b.pre_close FROM bars b
+    WHERE b.code = incoming.code AND b.date = incoming.date))"""
 
 _LOCK = threading.Lock()  # one DuckDB connection at a time per process
 LOCK_WAIT_S = 60.0
@@ -72,7 +83,8 @@ class MarketStore:
 
     @classmethod
     def for_source(cls, home: Path, source: str) -> MarketStore:
-        return cls(home / (DEMO_FILE if source == "demo" else REAL_FILE), source)
+        files = {"demo": DEMO_FILE, "import": IMPORT_FILE}
+        return cls(home / files.get(source, REAL_FILE), source)
 
     def _connect(self, write: bool = False):
         """A connection for one call, read-only unless `write`, waiting out other processes."""
@@ -126,24 +138,50 @@ class MarketStore:
 
     def upsert(self, table: str, frame: pd.DataFrame) -> int:
         """Insert or replace rows (by primary key) in one transaction."""
-        if frame.empty:
+        return self.write({table: frame})
+
+    def write(self, frames: dict[str, pd.DataFrame], derive_price: bool | None = None) -> int:
+        """Insert or replace rows of several tables in one transaction (all or nothing);
+        returns the rows written. When `derive_price` is not None, the factors of the stocks
+        whose bars were written are recomputed in the same transaction (`refresh_factors`)."""
+        frames = {table: frame for table, frame in frames.items() if not frame.empty}
+        if not frames:
             return 0
-        frame = frame.copy()
-        if "source" not in frame and table != "sync_state":
-            frame["source"] = self.source
-        columns = ", ".join(frame.columns)
         with _LOCK:
             conn = self._connect(write=True)
             try:
-                conn.register("incoming", frame)
                 conn.execute("BEGIN")
-                conn.execute(
-                    f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {columns} FROM incoming"
-                )
+                for table, frame in frames.items():
+                    self._insert(conn, table, frame)
+                if derive_price is not None and "bars" in frames:
+                    adjustment.refresh_factors(conn, frames["bars"]["code"].tolist(), derive_price)
                 conn.execute("COMMIT")
             finally:
+                conn.close()  # without COMMIT the transaction is rolled back
+        return sum(len(frame) for frame in frames.values())
+
+    def refresh_factors(self, codes: list[str], derive_price: bool) -> None:
+        """Recompute the factors of `codes` from their stored bars (see adjustment.py)."""
+        if not codes:
+            return
+        with _LOCK:
+            conn = self._connect(write=True)
+            try:
+                adjustment.refresh_factors(conn, codes, derive_price)
+            finally:
                 conn.close()
-        return len(frame)
+
+    def _insert(self, conn, table: str, frame: pd.DataFrame) -> None:
+        if "source" not in frame and table != "sync_state":
+            frame = frame.assign(source=self.source)
+        columns = ", ".join(frame.columns)
+        # A bar fetched without the day before (the first of a window) keeps its stored
+        # reference price: the factor chain must not break where two syncs meet.
+        kept = KEPT_PRE_CLOSE if table == "bars" else "pre_close"
+        values = ", ".join(kept if c == "pre_close" else c for c in frame.columns)
+        conn.register("incoming", frame)
+        conn.execute(f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {values} FROM incoming")
+        conn.unregister("incoming")
 
     def set_state(self, key: str, value: str) -> None:
         self.upsert("sync_state", pd.DataFrame({"key": [key], "value": [value]}))
@@ -170,6 +208,9 @@ class MarketStore:
                     "SELECT COUNT(*), COUNT(DISTINCT code), MIN(date), MAX(date) FROM bars"
                 ).fetchone()
                 (indices,) = conn.execute("SELECT COUNT(DISTINCT code) FROM index_bars").fetchone()
+                origins = conn.execute(
+                    "SELECT source, COUNT(*) FROM bars GROUP BY source ORDER BY source"
+                ).fetchall()
                 caveats = [] if self.source == "demo" else data_caveats(conn)
             finally:
                 conn.close()
@@ -181,6 +222,7 @@ class MarketStore:
             "delisted_or_suspended": delisted,
             "stocks_with_bars": coded,
             "bars": bars,
+            "bar_sources": {str(origin): count for origin, count in origins},
             "indices": indices,
             "first_date": str(first) if first else None,
             "last_date": str(last) if last else None,
@@ -249,7 +291,7 @@ FROM stocks s LEFT JOIN (
 
 def _fetch_bars(conn, window, end: str | None, codes: list[str] | None) -> dict[str, Any]:
     """Bars from `window` to `end` as numpy columns: qfq prices, volume on today's share
-    basis, the raw close and (when the store has them) the per-date facts. The gap-filling
+    basis (the share factor; the price factor where a store has none), the raw close and (when the store has them) the per-date facts. The gap-filling
     window function and the daily_basic join run only when needed: they triple the time."""
     (gaps,) = conn.execute("SELECT COUNT(*) FROM bars WHERE adj_factor IS NULL").fetchone()
     (basics,) = conn.execute("SELECT COUNT(*) FROM daily_basic").fetchone()
@@ -268,13 +310,15 @@ def _fetch_bars(conn, window, end: str | None, codes: list[str] | None) -> dict[
     return conn.execute(
         f"""WITH b AS (
             SELECT code, date, open, high, low, close, volume, amount,
-                {FILLED_FACTOR if gaps else "adj_factor"} AS adj
+                {FILLED_FACTOR if gaps else "adj_factor"} AS adj,
+                COALESCE(share_factor, {FILLED_FACTOR if gaps else "adj_factor"}) AS shares
             FROM bars WHERE date <= COALESCE(?::DATE, DATE '9999-12-31') {since}{code_clause}),
-        latest AS (SELECT code, arg_max(adj, date) AS adj FROM b WHERE date >= ? GROUP BY code)
+        latest AS (SELECT code, arg_max(adj, date) AS adj, arg_max(shares, date) AS shares
+            FROM b WHERE date >= ? GROUP BY code)
         SELECT CAST(b.code AS INTEGER) AS code, date_diff('day', DATE '1970-01-01', b.date) AS date,
             b.open * b.adj / l.adj AS open, b.high * b.adj / l.adj AS high,
             b.low * b.adj / l.adj AS low, b.close * b.adj / l.adj AS close,
-            b.volume * l.adj / b.adj AS volume, b.amount, b.close AS raw_close
+            b.volume * l.shares / b.shares AS volume, b.amount, b.close AS raw_close
             {facts or "FROM b JOIN latest l USING (code)"}
         WHERE b.date >= ?""",
         [end, *([] if gaps else [window]), *(codes or []), window, window],
@@ -340,4 +384,4 @@ def data_caveats(conn) -> list[str]:
         caveats.append(
             f"复权因子：缺失 {gaps} 条（{gap_codes} 只股票），已沿用该股前一个已知因子。"
         )
-    return caveats
+    return caveats + adjustment.factor_caveats(conn)

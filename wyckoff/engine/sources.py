@@ -24,9 +24,10 @@ from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.thresholds import MAIN_INDICES, board_of, ts_code
 from wyckoff.errors import WyckoffError
 
-SOURCES = ("auto", "tushare", "akshare", "baostock", "demo")
+SOURCES = ("auto", "tushare", "akshare", "baostock", "demo", "import")
 TUSHARE_URL = "http://api.waditu.com/dataapi"
 TUSHARE_CALLS_PER_MINUTE = 400
+TUSHARE_PAGE_ROWS = 10_000  # the most rows tushare returns per call of a list API
 Progress = Callable[[str, str, float | None], None]
 
 
@@ -64,6 +65,11 @@ def tushare_token(config) -> str | None:
 
 
 def no_data_hint(source: str) -> str:
+    if source == "import":
+        return (
+            "导入行情库还没有数据：先运行 `wyckoff data import FILE`（格式见 docs/data.md），"
+            "或用 `wyckoff data use demo` 改用内置演示数据（合成数据，仅供体验）。"
+        )
     return (
         f"本地行情库（数据源 {source}）还没有数据：先运行 `wyckoff data sync`，"
         "或用 `wyckoff data use demo` 改用内置演示数据（合成数据，仅供体验）。"
@@ -117,6 +123,22 @@ class TushareClient:
         data = payload.get("data") or {}
         return pd.DataFrame(data.get("items") or [], columns=data.get("fields") or [])
 
+    def query_all(self, api_name: str, fields: str = "", **params: Any) -> pd.DataFrame:
+        """Every row of a list API that caps its answer, page by page (offset/limit) until
+        a page comes back short."""
+        pages = []
+        while True:
+            page = self.query(
+                api_name,
+                fields,
+                **params,
+                offset=len(pages) * TUSHARE_PAGE_ROWS,
+                limit=TUSHARE_PAGE_ROWS,
+            )
+            pages.append(page)
+            if len(page) < TUSHARE_PAGE_ROWS:
+                return pd.concat(pages, ignore_index=True)
+
     def close(self) -> None:
         self._http.close()
 
@@ -132,18 +154,20 @@ def sync_tushare(
     committed before the next; dates already stored are skipped."""
     progress("股票列表", "stock_basic", None)
     stocks = _tushare_stocks(client)
-    names = client.query("namechange", "ts_code,name,start_date,end_date")
+    names = client.query_all("namechange", "ts_code,name,start_date,end_date")
     open_dates = _tushare_calendar(store, client, days)
     wanted = {ts_code(c) for c in codes} if codes else None
     done = set((store.get_state("tushare_dates") or "").split(",")) - {""}
     todo = [d for d in open_dates if d not in done]
     stored = 0
     latest_caps: dict[str, float] = {}
+    synced: set[str] = set()
     try:
         for number, trade_date in enumerate(todo, 1):
             progress("日线", trade_date, number / max(len(todo), 1))
             rows, caps = _sync_tushare_date(store, client, trade_date, wanted, names)
             latest_caps.update(caps)
+            synced |= caps.keys()
             done.add(trade_date)
             store.set_state("tushare_dates", ",".join(sorted(done)))
             stored += rows
@@ -154,6 +178,7 @@ def sync_tushare(
         ) from None
     finally:
         _store_tushare_stocks(store, stocks, latest_caps)
+        store.refresh_factors(sorted(synced), derive_price=False)  # tushare gives adj_factor
     _sync_tushare_indices(store, client, open_dates, progress)
     return {"dates": len(todo), "rows": stored}
 
@@ -204,7 +229,9 @@ def _sync_tushare_date(
 ) -> tuple[int, dict[str, float]]:
     """One trade date's bars and daily facts stored; returns the bar rows and market caps."""
     daily = client.query(
-        "daily", "ts_code,trade_date,open,high,low,close,vol,amount", trade_date=trade_date
+        "daily",
+        "ts_code,trade_date,open,high,low,close,pre_close,vol,amount",
+        trade_date=trade_date,
     )
     factors = client.query("adj_factor", "ts_code,trade_date,adj_factor", trade_date=trade_date)
     basic = client.query(
@@ -215,10 +242,21 @@ def _sync_tushare_date(
     if wanted is not None:
         daily = daily[daily["ts_code"].isin(wanted)]
     merged = daily.merge(factors, on=["ts_code", "trade_date"], how="left")
+    merged["bonus_ratio"] = merged["ts_code"].map(_tushare_bonus(client, trade_date))
     store.upsert("bars", _tushare_bars(merged))
     store.upsert("daily_basic", _tushare_basic(basic, names, trade_date))
     caps = dict(zip(basic["ts_code"].str[:6], basic["total_mv"] * 1e4, strict=True))
     return len(merged), caps
+
+
+def _tushare_bonus(client: TushareClient, trade_date: str) -> dict[str, float]:
+    """ts_code -> shares credited per share (送股 + 转增) by the plans carried out with this
+    ex-date; stocks without one are absent (their share factor is read from pre_close)."""
+    plans = client.query("dividend", "ts_code,div_proc,stk_div,ex_date", ex_date=trade_date)
+    if plans.empty:
+        return {}
+    done = plans[plans["div_proc"] == "实施"]
+    return done.groupby("ts_code")["stk_div"].sum().astype(float).to_dict()
 
 
 def _tushare_stocks(client: TushareClient) -> pd.DataFrame:
@@ -252,9 +290,11 @@ def _tushare_bars(frame: pd.DataFrame) -> pd.DataFrame:
             "high": frame["high"],
             "low": frame["low"],
             "close": frame["close"],
+            "pre_close": frame.get("pre_close", np.nan),  # the exchange's reference price
             "volume": frame["vol"] * 100,  # tushare: lots of 100 shares
             "amount": frame["amount"] * 1000,  # tushare: thousands of CNY
             "adj_factor": frame["adj_factor"],  # NULL when missing: the load carries it forward
+            "bonus_ratio": frame["bonus_ratio"],  # NULL unless a dividend plan says it
         }
     )
 
@@ -368,8 +408,9 @@ def sync_per_code(
     progress: Progress,
     timeout_s: float = 120,
 ) -> dict[str, Any]:
-    """Bars, raw with their hfq factor, and per-date facts, fetched per stock in isolated
-    batches of 50. The universe includes stocks delisted inside the window."""
+    """Raw bars with the exchange's reference prior close (the factors are derived from it,
+    see adjustment.py) and per-date facts, fetched per stock in isolated batches of 50. The
+    universe includes stocks delisted inside the window."""
     end = date.today()
     start = (end - timedelta(days=int(days * 1.6) + 10)).isoformat()
     progress("股票列表", "", None)
@@ -385,8 +426,8 @@ def sync_per_code(
         bars, basic = source.frames(
             run_isolated(source.fetch, (batch, start, end.isoformat()), timeout_s)
         )
-        stored += store.upsert("bars", bars)
-        store.upsert("daily_basic", basic)
+        stored += len(bars)
+        store.write({"bars": bars, "daily_basic": basic}, derive_price=True)
     progress("指数", "", None)
     store.upsert("index_bars", run_isolated(source.indices, (start, end.isoformat()), timeout_s))
     return {"rows": stored}
@@ -402,17 +443,16 @@ def _listing_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _daily_frames(frame: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """bars and daily_basic from normalised columns: code, date, raw open..close, volume
-    (shares), amount (CNY), hfq_close, turnover_rate (%), is_st (or absent). Days without
-    trading are dropped (a suspended day has no bar). The float cap is derived per day:
-    close x volume / turnover rate."""
+    """bars and daily_basic from normalised columns: code, date, raw open..close, pre_close
+    (the exchange's reference price), volume (shares), amount (CNY), turnover_rate (%),
+    is_st and bonus_ratio (or absent). Days without trading are dropped (a suspended day has
+    no bar). The float cap is derived per day: close x volume / turnover rate."""
     if frame is None or frame.empty:
         return pd.DataFrame(), pd.DataFrame()
     frame = _typed(frame)
     frame = frame[(frame["volume"] > 0) & (frame["close"] > 0)]
-    bars = frame[["code", "date", "open", "high", "low", "close", "volume", "amount"]].assign(
-        adj_factor=frame["hfq_close"] / frame["close"]
-    )
+    columns = ["code", "date", "open", "high", "low", "close", "pre_close", "volume", "amount"]
+    bars = frame[columns + (["bonus_ratio"] if "bonus_ratio" in frame else [])]
     with np.errstate(invalid="ignore", divide="ignore"):
         float_mv = frame["close"] * frame["volume"] / (frame["turnover_rate"] / 100)
     basic = pd.DataFrame(
@@ -430,7 +470,7 @@ def _daily_frames(frame: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFram
 
 # --- baostock (isolated) -------------------------------------------------------------------
 
-BAOSTOCK_FIELDS = "date,code,open,high,low,close,volume,amount,turn,tradestatus,isST"
+BAOSTOCK_FIELDS = "date,code,open,high,low,close,preclose,volume,amount,turn,tradestatus,isST"
 
 
 def _baostock_rows(result) -> list[list[str]]:
@@ -485,27 +525,23 @@ def baostock_listing(
     )
 
 
-def _baostock_fetch(codes: list[str], start: str, end: str) -> list[tuple[list, list]]:
-    """Per stock: unadjusted k-data rows (BAOSTOCK_FIELDS) and hfq (date, close) rows."""
+def _baostock_fetch(codes: list[str], start: str, end: str) -> list[list[list[str]]]:
+    """Per stock: unadjusted k-data rows (BAOSTOCK_FIELDS). baostock's own adjusted prices
+    are not needed: the factors come from `preclose`."""
     bs = _baostock_session()
     fetched = []
     try:
         for code in codes:
             symbol = f"{'sh' if code.startswith('6') else 'sz'}.{code}"
-            raw, hfq = (
-                _baostock_rows(
-                    bs.query_history_k_data_plus(
-                        symbol,
-                        fields,
-                        start_date=start,
-                        end_date=end,
-                        frequency="d",
-                        adjustflag=flag,
-                    )
-                )
-                for fields, flag in ((BAOSTOCK_FIELDS, "3"), ("date,close", "1"))
+            query = bs.query_history_k_data_plus(
+                symbol,
+                BAOSTOCK_FIELDS,
+                start_date=start,
+                end_date=end,
+                frequency="d",
+                adjustflag="3",
             )
-            fetched.append((raw, hfq))
+            fetched.append(_baostock_rows(query))
     finally:
         bs.logout()
     return fetched
@@ -550,17 +586,17 @@ def baostock_index_frame(fetched: dict[str, list[list[str]]]) -> pd.DataFrame:
     return frame.assign(date=pd.to_datetime(frame["date"])).reset_index(drop=True)
 
 
-def baostock_frames(fetched: list[tuple[list, list]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def baostock_frames(fetched: list[list[list[str]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """bars and daily_basic from baostock rows: all values are strings ('' when empty),
-    volume in shares, amount in CNY, turn in %, tradestatus '1' = traded, isST '1' = ST."""
+    preclose the exchange's reference price, volume in shares, amount in CNY, turn in %,
+    tradestatus '1' = traded, isST '1' = ST."""
     frames = []
-    for raw, hfq in fetched:
+    for raw in fetched:
         frame = pd.DataFrame(raw, columns=BAOSTOCK_FIELDS.split(","))
-        hfq_close = dict(hfq)
         frames.append(
             frame[frame["tradestatus"] == "1"].assign(
                 code=frame["code"].str[3:],
-                hfq_close=frame["date"].map(hfq_close),
+                pre_close=frame["preclose"],
                 turnover_rate=frame["turn"],
                 is_st=frame["isST"] == "1",
             )
@@ -568,7 +604,7 @@ def baostock_frames(fetched: list[tuple[list, list]]) -> tuple[pd.DataFrame, pd.
     return _daily_frames(pd.concat(frames) if frames else None)
 
 
-NUMERIC = ("open", "high", "low", "close", "volume", "amount", "hfq_close", "turnover_rate")
+NUMERIC = ("open", "high", "low", "close", "pre_close", "volume", "amount", "turnover_rate")
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -616,22 +652,21 @@ def akshare_listing(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _akshare_fetch(codes: list[str], start: str, end: str) -> list[tuple[str, list, list]]:
-    """Per stock: stock_zh_a_hist records unadjusted and hfq."""
+    """Per stock: unadjusted stock_zh_a_hist records and its dividends (stock_fhps_detail_em).
+    akshare's hfq prices are not used: they are not a clean multiplicative series."""
     import akshare as ak
 
     fetched = []
     for code in codes:
-        raw, hfq = (
-            ak.stock_zh_a_hist(
-                symbol=code,
-                period="daily",
-                start_date=start.replace("-", ""),
-                end_date=end.replace("-", ""),
-                adjust=adjust,
-            ).to_dict("records")
-            for adjust in ("", "hfq")
+        raw = ak.stock_zh_a_hist(
+            symbol=code,
+            period="daily",
+            start_date=start.replace("-", ""),
+            end_date=end.replace("-", ""),
+            adjust="",
         )
-        fetched.append((code, raw, hfq))
+        dividends = ak.stock_fhps_detail_em(symbol=code)
+        fetched.append((code, raw.to_dict("records"), dividends.to_dict("records")))
     return fetched
 
 
@@ -658,22 +693,56 @@ def akshare_index_frame(fetched: dict[str, pd.DataFrame], start: str, end: str) 
 
 def akshare_frames(fetched: list[tuple[str, list, list]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """bars and daily_basic from stock_zh_a_hist records (Chinese columns; 成交量 in lots of
-    100 shares, 成交额 in CNY, 换手率 in %). It has no ST status per date."""
+    100 shares, 成交额 in CNY, 换手率 in %) and stock_fhps_detail_em records. Its 涨跌额
+    counts from the previous raw close, not the exchange's reference price, so pre_close is
+    rebuilt from the dividends (`reference_prices`). It has no ST status per date."""
     frames = []
-    for code, raw, hfq in fetched:
+    for code, raw, dividends in fetched:
         frame = pd.DataFrame(raw).rename(columns=AKSHARE_COLUMNS)
         if frame.empty:
             continue
-        hfq_close = {str(r["日期"]): r["收盘"] for r in hfq}
-        frames.append(
-            frame.assign(
-                code=code,
-                date=frame["date"].astype(str),
-                volume=pd.to_numeric(frame["volume"]) * 100,
-                hfq_close=frame["date"].astype(str).map(hfq_close),
-            )
+        frame = frame.assign(
+            code=code,
+            date=pd.to_datetime(frame["date"].astype(str)),
+            close=pd.to_numeric(frame["close"]),
+            volume=pd.to_numeric(frame["volume"]) * 100,
         )
+        frames.append(reference_prices(frame, akshare_dividends(dividends)))
     return _daily_frames(pd.concat(frames) if frames else None)
+
+
+def akshare_dividends(records: list[dict]) -> pd.DataFrame:
+    """ex_date, cash (CNY per share) and bonus (shares per share) of the carried-out plans
+    (方案进度 实施分配) in stock_fhps_detail_em records, whose ratios are per 10 shares."""
+    frame = pd.DataFrame(
+        records, columns=["除权除息日", "方案进度", "现金分红-现金分红比例", "送转股份-送转总比例"]
+    )
+    frame = frame[frame["方案进度"].astype(str).str.contains("实施") & frame["除权除息日"].notna()]
+    return pd.DataFrame(
+        {
+            "ex_date": pd.to_datetime(frame["除权除息日"].astype(str)),
+            "cash": pd.to_numeric(frame["现金分红-现金分红比例"], errors="coerce").fillna(0) / 10,
+            "bonus": pd.to_numeric(frame["送转股份-送转总比例"], errors="coerce").fillna(0) / 10,
+        }
+    )
+
+
+def reference_prices(bars: pd.DataFrame, dividends: pd.DataFrame) -> pd.DataFrame:
+    """One stock's bars (date order) with the exchange's reference prior close: the previous
+    close, and on the first bar on or after an ex-date (close_prev - cash) / (1 + bonus)
+    rounded to the cent, the exchange's formula; bonus_ratio is that bonus (0 elsewhere)."""
+    bars = bars.sort_values("date").reset_index(drop=True)
+    previous = bars["close"].shift(1)
+    bonus = pd.Series(0.0, index=bars.index)
+    cash = pd.Series(0.0, index=bars.index)
+    for action in dividends.itertuples():
+        on = bars.index[bars["date"] >= action.ex_date]
+        if len(on) and on[0] > 0:  # an ex-date before the first bar changes nothing stored
+            bonus[on[0]] += action.bonus
+            cash[on[0]] += action.cash
+    ex_rights = np.floor((previous - cash) / (1 + bonus) * 100 + 0.5) / 100
+    reference = previous.where((bonus == 0) & (cash == 0), ex_rights)
+    return bars.assign(pre_close=reference, bonus_ratio=bonus)
 
 
 BAOSTOCK = PerCodeSource(_baostock_listing, _baostock_fetch, baostock_frames, _baostock_indices)
@@ -721,6 +790,11 @@ def sync(
     if source == "demo":
         ensure_demo(home, progress)
         return {"source": "demo", "note": "演示数据是本地合成的，不需要同步。"}
+    if source == "import":
+        raise SourceError(
+            "数据源 import 的行情来自你导入的文件，不能同步：用 `wyckoff data import FILE` 追加新数据，"
+            "或用 `wyckoff data use baostock`（或 tushare、akshare）改用可同步的数据源。"
+        )
     if source == "tushare":
         token = tushare_token(config)
         if not token:

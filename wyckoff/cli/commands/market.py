@@ -13,7 +13,9 @@ from typing import Annotated, Any
 import typer
 
 data_app = typer.Typer(
-    help="行情数据 / market data: sync, status, use.", no_args_is_help=True, rich_markup_mode=None
+    help="行情数据 / market data: sync, status, use, import.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
 SCREEN_LEGEND = """说明：
@@ -338,7 +340,9 @@ def _params(model, **values):
 
 @data_app.command("use")
 def use(
-    source: Annotated[str, typer.Argument(help="auto | tushare | akshare | baostock | demo")],
+    source: Annotated[
+        str, typer.Argument(help="auto | tushare | akshare | baostock | demo | import")
+    ],
     token: Annotated[
         str | None, typer.Option("--token", help="tushare token（保存在 0600 配置中）")
     ] = None,
@@ -406,6 +410,7 @@ STATUS_LABELS = {
     "delisted_or_suspended": "其中退市或暂停上市",
     "stocks_with_bars": "有行情的股票数",
     "bars": "日线条数",
+    "bar_sources": "日线来源",
     "indices": "指数个数",
     "first_date": "最早日期",
     "last_date": "最新日期",
@@ -416,6 +421,8 @@ STATUS_LABELS = {
 def _status_value(value: Any) -> str:
     if isinstance(value, bool):
         return "是" if value else "否"
+    if isinstance(value, dict):
+        return "，".join(f"{key} {count} 条" for key, count in value.items()) or "—"
     return "—" if value is None else str(value)
 
 
@@ -436,3 +443,34 @@ def sync(
         "同步", lambda progress: run_sync(home, config, days, code_list, progress)
     )
     print_notice("同步完成：" + "，".join(f"{k}={v}" for k, v in result.items()))
+
+
+@data_app.command("import")
+def import_file(
+    file: Annotated[str, typer.Argument(help="CSV 或 Parquet 文件（格式见 docs/data.md）")],
+    index: Annotated[bool, typer.Option("--index", help="文件是指数日线")] = False,
+) -> None:
+    """导入自己的日线 / load daily bars from a CSV or Parquet file."""
+    from pathlib import Path
+
+    from wyckoff.cli.output import print_notice
+    from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
+    from wyckoff.engine.bar_import import import_bars
+    from wyckoff.engine.market_store import MarketStore
+
+    home = wyckoff_home()
+    home.mkdir(parents=True, exist_ok=True)
+    written = import_bars(MarketStore.for_source(home, "import"), Path(file).expanduser(), index)
+    what = "指数日线" if index else "日线"
+    print_notice(
+        f"已导入 {what} {written.get('bars', written.get('index_bars'))} 条"
+        f"（{written.get('stocks', written.get('indices'))} 个代码）到导入行情库。"
+    )
+    with config_lock(home):
+        config = load_config(home)
+        switched = config.data.source != "import"
+        if switched:
+            data = config.data.model_copy(update={"source": "import"})
+            save_config(config.model_copy(update={"data": data}), home)
+    if switched:
+        print_notice("数据源已切换为 import（你导入的数据）；`wyckoff data use SOURCE` 可切回。")

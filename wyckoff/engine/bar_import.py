@@ -1,0 +1,184 @@
+"""`wyckoff data import`: daily bars from a CSV or Parquet file into the import store.
+
+Stock files carry unadjusted prices with the exchange's reference prior close (the factors
+are derived from it, see adjustment.py), volume in shares and amount in CNY; optional
+per-date `name` (ST/*ST/退 are read from it) or `is_st` (1/0), `float_mv`/`total_mv` (CNY)
+and `turnover_rate` (%). Index files carry the same bars without `pre_close`. A file is checked
+whole before anything is written, and written in one transaction: a bad file changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from wyckoff.engine.market_store import MarketStore
+from wyckoff.engine.thresholds import board_of
+from wyckoff.errors import UsageError
+
+PRICES = ("open", "high", "low", "close")
+STOCK_COLUMNS = ("code", "date", *PRICES, "pre_close", "volume", "amount")
+INDEX_COLUMNS = ("code", "date", *PRICES, "volume", "amount")
+OPTIONAL_FACTS = ("float_mv", "total_mv", "turnover_rate")
+ST_FLAGS = {"1": True, "true": True, "0": False, "false": False}
+CODE = re.compile(r"^(?:(SH|SZ|BJ))?(\d{6})(?:\.(SH|SZ|BJ))?$")
+
+
+class ImportFileError(UsageError):
+    """The file cannot be imported; the message names the file, the row and what to do."""
+
+
+def import_bars(store: MarketStore, path: Path, index: bool = False) -> dict[str, int]:
+    """Check the file and write it to `store` in one transaction; returns what was written."""
+    frame = read_table(path)
+    columns = INDEX_COLUMNS if index else STOCK_COLUMNS
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ImportFileError(
+            f"{path.name} 缺少列：{', '.join(missing)}。{'指数' if index else '个股'}文件必需的列是 "
+            f"{','.join(columns)}，没有写入任何数据。"
+        )
+    bars = _checked(frame, columns, path.name, index)
+    if index:
+        written = store.write({"index_bars": bars})
+        return {"index_bars": written, "indices": bars["code"].nunique()}
+    traded = bars["volume"] > 0  # a suspended day has no bar, as in a sync
+    bars, frame = bars[traded], frame[traded]
+    facts = _daily_basic(frame, bars)
+    stocks = _stocks(frame, bars)
+    store.write({"bars": bars, "daily_basic": facts, "stocks": stocks}, derive_price=True)
+    return {"bars": len(bars), "stocks": len(stocks)}
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """The file's rows, every value as text (CSV) or as stored (Parquet), with lower-case
+    column names; DuckDB reads both, so no Parquet library is needed."""
+    import duckdb
+
+    if not path.is_file():
+        raise ImportFileError(f"找不到文件 {path}：请检查路径。")
+    reader = "read_parquet(?)" if path.suffix.lower() == ".parquet" else _CSV
+    try:
+        frame = duckdb.connect().execute(f"SELECT * FROM {reader}", [str(path)]).df()
+    except duckdb.Error as exc:
+        first_line = str(exc).strip().splitlines()[0][:200]
+        raise ImportFileError(
+            f"无法读取 {path.name}（{first_line}）：请提供带表头的 CSV（UTF-8，逗号分隔）或 Parquet 文件。"
+        ) from None
+    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    return frame
+
+
+_CSV = "read_csv(?, header = true, all_varchar = true, delim = ',')"
+
+
+def _checked(frame: pd.DataFrame, columns: tuple[str, ...], file: str, index: bool) -> pd.DataFrame:
+    """The required columns typed and checked; the first bad row stops the import."""
+    bars = pd.DataFrame({"code": [_code(v, row, file, index) for row, v in _rows(frame["code"])]})
+    bars["date"] = _dates(frame["date"], file)
+    for column in columns[2:]:
+        bars[column] = _numbers(frame[column], column, file)
+    duplicated = bars.duplicated(["code", "date"], keep=False)
+    if duplicated.any():
+        first, second = bars.index[duplicated][:2]
+        raise ImportFileError(
+            f"{file} 第 {_line(first)} 行与第 {_line(second)} 行重复（{bars['code'][first]} "
+            f"{bars['date'][first].date()}）：每个代码每天只能有一行，没有写入任何数据。"
+        )
+    return bars
+
+
+def _rows(values: pd.Series):
+    return zip(values.index, values, strict=True)
+
+
+def _line(row: int) -> int:
+    """The file line of a data row (line 1 is the header)."""
+    return int(row) + 2
+
+
+def _code(value, row: int, file: str, index: bool) -> str:
+    text = str(value).strip().upper() if pd.notna(value) else ""
+    if text.isdigit() and len(text) < 6:  # a Parquet integer lost its leading zeros
+        text = text.zfill(6)
+    match = CODE.match(text)
+    if not match:
+        raise ImportFileError(
+            f"{file} 第 {_line(row)} 行的代码 '{text}' 无效：应为 6 位数字，可带 .SH/.SZ/.BJ 后缀，没有写入任何数据。"
+        )
+    digits = match.group(2)
+    if not index:
+        return digits
+    exchange = match.group(1) or match.group(3) or ("SZ" if digits.startswith("399") else "SH")
+    return f"{digits}.{exchange}"
+
+
+def _dates(values: pd.Series, file: str) -> pd.Series:
+    text = values.astype(str).str.strip().str.replace(r"[/.]", "-", regex=True)
+    dates = pd.to_datetime(text, format="mixed", errors="coerce")
+    bad = dates.isna() | values.isna()
+    if bad.any():
+        row = bad.idxmax()
+        raise ImportFileError(
+            f"{file} 第 {_line(row)} 行的日期{_shown(values[row])}，无法识别：请用 YYYY-MM-DD 或 YYYYMMDD，没有写入任何数据。"
+        )
+    return dates.dt.normalize()
+
+
+def _shown(value) -> str:
+    return "为空" if pd.isna(value) or str(value).strip() == "" else f"是 '{value}'"
+
+
+def _numbers(values: pd.Series, column: str, file: str) -> pd.Series:
+    numbers = pd.to_numeric(values, errors="coerce")
+    positive = column in PRICES or column == "pre_close"
+    bad = numbers.isna() | (numbers <= 0 if positive else numbers < 0)
+    if bad.any():
+        row = bad.idxmax()
+        need = "正数（不复权价格）" if positive else "不小于 0 的数"
+        raise ImportFileError(
+            f"{file} 第 {_line(row)} 行的 {column} {_shown(values[row])}：应为{need}，没有写入任何数据。"
+        )
+    return numbers.astype(float)
+
+
+def _daily_basic(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
+    """Per-date facts the file gives: caps, turnover rate, and the ST flag and name of the
+    day (a stock named ST/*ST that day is ST that day)."""
+    facts = bars[["code", "date"]].copy()
+    for column in OPTIONAL_FACTS:
+        if column in frame:
+            facts[column] = pd.to_numeric(frame[column], errors="coerce")
+    if "name" in frame:
+        names = frame["name"].astype("string").str.strip()
+        facts["name"] = names
+        facts["is_st"] = names.str.upper().str.contains("ST").astype("boolean")
+    if "is_st" in frame:  # a flag where the file has no names (1/0, true/false)
+        flag = frame["is_st"].astype("string").str.strip().str.lower()
+        facts["is_st"] = flag.map(ST_FLAGS).astype("boolean")
+    return facts if len(facts.columns) > 2 else pd.DataFrame()
+
+
+def _stocks(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
+    """The stock list: each code's last name in the file (its code when the file has none);
+    a stock whose last name carries 退 is delisted (list_status D)."""
+    named = bars.assign(name=frame["name"].astype("string") if "name" in frame else pd.NA)
+    last = named.sort_values("date").groupby("code").last()
+    name = last["name"].fillna(pd.Series(last.index, index=last.index))
+    status = None
+    if "name" in frame:
+        status = name.str.contains("退").map({True: "D", False: "L"})
+    return pd.DataFrame(
+        {
+            "code": last.index,
+            "name": name.to_numpy(),
+            "industry": "未知",
+            "board": [board_of(c) for c in last.index],
+            "list_date": None,
+            "is_st": name.str.upper().str.contains("ST").to_numpy(),
+            "list_status": None if status is None else status.to_numpy(),
+        }
+    )
