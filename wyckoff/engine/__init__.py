@@ -1,6 +1,7 @@
 """The deterministic Wyckoff engine: no model, no CLI, no network except the data sources.
 
-Market data comes from a vendor or the synthetic demo market (`sources`, `demo`) into the
+Market data comes from a vendor, the user's files or the synthetic demo market (`sources`,
+`bar_import`, `demo`; factors in `adjustment`) into the
 DuckDB market store (`market_store`), loads into a `Panel` of (days, stocks) arrays (`panel`,
 `panel_cache`), and everything else reads that panel: indicators, the four-layer funnel and its
 triggers, the market regime, one stock's health, strategy decisions, the point-in-time backtest
