@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from tests.conftest import NETGUARD, cli
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.tool_table import README, readme_with_table, tool_table
+from wyckoff.cli.tool_table import README, main_agent_tools, readme_with_table, tool_table
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
 from wyckoff.mcp.server import build_server
 from wyckoff.store import Store
@@ -441,7 +441,7 @@ def test_http_beyond_loopback_refuses_to_start_without_a_real_token(home, env, m
 
 def test_readme_tool_table_matches_the_tool_definitions():
     readme = README.read_text(encoding="utf-8")
-    assert readme_with_table(readme, tool_table(default_registry())) == readme, (
+    assert readme_with_table(readme, tool_table(main_agent_tools())) == readme, (
         "README 的工具表与 ToolSpec 不一致：运行 python -m wyckoff.cli.tool_table --write"
     )
 

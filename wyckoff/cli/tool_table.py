@@ -41,10 +41,20 @@ def readme_with_table(readme: str, table: str) -> str:
     return f"{head}{START}\n{table}\n{END}{tail}"
 
 
-def main() -> None:
+def main_agent_tools() -> ToolRegistry:
+    """Every tool the main agent is given: the default registry and the delegate tools (an
+    MCP server's tools are the user's own and not listed)."""
     from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.sub_agents import SubAgents
 
-    table = tool_table(default_registry())
+    registry = default_registry()
+    for spec in SubAgents(runtime=None).specs():  # their definitions only: nothing delegates
+        registry.register(spec)
+    return registry
+
+
+def main() -> None:
+    table = tool_table(main_agent_tools())
     if "--write" in sys.argv[1:]:
         README.write_text(readme_with_table(README.read_text(encoding="utf-8"), table), "utf-8")
     else:
