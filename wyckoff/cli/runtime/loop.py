@@ -73,6 +73,7 @@ class AgentRuntime:
         approve_all: bool = False,
         background: BackgroundTaskManager | None = None,
         max_rounds: int = MAX_TOOL_ROUNDS,
+        skills: Any = None,
         skills_reminder: Callable[[], str] | None = None,
         memory_recall: Callable[[str], str] | None = None,
         memory_flush: Callable[[list[dict[str, Any]]], None] | None = None,
@@ -102,6 +103,7 @@ class AgentRuntime:
             registry=registry,
             provider=provider,
             store=store,
+            skills=skills,
             ask_user=ask_user,
             background=background,
         )
@@ -134,6 +136,19 @@ class AgentRuntime:
         self.session_id = session_id
         self.session_usage = self._recorded_usage(session_id)
         self.approvals.reset()
+
+    def _turn_config(self) -> Any:
+        """The config the turn's tools read: once per turn (a sub-agent's turn uses its
+        parent's); None when the file is broken, so each tool reports that as before."""
+        from wyckoff.config import load_config
+        from wyckoff.errors import WyckoffError
+
+        if self.parent is not None:
+            return self.parent.context.config
+        try:
+            return load_config(self.home)
+        except WyckoffError:
+            return None
 
     def _recorded_usage(self, session_id: str | None) -> UsageTotals:
         """What the session's model calls used so far: a resumed session goes on from it."""
@@ -208,6 +223,7 @@ class AgentRuntime:
         self._cancel.clear()
         session_id = getattr(messages, "session_id", None) or self.session_id
         self.context.session_id = session_id
+        self.context.config = self._turn_config()
         self.context.egress.note_history(
             (m.get("name", "") for m in messages if m.get("role") == "tool"), self.registry.get
         )

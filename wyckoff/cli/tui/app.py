@@ -8,8 +8,9 @@ runtime touches a widget. `create_app` is shared by the CLI and the tests.
 from __future__ import annotations
 
 import json
-import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from textual import on, work
@@ -69,12 +70,6 @@ class RuntimeEventPosted(Message):
         self.event = event
 
 
-class TaskUpdated(Message):
-    def __init__(self, event: dict[str, Any]) -> None:
-        super().__init__()
-        self.event = event
-
-
 class WyckoffApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "Wyckoff"
@@ -102,12 +97,10 @@ class WyckoffApp(App):
         self._rows: dict[str, ToolRow] = {}
         self._delegations = DelegationView(self, lambda: list(self._rows))
         self.data_source = "?"
-        self._waiting_workers: set[threading.Event] = set()
         self.queued_text: str | None = None
         self.loading_agent = False
         self._waiting: WaitingRow | None = None
         self._denied_calls: set[str] = set()
-        self._config_stamp: int | None = None
 
     # --- layout and start -----------------------------------------------------------------
 
@@ -147,8 +140,7 @@ class WyckoffApp(App):
                 model_id=self.model_id,
                 session_id=session_id or self.session_id,
                 continue_latest=self.continue_latest and not session_id,
-                confirm=self._confirm_from_worker,
-                ask_user=self._ask_from_worker,
+                interactive=True,
             )
             source = resolve_source(agent.config)
         except WyckoffError as exc:
@@ -162,7 +154,7 @@ class WyckoffApp(App):
     def _agent_ready(self, agent, source: str) -> None:
         self.agent, self.data_source, self.loading_agent = agent, source, False
         self.end_waiting()
-        agent.runtime.on_task_update(lambda event: self.post_message(TaskUpdated(event)))
+        self._relay_updates()
         for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
             self.show_notice(line, error=line not in agent.skills.notices)
         self.query_one(PromptInput).commands = [
@@ -174,6 +166,13 @@ class WyckoffApp(App):
         if self.queued_text:
             text, self.queued_text = self.queued_text, None
             self.dispatch_text(text)
+
+    @work(thread=True, group="updates")
+    def _relay_updates(self) -> None:
+        """The agent's out-of-turn events (background updates, approvals, questions) reach
+        the same handler as the turn's; the loop ends when the agent closes."""
+        for update in self.agent.updates():
+            self.post_message(RuntimeEventPosted(update))
 
     # --- prompt and commands -------------------------------------------------------------
 
@@ -314,7 +313,7 @@ class WyckoffApp(App):
         costs a few screen updates, not one per token."""
         pending, last_flush = "", time.monotonic()
         try:
-            for event in self.agent.runtime.run_stream(self.agent.conversation):
+            for event in self.agent.run_turn():
                 answer_text = event["type"] == "text_delta" and "agent" not in event
                 if answer_text:
                     pending += event["text"]
@@ -351,13 +350,16 @@ class WyckoffApp(App):
         import traceback
 
         if self.agent is not None:
-            self.agent.runtime.record_front_end_error(repr(exc), traceback.format_exc())
+            self.agent.record_front_end_error(repr(exc), traceback.format_exc())
         self.show_notice(
             f"显示出错（{type(exc).__name__}），详情已写入追踪：wyckoff trace list", error=True
         )
 
     async def _show_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
+        if kind in ("task_update", "approval_request", "question"):
+            self._show_out_of_turn(event)
+            return
         if "agent" in event:
             await self._delegations.show(event)
             return
@@ -442,13 +444,21 @@ class WyckoffApp(App):
 
     def action_cancel_turn(self) -> None:
         if self.turn_running and self.agent is not None:
-            self.agent.runtime.cancel()
+            self.agent.cancel()
 
     # --- background tasks ----------------------------------------------------------------
 
-    def on_task_updated(self, message: TaskUpdated) -> None:
-        self.query_one(BackgroundPanel).update_task(message.event)
-        if message.event["status"] != "running":
+    def _show_out_of_turn(self, event: dict[str, Any]) -> None:
+        if event["type"] == "task_update":
+            self._task_updated(event)
+        elif event["type"] == "approval_request":
+            self._ask_approval(event)
+        else:
+            self.push_screen(AskUserScreen(event["question"]), _resolve(event["answer"]))
+
+    def _task_updated(self, event: dict[str, Any]) -> None:
+        self.query_one(BackgroundPanel).update_task(event)
+        if event["status"] != "running":
             self.pending_notifications = True
             if not self.turn_running:
                 self.continue_with_notifications()
@@ -456,50 +466,26 @@ class WyckoffApp(App):
     def continue_with_notifications(self) -> None:
         """A finished background task starts a new agent turn on its own."""
         self.pending_notifications = False
-        manager = self.agent.runtime.background
-        notes = manager.take_notifications(self.agent.conversation.session_id)
-        if not notes:
+        if not self.agent.take_notifications():
             return
-        for note in notes:
-            self.agent.conversation.append(note)
         self.show_notice("后台任务已完成，继续分析……")
         self.run_turn()
 
-    # --- approvals and questions (called on the worker thread) ------------------------------
+    # --- approvals ---------------------------------------------------------------------------
 
-    def _confirm_from_worker(self, request: dict[str, Any]):
-        approval = self._modal_from_worker(ApprovalScreen(request))
-        if approval.decision == "deny":  # its row says so, not the text written for the model
-            self._denied_calls.add(request["id"])
-        return approval
+    def _ask_approval(self, event: dict[str, Any]) -> None:
+        request, answer = event["request"], event["answer"]
 
-    def _ask_from_worker(self, question: dict[str, Any]) -> dict[str, Any]:
-        return self._modal_from_worker(AskUserScreen(question))
+        def answered(approval) -> None:
+            if approval.decision == "deny":  # its row says so, not the text written for the model
+                self._denied_calls.add(request["id"])
+            _resolve(answer)(approval)
 
-    def _modal_from_worker(self, screen):
-        """Show a modal from the worker thread and wait for the answer; quitting answers
-        with the modal's safe default (deny / skip) so the worker can end."""
-        answered = threading.Event()
-        box: dict[str, Any] = {"result": screen.default_result()}
-
-        def on_result(result) -> None:
-            box["result"] = result
-            answered.set()
-
-        self._waiting_workers.add(answered)
-        try:
-            self.call_from_thread(self.push_screen, screen, on_result)
-            answered.wait()
-        finally:
-            self._waiting_workers.discard(answered)
-        return box["result"]
+        self.push_screen(ApprovalScreen(request), answered)
 
     def on_unmount(self) -> None:
         if self.agent is not None:
-            self.agent.runtime.cancel()
-            self.agent.end_session(skip_layers=True)
-        for waiting in list(self._waiting_workers):
-            waiting.set()
+            self.agent.close()  # a dialog still open is answered "deny" / "skipped"
 
     # --- sessions, models, charts -----------------------------------------------------------
 
@@ -507,14 +493,10 @@ class WyckoffApp(App):
         if self.turn_running:
             self.show_notice("请先按 Esc 取消当前回答。", error=True)
             return
-        from wyckoff.cli.chat_log import Conversation
-
-        self.agent.end_session()
-        self.agent.conversation = Conversation.start(self.agent.chat_log)
-        self.agent.runtime.new_session(self.agent.conversation.session_id)
-        self.action_clear_screen()
-        self.show_notice("新对话已开始。")
-        self.refresh_status()
+        if self._switch_session("new"):
+            self.action_clear_screen()
+            self.show_notice("新对话已开始。")
+            self.refresh_status()
 
     def action_clear_screen(self) -> None:
         self.end_waiting()
@@ -528,34 +510,29 @@ class WyckoffApp(App):
         self.push_screen(ResumeScreen(sessions), self.resume)
 
     def resume(self, session_id: str | None) -> None:
-        if not session_id:
-            return
-        from wyckoff.cli.chat_log import Conversation
-        from wyckoff.errors import WyckoffError
-
-        self.agent.end_session()
-        try:
-            self.agent.conversation = Conversation.resume(self.agent.chat_log, session_id)
-        except WyckoffError as exc:  # e.g. the session is busy in another process
-            self.show_notice(exc.message, error=True)
-            return
-        self.agent.runtime.new_session(session_id)
-        self.action_clear_screen()
-        self.render_history()
-        self.show_notice(f"已恢复会话 {session_id}。")
+        if session_id and self._switch_session("resume", session_id):
+            self.action_clear_screen()
+            self.render_history()
+            self.show_notice(f"已恢复会话 {session_id}。")
 
     def fork(self) -> None:
-        from wyckoff.cli.chat_log import Conversation
+        new_id = self._switch_session("fork")
+        if new_id:
+            self.refresh_status()  # the branch counts its own usage, as /token says
+            self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
 
-        self.agent.end_session()
-        new_id = self.agent.chat_log.fork(self.agent.conversation.session_id)
-        self.agent.conversation = Conversation.resume(self.agent.chat_log, new_id)
-        self.agent.runtime.new_session(new_id)
-        self.refresh_status()  # the branch counts its own usage, as /token says
-        self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
+    def _switch_session(self, choice, session_id: str | None = None) -> str | None:
+        """The new session's id, or None when it could not be opened (said in the chat)."""
+        from wyckoff.errors import WyckoffError
+
+        try:
+            return self.agent.switch_session(choice, session_id)
+        except WyckoffError as exc:  # e.g. the session is busy in another process
+            self.show_notice(exc.message, error=True)
+            return None
 
     def compact(self) -> None:
-        event = self.agent.runtime.compact(self.agent.conversation)
+        event = self.agent.compact()
         if event is None:
             self.show_notice("没有压缩：对话太短，或摘要没有生成成功。")
         else:
@@ -587,41 +564,28 @@ class WyckoffApp(App):
         self.mount_chat(Markdown("\n".join(lines), classes="help"))
 
     def show_tokens(self) -> None:
-        usage = self.agent.runtime.session_usage.as_dict()
-        used, window = self.context_use()
+        status = self.agent.status()
+        usage, used, window = status.usage, status.context_used, status.context_window
         self.show_notice(
             f"上下文约 {used:,} / {window:,} token（{used / window:.0%}）；本会话 输入 {usage['input_tokens']:,} 输出 {usage['output_tokens']:,} 缓存读 {usage['cache_read_tokens']:,} 缓存写 {usage['cache_write_tokens']:,}"
         )
 
-    def fresh_config(self):
-        """The config as on disk, re-read when the file changed: a model added in another
-        shell (`wyckoff model add`) can be listed and chosen without a restart."""
-        from wyckoff.config import config_path, load_config
-
-        path = config_path(self.agent.home)
-        stamp = path.stat().st_mtime_ns if path.exists() else 0
-        if stamp != self._config_stamp:
-            self.agent.config, self._config_stamp = load_config(self.agent.home), stamp
-        return self.agent.config
-
     def switch_model(self, model_id: str) -> None:
-        from wyckoff.cli.providers.factory import build_provider
         from wyckoff.config import effective_config
 
-        config = self.fresh_config()
         if not model_id:
+            current = self.agent.status().model_id
             lines = [
-                f"{'* ' if m.id == self.agent.runtime.provider.name else '  '}{m.id}: {m.provider} / {m.model}"
-                for m in effective_config(config).models
+                f"{'* ' if m.id == current else '  '}{m.id}: {m.provider} / {m.model}"
+                for m in effective_config(self.agent.fresh_config()).models
             ]
             self.show_notice("模型（/model ID 切换）：\n" + "\n".join(lines))
             return
-        self.agent.runtime.switch_provider(build_provider(config, model_id))
+        self.agent.switch_model(model_id)
         self.show_notice(f"已切换到模型 {model_id}。")
         self.refresh_status()
 
     def open_chart(self, code: str) -> None:
-        from wyckoff.agents.market import kline_data
         from wyckoff.cli.tools import ToolFailure
 
         if not code:
@@ -629,7 +593,7 @@ class WyckoffApp(App):
             return
         try:
             # one bar per column of the widest chart the screen allows
-            data = kline_data(self.agent.runtime.context, code, days=max(120, self.size.width))
+            data = self.agent.chart(code, days=max(120, self.size.width))
         except ToolFailure as exc:
             self.show_notice(exc.message, error=True)
             return
@@ -659,7 +623,7 @@ class WyckoffApp(App):
                 row = ToolRow(
                     call["id"],
                     call["name"],
-                    self.agent.runtime.registry.title(call["name"]),
+                    self.agent.tool_title(call["name"]),
                     call.get("args") or {},
                 )
                 self.mount_chat(row)
@@ -677,7 +641,7 @@ class WyckoffApp(App):
             value = json.loads(observation[start : end + 1]) if start >= 0 else None
         except json.JSONDecodeError:  # a result too long to keep whole, or plain text
             value = None
-        summary = self.agent.runtime.registry.summarize(call["name"], value)
+        summary = self.agent.tool_summary(call["name"], value)
         return f"{summary or '完成'}（历史）", False
 
     def mount_chat(self, widget) -> AwaitMount:
@@ -699,28 +663,18 @@ class WyckoffApp(App):
     def show_notice(self, text: str, error: bool = False) -> None:
         self.mount_chat(Notice(text, error=error))
 
-    def context_use(self) -> tuple[int, int]:
-        from wyckoff.cli.tokens import count_messages
-
-        runtime = self.agent.runtime
-        return count_messages(
-            self.agent.conversation, runtime.system_prompt(), runtime.registry.schemas()
-        ), runtime.provider.context_window
-
     def refresh_status(self) -> None:
         if self.agent is None:
             return
         self.data_source = self.current_data_source()
-        provider = self.agent.runtime.provider
-        used, window = self.context_use()
-        on_fallback = getattr(provider, "using_fallback", False)
+        status = self.agent.status()
         self.query_one(StatusBar).show(
-            provider.name,
-            on_fallback,
-            used / window * 100,
-            self.agent.runtime.session_usage.as_dict(),
+            status.model_id,
+            status.on_fallback,
+            status.context_used / status.context_window * 100,
+            status.usage,
             self.data_source,
-            self.agent.memories.count(),
+            status.memories,
         )
 
     def current_data_source(self) -> str:
@@ -743,6 +697,16 @@ def chart_code_of(event: dict[str, Any]) -> str | None:
         return json.loads(event["result"]).get("code")
     except (json.JSONDecodeError, AttributeError):
         return None
+
+
+def _resolve(answer: Future) -> Callable[[Any], None]:
+    """The dialog's answer for the waiting turn (unless the agent closed meanwhile)."""
+
+    def resolve(result: Any) -> None:
+        if not answer.done():
+            answer.set_result(result)
+
+    return resolve
 
 
 def create_app(

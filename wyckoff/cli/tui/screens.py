@@ -50,10 +50,6 @@ class ApprovalScreen(ModalScreen[Approval]):
         """From now on y/a/e answer the dialog."""
         self.armed = True
 
-    @staticmethod
-    def default_result() -> Approval:
-        return Approval("deny")
-
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(
@@ -164,10 +160,6 @@ class AskUserScreen(ModalScreen[dict]):
     def __init__(self, question: dict[str, Any]) -> None:
         super().__init__()
         self.question = question
-
-    @staticmethod
-    def default_result() -> dict[str, Any]:
-        return {"status": "skipped", "answer": ""}
 
     def compose(self) -> ComposeResult:
         action = self.question.get("action")
