@@ -1,13 +1,13 @@
-"""The Textual app: streaming chat over RuntimeEvents, tool rows, approvals, the background
-panel, the status bar, slash commands, sessions and charts.
+"""The Textual app: the screen, the agent's turns and updates, approvals, sessions and charts.
 
-The runtime runs in a thread worker and posts every RuntimeEvent as a message; nothing in the
-runtime touches a widget. `create_app` is shared by the CLI and the tests.
+The agent's turn runs in a thread worker and its out-of-turn updates are read by another;
+both post every event as one message type, shown by the transcript (transcript.py) or, for
+background updates and requests for the user, here. Slash commands: commands.py. Nothing in
+the agent touches a widget. `create_app` is shared by the CLI and the tests.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -22,7 +22,8 @@ from textual.message import Message
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
-from wyckoff.cli.messages import kind_of, shown_text
+from wyckoff.cli.messages import shown_text
+from wyckoff.cli.tui.commands import BY_NAME, COMMANDS
 from wyckoff.cli.tui.screens import (
     ApprovalScreen,
     AskUserScreen,
@@ -30,36 +31,20 @@ from wyckoff.cli.tui.screens import (
     ResumeScreen,
     SetupScreen,
 )
+from wyckoff.cli.tui.transcript import Transcript
 from wyckoff.cli.tui.widgets import (
     LOADING_AGENT,
     WAITING_FOR_MODEL,
-    AssistantMessage,
     BackgroundPanel,
-    DelegationView,
     Notice,
     PromptInput,
     StatusBar,
-    ThinkingBlock,
     ToolRow,
     UserMessage,
     WaitingRow,
 )
 from wyckoff.config import effective_config
 
-BUILTIN_COMMANDS = {
-    "/help": "显示命令、技能和提示模板",
-    "/new": "开始新对话",
-    "/clear": "清屏（不影响对话历史）",
-    "/model": "列出模型；后接模型 id 切换",
-    "/resume": "恢复保存的会话",
-    "/fork": "从当前会话分出新会话",
-    "/compact": "立即压缩上下文",
-    "/token": "显示上下文与用量",
-    "/memory": "查看长期记忆；/memory 关键词 按召回规则搜索",
-    "/chart": "打开 K 线图（后接代码或名称，如 600519）",
-    "/quit": "退出",
-}
-COMMANDS_WITH_ARGUMENT = ("/chart",)
 TEXT_FLUSH_S = 0.1
 WELCOME = "Wyckoff · A 股威科夫投研智能体。输入问题后回车；/help 查看命令；Esc 取消当前回答；Ctrl+Q 退出。"
 
@@ -92,22 +77,24 @@ class WyckoffApp(App):
         self.agent = None
         self.turn_running = False
         self.pending_notifications = False
-        self._assistant: AssistantMessage | None = None
-        self._thinking: ThinkingBlock | None = None
-        self._rows: dict[str, ToolRow] = {}
-        self._delegations = DelegationView(self, lambda: list(self._rows))
+        self.transcript = Transcript(self)
         self.data_source = "?"
         self.queued_text: str | None = None
         self.loading_agent = False
         self._waiting: WaitingRow | None = None
-        self._denied_calls: set[str] = set()
+        # the agent's updates outside the turn's transcript, by event type
+        self._out_of_turn: dict[str, Callable[[dict[str, Any]], None]] = {
+            "task_update": self._task_updated,
+            "approval_request": self._ask_approval,
+            "question": self._ask_question,
+        }
 
     # --- layout and start -----------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield BackgroundPanel(id="background")
         yield VerticalScroll(Static(WELCOME, classes="notice"), id="chat")
-        yield PromptInput(list(BUILTIN_COMMANDS))
+        yield PromptInput([command.name for command in COMMANDS])
         yield StatusBar(id="status")
 
     def on_mount(self) -> None:
@@ -158,10 +145,10 @@ class WyckoffApp(App):
         for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
             self.show_notice(line, error=line not in agent.skills.notices)
         self.query_one(PromptInput).commands = [
-            *BUILTIN_COMMANDS,
+            *(command.name for command in COMMANDS),
             *(f"/{name}" for name in agent.skills.skills),
         ]
-        self.render_history()
+        self.transcript.show_history(list(agent.conversation))
         self.refresh_status()
         if self.queued_text:
             text, self.queued_text = self.queued_text, None
@@ -184,7 +171,7 @@ class WyckoffApp(App):
         if self.agent is None and self.loading_agent:
             self.queued_text = text  # handled as soon as the agent is ready
             self.show_notice("正在加载，加载完成后自动处理你的输入。")
-        elif text.startswith("/") and text.split()[0] in ("/help", "/quit", "/clear"):
+        elif text.startswith("/") and _works_without_agent(text):
             self.run_command(text)
         elif self.agent is None:
             self.show_notice(
@@ -207,71 +194,31 @@ class WyckoffApp(App):
         self.run_turn()
 
     def run_command(self, text: str) -> None:
+        """A slash command from the table, else a skill (`/name ...`) sent as the message."""
         from wyckoff.errors import WyckoffError
 
         name, _, arg = text.partition(" ")
-        arg = arg.strip()
-        handlers = {
-            "/help": self.show_help,
-            "/new": self.action_new_chat,
-            "/clear": self.action_clear_screen,
-            "/resume": self.action_resume,
-            "/fork": self.fork,
-            "/compact": self.compact,
-            "/token": self.show_tokens,
-            "/quit": self.exit,
-        }
         try:
-            if name in handlers:
-                handlers[name]()
-            elif name == "/model":
-                self.switch_model(arg)
-            elif name == "/chart":
-                self.open_chart(arg)
-            elif name == "/memory":
-                self.show_memories(arg)
+            if name in BY_NAME:
+                BY_NAME[name].run(self, arg.strip())
             elif self.agent is not None:
                 self.send(text)
         except WyckoffError as exc:
             self.show_notice(exc.message, error=True)
 
-    def show_help(self) -> None:
-        from wyckoff.cli.prompt_templates import TEMPLATES
-
-        lines = ["**命令**", *[f"- `{c}` {d}" for c, d in BUILTIN_COMMANDS.items()]]
-        if self.agent is not None:
-            lines += [
-                "",
-                "**技能**",
-                *[f"- `/{s.name}` {s.description}" for s in self.agent.skills.skills.values()],
-            ]
-        lines += [
-            "",
-            "**提示模板**（`wyckoff prompt show 名称` 查看全文）",
-            *[f"- `{n}` {d}" for n, (d, _) in TEMPLATES.items()],
-        ]
-        lines += [
-            "",
-            "**按键**：Enter 发送 · Ctrl+J 换行 · ↑/↓ 历史 · Tab 补全命令 · Esc 取消回答或关闭对话框 · Ctrl+P 命令面板（命令、模型、技能） · Ctrl+N 新对话 · Ctrl+L 清屏 · Ctrl+Q 退出（对话框里也是退出）",
-        ]
-        from textual.widgets import Markdown
-
-        self.mount_chat(Markdown("\n".join(lines), classes="help"))
-
     def get_system_commands(self, screen):
         """The Ctrl+P palette: every slash command, model and skill, in Chinese (Textual's own
         English entries are left out). Choosing one does what typing it would do."""
-        for command, description in BUILTIN_COMMANDS.items():
-            if command in COMMANDS_WITH_ARGUMENT:
+        for command in COMMANDS:
+            title = f"{command.name} {command.description}"
+            if command.takes_argument:
                 yield SystemCommand(
-                    f"{command} {description}",
+                    title,
                     "填入输入框，补上参数后回车",
-                    lambda c=command: self.fill_prompt(f"{c} "),
+                    lambda c=command.name: self.fill_prompt(f"{c} "),
                 )
             else:
-                yield SystemCommand(
-                    f"{command} {description}", "命令", lambda c=command: self.dispatch_text(c)
-                )
+                yield SystemCommand(title, "命令", lambda c=command.name: self.dispatch_text(c))
         if self.agent is None:
             return
         for model in effective_config(self.agent.config).models:
@@ -304,7 +251,7 @@ class WyckoffApp(App):
     def run_turn(self) -> None:
         self.show_waiting(WAITING_FOR_MODEL)
         self.turn_running = True
-        self._assistant = self._thinking = None
+        self.transcript.new_turn()
         self._worker_turn()
 
     @work(thread=True, exclusive=True, group="turn")
@@ -339,7 +286,7 @@ class WyckoffApp(App):
 
     async def on_runtime_event_posted(self, message: RuntimeEventPosted) -> None:
         try:
-            await self._show_event(message.event)
+            await self._show(message.event)
         except Exception as exc:  # a display bug must never end the session with a traceback
             self._report_display_error(exc)
             if message.event["type"] == "done":
@@ -355,79 +302,14 @@ class WyckoffApp(App):
             f"显示出错（{type(exc).__name__}），详情已写入追踪：wyckoff trace list", error=True
         )
 
-    async def _show_event(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        if kind in ("task_update", "approval_request", "question"):
-            self._show_out_of_turn(event)
-            return
-        if "agent" in event:
-            await self._delegations.show(event)
-            return
-        if kind == "model_start":
-            self.show_waiting(WAITING_FOR_MODEL)
-        elif kind not in ("usage", "retry"):  # the model has answered (or the turn ended)
-            self.end_waiting()
-        if kind == "text_delta":
-            await self._write_text(event["text"])
-        elif kind == "thinking_delta":
-            if self._thinking is None:
-                self._thinking = ThinkingBlock()
-                self.mount_chat(self._thinking)
-            self._thinking.add(event["text"])
-        elif kind in ("model_start", "tool_calls"):
-            await self._end_text()
-            self._thinking = None if kind == "model_start" else self._thinking
-        elif kind == "tool_start":
-            row = ToolRow(event["id"], event["name"], event["title"], event["args"])
-            self._rows[event["id"]] = row
-            self.mount_chat(row)
-        elif kind in ("tool_result", "tool_error"):
-            self._finish_row(event)
-        elif kind == "retry":
-            self.show_notice(f"… {event['reason']}，要求模型补调工具（第 {event['attempt']} 次）")
-        elif kind == "provider_switch":
-            await self._end_text(discard=True)
-            self.show_notice(f"⚠ 模型 {event['from']} 不可用，已切换到备用模型 {event['to']}")
-        elif kind == "compaction":
-            self.show_notice(
-                f"上下文已压缩：{event['before']} 条 → {event['after']} 条（原文归档 {event['archive_ref']}）"
-            )
-        elif kind == "usage":
-            self.refresh_status()
-        elif kind == "done":
-            await self._end_text()
-            self._on_done(event)
-
-    async def _write_text(self, text: str) -> None:
-        # Each fragment is appended and awaited before the next: Markdown.append computes what
-        # to re-parse when called, so two appends in flight (as MarkdownStream.stop() can leave)
-        # render a block twice. Deltas are already coalesced by the worker, so this is cheap.
-        if self._assistant is None:
-            self._assistant = AssistantMessage()
-            await self.mount_chat(self._assistant)
-        self._assistant.text += text
-        await self._assistant.append(text)
-        self.query_one("#chat").scroll_end(animate=False)
-
-    async def _end_text(self, discard: bool = False) -> None:
-        if discard and self._assistant is not None:
-            await self._assistant.remove()
-        self._assistant = None
-
-    def _finish_row(self, event: dict[str, Any]) -> None:
-        row = self._rows.get(event["id"])
-        if row is None:
-            return
-        if event["id"] in self._denied_calls:
-            row.finish("已拒绝", event["elapsed_s"], failed=True)
-        elif event["type"] == "tool_error":
-            row.finish(event["error"].splitlines()[0][:100], event["elapsed_s"], failed=True)
+    async def _show(self, event: dict[str, Any]) -> None:
+        handler = self._out_of_turn.get(event["type"])
+        if handler is not None:
+            handler(event)
         else:
-            row.finish(
-                event.get("summary") or "完成", event["elapsed_s"], chart_code=chart_code_of(event)
-            )
+            await self.transcript.show(event)
 
-    def _on_done(self, event: dict[str, Any]) -> None:
+    def turn_done(self, event: dict[str, Any]) -> None:
         self.turn_running = False
         if event["status"] == "error":
             self.show_notice(f"错误：{event['error']}", error=True)
@@ -447,14 +329,6 @@ class WyckoffApp(App):
             self.agent.cancel()
 
     # --- background tasks ----------------------------------------------------------------
-
-    def _show_out_of_turn(self, event: dict[str, Any]) -> None:
-        if event["type"] == "task_update":
-            self._task_updated(event)
-        elif event["type"] == "approval_request":
-            self._ask_approval(event)
-        else:
-            self.push_screen(AskUserScreen(event["question"]), _resolve(event["answer"]))
 
     def _task_updated(self, event: dict[str, Any]) -> None:
         self.query_one(BackgroundPanel).update_task(event)
@@ -478,10 +352,13 @@ class WyckoffApp(App):
 
         def answered(approval) -> None:
             if approval.decision == "deny":  # its row says so, not the text written for the model
-                self._denied_calls.add(request["id"])
+                self.transcript.denied_calls.add(request["id"])
             _resolve(answer)(approval)
 
         self.push_screen(ApprovalScreen(request), answered)
+
+    def _ask_question(self, event: dict[str, Any]) -> None:
+        self.push_screen(AskUserScreen(event["question"]), _resolve(event["answer"]))
 
     def on_unmount(self) -> None:
         if self.agent is not None:
@@ -512,7 +389,7 @@ class WyckoffApp(App):
     def resume(self, session_id: str | None) -> None:
         if session_id and self._switch_session("resume", session_id):
             self.action_clear_screen()
-            self.render_history()
+            self.transcript.show_history(list(self.agent.conversation))
             self.show_notice(f"已恢复会话 {session_id}。")
 
     def fork(self) -> None:
@@ -530,60 +407,6 @@ class WyckoffApp(App):
         except WyckoffError as exc:  # e.g. the session is busy in another process
             self.show_notice(exc.message, error=True)
             return None
-
-    def compact(self) -> None:
-        event = self.agent.compact()
-        if event is None:
-            self.show_notice("没有压缩：对话太短，或摘要没有生成成功。")
-        else:
-            self.show_notice(
-                f"上下文已压缩：{event['before']} 条 → {event['after']} 条（{event['archive_ref']}）"
-            )
-        self.refresh_status()
-
-    def show_memories(self, query: str) -> None:
-        from textual.widgets import Markdown
-
-        from wyckoff.memory.recall import search
-
-        if query:
-            found = [
-                (h.memory, f"（{h.pipeline} {h.score:.2f}）")
-                for h in search(self.agent.memories, query)
-            ]
-        else:
-            found = [(m, "") for m in self.agent.memories.list_memories(include_superseded=False)]
-        if not found:
-            self.show_notice("没有匹配的记忆。" if query else "还没有长期记忆。")
-            return
-        lines = [f"**长期记忆**（{len(found)} 条；`wyckoff memory trace ID` 查看来源）", ""]
-        lines += [
-            f"- {m.id} `{m.type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
-            for m, note in found
-        ]
-        self.mount_chat(Markdown("\n".join(lines), classes="help"))
-
-    def show_tokens(self) -> None:
-        status = self.agent.status()
-        usage, used, window = status.usage, status.context_used, status.context_window
-        self.show_notice(
-            f"上下文约 {used:,} / {window:,} token（{used / window:.0%}）；本会话 输入 {usage['input_tokens']:,} 输出 {usage['output_tokens']:,} 缓存读 {usage['cache_read_tokens']:,} 缓存写 {usage['cache_write_tokens']:,}"
-        )
-
-    def switch_model(self, model_id: str) -> None:
-        from wyckoff.config import effective_config
-
-        if not model_id:
-            current = self.agent.status().model_id
-            lines = [
-                f"{'* ' if m.id == current else '  '}{m.id}: {m.provider} / {m.model}"
-                for m in effective_config(self.agent.fresh_config()).models
-            ]
-            self.show_notice("模型（/model ID 切换）：\n" + "\n".join(lines))
-            return
-        self.agent.switch_model(model_id)
-        self.show_notice(f"已切换到模型 {model_id}。")
-        self.refresh_status()
 
     def open_chart(self, code: str) -> None:
         from wyckoff.cli.tools import ToolFailure
@@ -604,45 +427,6 @@ class WyckoffApp(App):
         self.open_chart(message.row.chart_code)
 
     # --- rendering helpers -----------------------------------------------------------------
-
-    def render_history(self) -> None:
-        observations = {
-            m.get("tool_call_id"): str(m.get("content") or "")
-            for m in self.agent.conversation
-            if m["role"] == "tool"
-        }
-        for message in self.agent.conversation:
-            role, content = message["role"], str(message.get("content") or "")
-            if role == "user" and kind_of(message) != "notification":
-                self.mount_chat(UserMessage(shown_text(message)))
-            elif role == "assistant" and content:
-                from textual.widgets import Markdown
-
-                self.mount_chat(Markdown(content, classes="assistant-message"))
-            for call in message.get("tool_calls") or []:
-                row = ToolRow(
-                    call["id"],
-                    call["name"],
-                    self.agent.tool_title(call["name"]),
-                    call.get("args") or {},
-                )
-                self.mount_chat(row)
-                outcome, failed = self._history_outcome(call, observations.get(call["id"], ""))
-                row.finish(outcome, 0.0, failed=failed)
-
-    def _history_outcome(self, call: dict[str, Any], observation: str) -> tuple[str, bool]:
-        """A resumed call's row: the tool's summary of what it returned, or that it failed
-        (not the error text, which was written for the model)."""
-        if observation.startswith("工具错误："):
-            return "未成功（历史）", True
-        # the JSON object the tool returned, also when it is stored inside a data marker
-        start, end = observation.find("{"), observation.rfind("}")
-        try:
-            value = json.loads(observation[start : end + 1]) if start >= 0 else None
-        except json.JSONDecodeError:  # a result too long to keep whole, or plain text
-            value = None
-        summary = self.agent.tool_summary(call["name"], value)
-        return f"{summary or '完成'}（历史）", False
 
     def mount_chat(self, widget) -> AwaitMount:
         chat = self.query_one("#chat", VerticalScroll)
@@ -689,14 +473,9 @@ class WyckoffApp(App):
             return self.data_source
 
 
-def chart_code_of(event: dict[str, Any]) -> str | None:
-    """The stock a finished analyze_stock call was about, for its K-line hint."""
-    if event["name"] != "analyze_stock":
-        return None
-    try:
-        return json.loads(event["result"]).get("code")
-    except (json.JSONDecodeError, AttributeError):
-        return None
+def _works_without_agent(text: str) -> bool:
+    command = BY_NAME.get(text.split()[0])
+    return command is not None and command.without_agent
 
 
 def _resolve(answer: Future) -> Callable[[Any], None]:

@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 
 from wyckoff.cli.output import local_time
 from wyckoff.cli.runtime import Approval
-from wyckoff.cli.tui.widgets import KLineChart
+from wyckoff.cli.tui.kline import KLineChart
 from wyckoff.cli.visible_text import visible
 
 
