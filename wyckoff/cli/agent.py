@@ -16,13 +16,21 @@ from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.cli.events import RuntimeEvent
+from wyckoff.cli.providers.base import LLMProvider
 from wyckoff.cli.runtime import MAX_TOOL_ROUNDS, AgentRuntime, Approval
+from wyckoff.cli.tools import ToolRegistry
 from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from wyckoff.cli.skills import SkillLibrary
+    from wyckoff.config import WyckoffConfig
+    from wyckoff.memory.store import MemoryStore
+    from wyckoff.store import Store
 
 SessionChoice = Literal["new", "resume", "fork", "latest"]
 UNANSWERED_APPROVAL = Approval("deny")
@@ -65,15 +73,15 @@ class Agent:
         self,
         *,
         home: Path,
-        config: Any,
-        provider: Any,
-        registry: Any,
-        store: Any,
+        config: WyckoffConfig,
+        provider: LLMProvider,
+        registry: ToolRegistry,
+        store: Store,
         chat_log: ChatLog,
         conversation: Conversation,
-        skills: Any,
+        skills: SkillLibrary,
         mcp_warnings: list[str],
-        memories: Any,
+        memories: MemoryStore,
         max_rounds: int = MAX_TOOL_ROUNDS,
         approve: list[str] | None = None,
         approve_all: bool = False,
@@ -228,7 +236,7 @@ class Agent:
             memories=self.memories.count(),
         )
 
-    def fresh_config(self) -> Any:
+    def fresh_config(self) -> WyckoffConfig:
         """The config as on disk, re-read when the file changed: a model added in another
         shell (`wyckoff model add`) can be listed and chosen without a restart."""
         from wyckoff.config import config_path, load_config

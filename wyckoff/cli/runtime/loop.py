@@ -110,7 +110,7 @@ class AgentRuntime:
         if parent is not None:  # what a sub-agent reads guards its parent's sends, and back
             self.context.egress = parent.context.egress
         # a sub-agent's risky calls are approved by its parent
-        self.approvals = (
+        self.approvals: ApprovalPolicy = (
             parent.approvals
             if parent is not None
             else ApprovalPolicy(
