@@ -182,6 +182,8 @@ class Agent:
         """The front end is leaving: stop the turn, answer what waits with its safe default
         and end `updates()`; memories are extracted from the conversation in the background."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             waiting = list(self._waiting)
         self.cancel()
