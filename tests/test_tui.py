@@ -156,8 +156,8 @@ async def test_an_answer_that_ends_mid_render_shows_each_block_once(configured, 
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.agent is not None)
         for start in range(0, len(answer), size):
-            await app._write_text(answer[start : start + size])
-        await app._end_text()
+            await app.transcript.write_text(answer[start : start + size])
+        await app.transcript.end_text()
         await pilot.pause()  # every render in flight has landed
         message = app.query_one(AssistantMessage)
         assert len(message.query(MarkdownHeader)) == 1
@@ -381,8 +381,8 @@ async def test_first_run_without_a_model_shows_setup(home):
 
 @pytest.mark.asyncio
 async def test_chart_command_opens_a_kline_chart(configured, demo_market):
+    from wyckoff.cli.tui.kline import KLineChart
     from wyckoff.cli.tui.screens import ChartScreen
-    from wyckoff.cli.tui.widgets import KLineChart
 
     app = create_app()
     async with app.run_test(size=(160, 45)) as pilot:
@@ -630,7 +630,7 @@ async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(con
 
 @pytest.mark.asyncio
 async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
-    from wyckoff.cli.tui.widgets import DelegationBlock
+    from wyckoff.cli.tui.delegation import DelegationBlock
 
     configured.script(
         Reply(

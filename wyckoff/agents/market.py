@@ -46,10 +46,9 @@ class MarketData:
     def from_context(cls, context: ToolContext) -> MarketData:
         """The context's market, reopened when `wyckoff data use` changed the source meanwhile
         (an open TUI must follow the switch its own "no data" hint asks for)."""
-        from wyckoff.config import load_config
         from wyckoff.engine.sources import resolve_source
 
-        config = load_config(context.home)
+        config = context.read_config()
         source = resolve_source(config)
         market = context.markets.get(source)
         if market is None:

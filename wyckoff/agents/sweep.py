@@ -123,9 +123,7 @@ def for_agent(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def backtest_sweep_tool(params: SweepParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.config import load_config
-
-    where = load_config(context.home).sweep or SweepConfig()
+    where = context.read_config().sweep or SweepConfig()
     return for_agent(run_backtest_sweep(params, context, where))
 
 

@@ -98,6 +98,7 @@ class ToolContext:
     provider: Any = None
     store: Any = None
     skills: SkillLibrary | None = None
+    config: Any = None  # read once per turn by the runtime; None outside a turn
     background: BackgroundTaskManager | None = None
     # (tool, canonical args) the user agreed to through ask_user: each allows one call
     consents: set[tuple[str, str]] = field(default_factory=set)
@@ -110,6 +111,13 @@ class ToolContext:
 
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
+
+    def read_config(self) -> Any:
+        """The turn's config (read from disk when there is none, e.g. a broken file, so
+        the tool reports it)."""
+        from wyckoff.config import load_config
+
+        return self.config if self.config is not None else load_config(self.home)
 
     def progress(self, stage: str, detail: str = "", fraction: float | None = None) -> None:
         if self.on_progress is not None:

@@ -12,11 +12,14 @@ import os
 import signal
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from wyckoff.cli.output import json_text, say_cancelled
+
+if TYPE_CHECKING:
+    from wyckoff.cli.agent import Agent
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
 APPROVED_BY = {
@@ -77,14 +80,14 @@ def ask(
     for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
         sys.stderr.write(line + "\n")
     agent.conversation.append(agent.skills.user_message(text))
-    _cancel_on_interrupt(agent.runtime)
+    _cancel_on_interrupt(agent)
     render = {
         OutputFormat.text: TextRenderer,
         OutputFormat.json: JsonRenderer,
         OutputFormat.stream_json: StreamJsonRenderer,
     }[output]()
     done: dict[str, Any] = {}
-    for event in agent.runtime.run_stream(agent.conversation, wait_for_background=not no_wait):
+    for event in agent.run_turn(wait_for_background=not no_wait):
         render.event(event)
         if event["type"] == "done":
             done = event
@@ -110,14 +113,14 @@ def _question_text(question: str) -> str:
     return text
 
 
-def _cancel_on_interrupt(runtime) -> None:
+def _cancel_on_interrupt(agent: Agent) -> None:
     """First Ctrl+C cancels the turn cleanly; a second one leaves at once."""
 
     def handler(signum, frame) -> None:
-        if runtime.cancel_requested:
+        if agent.cancel_requested:
             os._exit(130)
         sys.stderr.write("\n正在取消…（再按一次 Ctrl+C 立即退出）\n")
-        runtime.cancel()
+        agent.cancel()
 
     signal.signal(signal.SIGINT, handler)
 
