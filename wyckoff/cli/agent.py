@@ -9,6 +9,7 @@ from typing import Any
 
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.chat_log import ChatLog, Conversation
+from wyckoff.cli.messages import Message
 from wyckoff.cli.runtime import MAX_TOOL_ROUNDS, AgentRuntime
 from wyckoff.errors import UsageError
 
@@ -56,7 +57,7 @@ class Agent:
             return f"（用户在本条消息里要求记住一条偏好，但没有保存：{exc.message}）"
         return f"（用户在本条消息里要求记住一条偏好：{outcome.sentence()}）"
 
-    def flush_before_compaction(self, head: list[dict[str, Any]]) -> None:
+    def flush_before_compaction(self, head: list[Message]) -> None:
         from wyckoff.memory.extraction import flush_memory_before_compaction
 
         flush_memory_before_compaction(

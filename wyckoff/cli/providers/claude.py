@@ -9,14 +9,20 @@ prefix is still found. Thinking blocks and empty text are never marked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
+from wyckoff.cli.messages import (
+    AssistantMessage,
+    Message,
+    RedactedThinkingBlock,
+    ThinkingBlock,
+    ToolCall,
+)
 from wyckoff.cli.providers.base import (
     Chunk,
     IncompleteResponse,
     LLMProvider,
-    Message,
     ProviderError,
     ToolSchema,
     parse_json_args,
@@ -26,6 +32,15 @@ from wyckoff.cli.providers.base import (
 EPHEMERAL = {"type": "ephemeral"}
 BRIDGE_AFTER_BLOCKS = 15
 UNMARKABLE_BLOCKS = ("thinking", "redacted_thinking")
+# Our usage field -> the name Claude reports it under.
+USAGE_FIELDS: dict[
+    Literal["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"], str
+] = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_write_tokens": "cache_creation_input_tokens",
+}
 
 
 class ClaudeProvider(LLMProvider):
@@ -48,7 +63,7 @@ class ClaudeProvider(LLMProvider):
             yield from _StreamReader().read(stream)
 
     def build_request(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
     ) -> dict[str, Any]:
         wire_messages = to_claude_messages(messages)
         wire_tools = [
@@ -112,7 +127,7 @@ class _StreamReader:
                 break
         else:  # the stream ended without message_stop
             raise IncompleteResponse()
-        calls = [
+        calls: list[ToolCall] = [
             {"id": b["id"], "name": b["name"], "args": parse_json_args(b["_json"])}
             for _, b in sorted(self.blocks.items())
             if b["type"] == "tool_use"
@@ -145,19 +160,13 @@ class _StreamReader:
         return None
 
     def _take_usage(self, usage) -> None:
-        fields = {
-            "input_tokens": "input_tokens",
-            "output_tokens": "output_tokens",
-            "cache_read_tokens": "cache_read_input_tokens",
-            "cache_write_tokens": "cache_creation_input_tokens",
-        }
-        for ours, theirs in fields.items():
+        for ours, theirs in USAGE_FIELDS.items():
             value = getattr(usage, theirs, None)
             if value is not None:
                 self.usage[ours] = value
 
 
-def _clean_thinking(block: dict[str, Any]) -> dict[str, Any]:
+def _clean_thinking(block: dict[str, Any]) -> ThinkingBlock | RedactedThinkingBlock:
     if block["type"] == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block.get("data", "")}
     return {
@@ -178,15 +187,15 @@ def _error_detail(body: Any) -> str:
 # --- message conversion -------------------------------------------------------------------
 
 
-def to_claude_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_claude_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Internal messages -> Anthropic messages, merging tool results into one user turn."""
     wire: list[dict[str, Any]] = []
     for message in messages:
-        role = message["role"]
-        if role == "assistant":
+        if message["role"] == "assistant":
             wire.append({"role": "assistant", "content": _assistant_blocks(message)})
             continue
-        if role == "tool":
+        block: dict[str, Any]
+        if message["role"] == "tool":
             block = {
                 "type": "tool_result",
                 "tool_use_id": message["tool_call_id"],
@@ -201,11 +210,11 @@ def to_claude_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    data = message.get("provider_data") or {}
-    if data.get("provider") == "claude":
-        blocks += [dict(b) for b in data.get("thinking_blocks", [])]
+    data = message.get("provider_data")
+    if data is not None and data["provider"] == "claude":
+        blocks += [dict(b) for b in data["thinking_blocks"]]
     if message.get("content"):
         blocks.append({"type": "text", "text": message["content"]})
     for call in message.get("tool_calls") or []:

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
-from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
+from wyckoff.cli.messages import Message
+from wyckoff.cli.providers.base import (
+    AssistantFields,
+    Chunk,
+    LLMProvider,
+    ProviderError,
+    ToolSchema,
+)
 
 PRIMARY_RETRY_AFTER_S = 300.0
 
@@ -60,7 +66,7 @@ class FallbackProvider(LLMProvider):
     def provider(self) -> str:  # type: ignore[override]
         return self.active.provider
 
-    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+    def assistant_fields(self, thinking: str) -> AssistantFields:
         return self.active.assistant_fields(thinking)
 
     @property
@@ -69,7 +75,7 @@ class FallbackProvider(LLMProvider):
 
     def chat_stream(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         tools: list[ToolSchema],
         system_prompt: str = "",
         *,

@@ -12,14 +12,15 @@ Serves OpenAI, DeepSeek, Qwen, Kimi, Ollama, vLLM and other compatible endpoints
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from wyckoff.cli.messages import AssistantMessage, Message, ToolCall
 from wyckoff.cli.providers.base import (
+    AssistantFields,
     Chunk,
     IncompleteResponse,
     LLMProvider,
-    Message,
     ProviderError,
     TokenUsage,
     ToolSchema,
@@ -49,12 +50,12 @@ class OpenAIProvider(LLMProvider):
             timeout=self.http_timeout(openai.Timeout),
         )
 
-    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+    def assistant_fields(self, thinking: str) -> AssistantFields:
         """DeepSeek's thinking mode with tools wants its reasoning back on the next request."""
         return {"reasoning_content": thinking}
 
     def build_request(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.config.model,
@@ -153,7 +154,7 @@ class _StreamReader:
         tail, text_calls = self.text_filter.finish()
         if tail:
             yield {"type": "text_delta", "text": tail}
-        calls = [
+        calls: list[ToolCall] = [
             {"id": c["id"], "name": c["name"], "args": parse_json_args(c["arguments"])}
             for c in self.calls
             if c["name"]
@@ -228,9 +229,10 @@ class TextToolCallFilter:
         self.buffer = self.buffer[len(self.buffer) - keep :]
         return visible
 
-    def finish(self) -> tuple[str, list[dict[str, Any]]]:
+    def finish(self) -> tuple[str, list[ToolCall]]:
         """The text still held back (anything that was not a valid call) and the calls."""
-        text, calls, rest = self.buffer, [], self.held
+        calls: list[ToolCall] = []
+        text, rest = self.buffer, self.held
         while rest:
             before, found, after = rest.partition(TOOL_CALL_OPEN)
             text += before
@@ -245,7 +247,7 @@ class TextToolCallFilter:
         return text, calls
 
 
-def _parse_text_call(body: str, position: int) -> dict[str, Any] | None:
+def _parse_text_call(body: str, position: int) -> ToolCall | None:
     try:
         data = json.loads(body.strip())
     except json.JSONDecodeError:
@@ -273,18 +275,15 @@ def _partial_prefix_length(text: str, marker: str) -> int:
 # --- message conversion -------------------------------------------------------------------
 
 
-def to_openai_messages(messages: list[Message], system_prompt: str) -> list[dict[str, Any]]:
-    send_reasoning = any(
-        m.get("role") == "assistant" and m.get("reasoning_content") for m in messages
-    )
+def to_openai_messages(messages: Sequence[Message], system_prompt: str) -> list[dict[str, Any]]:
+    send_reasoning = any(m["role"] == "assistant" and m.get("reasoning_content") for m in messages)
     wire: list[dict[str, Any]] = []
     if system_prompt:
         wire.append({"role": "system", "content": system_prompt})
     for message in messages:
-        role = message["role"]
-        if role == "assistant":
+        if message["role"] == "assistant":
             wire.append(_assistant_message(message, send_reasoning))
-        elif role == "tool":
+        elif message["role"] == "tool":
             wire.append(
                 {
                     "role": "tool",
@@ -297,7 +296,7 @@ def to_openai_messages(messages: list[Message], system_prompt: str) -> list[dict
     return wire
 
 
-def _assistant_message(message: Message, send_reasoning: bool) -> dict[str, Any]:
+def _assistant_message(message: AssistantMessage, send_reasoning: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
     calls = message.get("tool_calls") or []
     if calls:
