@@ -3,6 +3,8 @@ headless `ask`, the TUI and the tests build it the same way."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.cli.messages import Message
-from wyckoff.cli.runtime import MAX_TOOL_ROUNDS, AgentRuntime
+from wyckoff.cli.runtime import MAX_TOOL_ROUNDS, AgentRuntime, ConfirmCallback
 from wyckoff.errors import UsageError
 
 
@@ -24,7 +26,7 @@ class Agent:
     skills: Any
     mcp_warnings: list[str]  # configured MCP servers that could not be used
     memories: Any = None
-    extraction: Any = None  # the latest memory-extraction thread
+    extraction: threading.Thread | None = None  # the latest memory extraction
 
     def ask_model(self, system_prompt: str, text: str) -> str:
         """One plain model call (memory extraction and dedup) on the current provider."""
@@ -64,19 +66,20 @@ class Agent:
             self.memories, head, self.ask_model, session_id=self.conversation.session_id
         )
 
-    def end_session(self, *, skip_layers: bool = False):
+    def end_session(self, *, skip_layers: bool = False) -> threading.Thread:
         """Extract memories from the conversation being left, in the background (the thread
         is kept in `extraction`)."""
         from wyckoff.memory.extraction import extract_in_background
 
-        self.extraction = extract_in_background(
+        thread = extract_in_background(
             self.memories,
             list(self.conversation),
             self.ask_model,
             session_id=self.conversation.session_id,
             skip_layers=skip_layers,
         )
-        return self.extraction
+        self.extraction = thread
+        return thread
 
 
 def open_agent(
@@ -87,8 +90,8 @@ def open_agent(
     max_rounds: int = MAX_TOOL_ROUNDS,
     approve: list[str] | None = None,
     approve_all: bool = False,
-    confirm=None,
-    ask_user=None,
+    confirm: ConfirmCallback | None = None,
+    ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Agent:
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.providers.factory import build_provider

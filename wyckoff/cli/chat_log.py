@@ -23,12 +23,15 @@ import sqlite3
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import IO, Any, cast, overload
+from typing import IO, TYPE_CHECKING, Any, cast, overload
 
 from wyckoff.cli.messages import Message, ToolCall, is_user_words, shown_text, tool_calls_of
 from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 from wyckoff.faults import crash_point
+
+if TYPE_CHECKING:
+    from wyckoff.store import Store
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
 META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s", "kind", "shown")
@@ -56,7 +59,7 @@ _HELD: weakref.WeakValueDictionary[str, SessionHold] = weakref.WeakValueDictiona
 
 
 class ChatLog:
-    def __init__(self, store) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def hold(self, session_id: str) -> SessionHold:

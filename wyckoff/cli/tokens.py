@@ -10,9 +10,12 @@ import re
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.messages import History, Message, reasoning_of, tool_calls_of
+
+if TYPE_CHECKING:
+    import tiktoken
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 MESSAGE_OVERHEAD = 4  # role and separators per message, as chat formats add
@@ -31,7 +34,7 @@ _lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def encoding():
+def encoding() -> tiktoken.Encoding | None:
     """The cl100k encoding, or None when the offline file is missing or not the known one."""
     try:
         from importlib import resources

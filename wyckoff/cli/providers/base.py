@@ -22,13 +22,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
 from wyckoff.cli.messages import AssistantMessage, Message, ProviderReplay, ToolCall
 from wyckoff.config import ModelConfig, redact_text, remember_secrets
 from wyckoff.errors import WyckoffError
 
 ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema}
+SdkTimeout = TypeVar("SdkTimeout")
 
 
 class TokenUsage(TypedDict):
@@ -147,7 +148,7 @@ class LLMProvider:
     def name(self) -> str:
         return self.config.id
 
-    def http_timeout(self, timeout_class):
+    def http_timeout(self, timeout_class: Callable[..., SdkTimeout]) -> SdkTimeout:
         """The SDK's timeout (its own httpx class): connecting fails fast, reading waits."""
         return timeout_class(self.stream_timeout_s + 30, connect=CONNECT_TIMEOUT_S)
 

@@ -9,8 +9,8 @@ prefix is still found. Thinking blocks and empty text are never marked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from wyckoff.cli.messages import (
     AssistantMessage,
@@ -29,6 +29,11 @@ from wyckoff.cli.providers.base import (
     token_usage,
 )
 
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import MessageDeltaUsage, RawContentBlockDelta, RawMessageStreamEvent
+    from anthropic.types import Usage as ClaudeUsage
+
 EPHEMERAL = {"type": "ephemeral"}
 BRIDGE_AFTER_BLOCKS = 15
 UNMARKABLE_BLOCKS = ("thinking", "redacted_thinking")
@@ -46,7 +51,7 @@ USAGE_FIELDS: dict[
 class ClaudeProvider(LLMProvider):
     provider = "claude"
 
-    def _make_client(self):
+    def _make_client(self) -> anthropic.Anthropic:
         import anthropic
 
         return anthropic.Anthropic(
@@ -56,7 +61,9 @@ class ClaudeProvider(LLMProvider):
             timeout=self.http_timeout(anthropic.Timeout),
         )
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         request = self.build_request(messages, tools, system_prompt)
         stream = self._client.messages.create(**request, stream=True)
         with stream:
@@ -109,21 +116,20 @@ class _StreamReader:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.usage = token_usage()
 
-    def read(self, stream) -> Iterator[Chunk]:
+    def read(self, stream: Iterable[RawMessageStreamEvent]) -> Iterator[Chunk]:
         for event in stream:
-            kind = event.type
-            if kind == "message_start":
+            if event.type == "message_start":
                 self._take_usage(event.message.usage)
-            elif kind == "content_block_start":
+            elif event.type == "content_block_start":
                 self.blocks[event.index] = event.content_block.model_dump(exclude_none=True)
                 self.blocks[event.index].setdefault("_json", "")
-            elif kind == "content_block_delta":
+            elif event.type == "content_block_delta":
                 chunk = self._delta(event.index, event.delta)
                 if chunk:
                     yield chunk
-            elif kind == "message_delta" and event.usage is not None:
+            elif event.type == "message_delta" and event.usage is not None:
                 self._take_usage(event.usage)
-            elif kind == "message_stop":
+            elif event.type == "message_stop":
                 break
         else:  # the stream ended without message_stop
             raise IncompleteResponse()
@@ -146,7 +152,7 @@ class _StreamReader:
             }
         yield {"type": "usage", **self.usage}
 
-    def _delta(self, index: int, delta) -> Chunk | None:
+    def _delta(self, index: int, delta: RawContentBlockDelta) -> Chunk | None:
         block = self.blocks.setdefault(index, {"type": "text", "_json": ""})
         if delta.type == "text_delta":
             return {"type": "text_delta", "text": delta.text}
@@ -159,7 +165,7 @@ class _StreamReader:
             block["_json"] += delta.partial_json
         return None
 
-    def _take_usage(self, usage) -> None:
+    def _take_usage(self, usage: ClaudeUsage | MessageDeltaUsage) -> None:
         for ours, theirs in USAGE_FIELDS.items():
             value = getattr(usage, theirs, None)
             if value is not None:

@@ -20,6 +20,7 @@ from wyckoff.cli.providers.base import (
     ProviderError,
     ToolSchema,
 )
+from wyckoff.config import ModelConfig
 
 PRIMARY_RETRY_AFTER_S = 300.0
 
@@ -47,7 +48,7 @@ class FallbackProvider(LLMProvider):
         return self.primary
 
     @property
-    def config(self):  # type: ignore[override]
+    def config(self) -> ModelConfig:  # type: ignore[override]
         return self.active.config
 
     @property

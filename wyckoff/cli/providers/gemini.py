@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from wyckoff.cli.providers.base import (
@@ -26,6 +26,10 @@ from wyckoff.cli.providers.base import (
     too_deep,
 )
 
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
+
 FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
 GENERATED_ID_PREFIX = "gemini_call_"
 RETRY_INITIAL_DELAY_S = 0.5
@@ -35,7 +39,7 @@ RETRY_MAX_DELAY_S = 8.0
 class GeminiProvider(LLMProvider):
     provider = "gemini"
 
-    def _make_client(self):
+    def _make_client(self) -> genai.Client:
         from google import genai
         from google.genai import types
 
@@ -90,7 +94,9 @@ class GeminiProvider(LLMProvider):
             "config": config,
         }
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         request = self.build_request(messages, tools, system_prompt)
         stream = self._client.models.generate_content_stream(**request)
         parts: list[dict[str, Any]] = []
@@ -138,13 +144,13 @@ def _bounded(args: dict[str, Any]) -> dict[str, Any]:
     return {"__malformed_arguments__": "[[[…"} if too_deep(args) else args
 
 
-def _part_chunk(part, calls: list[ToolCall]) -> Chunk | None:
+def _part_chunk(part: types.Part, calls: list[ToolCall]) -> Chunk | None:
     if part.function_call is not None:
         call = part.function_call
         calls.append(
             {
                 "id": call.id or f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex[:12]}",
-                "name": call.name,
+                "name": call.name or "",  # optional in the SDK: no name, an unknown tool
                 "args": _bounded(dict(call.args or {})),
             }
         )
@@ -156,7 +162,7 @@ def _part_chunk(part, calls: list[ToolCall]) -> Chunk | None:
     return None
 
 
-def _usage(meta) -> TokenUsage:
+def _usage(meta: types.GenerateContentResponseUsageMetadata) -> TokenUsage:
     cached = meta.cached_content_token_count or 0
     return token_usage(
         input_tokens=max((meta.prompt_token_count or 0) - cached, 0),
@@ -168,7 +174,7 @@ def _usage(meta) -> TokenUsage:
 # --- message conversion -------------------------------------------------------------------
 
 
-def to_gemini_contents(messages: Sequence[Message]) -> list:
+def to_gemini_contents(messages: Sequence[Message]) -> list[types.Content]:
     from google.genai import types
 
     turns: list[tuple[str, list[types.Part]]] = []
@@ -187,7 +193,7 @@ def to_gemini_contents(messages: Sequence[Message]) -> list:
     return [types.Content(role=role, parts=parts) for role, parts in turns]
 
 
-def _model_parts(message: AssistantMessage) -> list:
+def _model_parts(message: AssistantMessage) -> list[types.Part]:
     from google.genai import types
 
     data = message.get("provider_data")
@@ -209,7 +215,7 @@ def _model_parts(message: AssistantMessage) -> list:
     return parts or [types.Part(text="(空)")]
 
 
-def _function_response(message: ToolMessage):
+def _function_response(message: ToolMessage) -> types.FunctionResponse:
     from google.genai import types
 
     content = message.get("content") or ""

@@ -12,8 +12,8 @@ Serves OpenAI, DeepSeek, Qwen, Kimi, Ollama, vLLM and other compatible endpoints
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.messages import AssistantMessage, Message, ToolCall
 from wyckoff.cli.providers.base import (
@@ -28,6 +28,14 @@ from wyckoff.cli.providers.base import (
     token_usage,
 )
 
+if TYPE_CHECKING:
+    import openai
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+
+    from wyckoff.config import ModelConfig
+
 DROPPABLE_PARAMS = ("stream_options", "tool_choice", "parallel_tool_calls", "max_tokens")
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
@@ -36,11 +44,13 @@ TOOL_CALL_CLOSE = "</tool_call>"
 class OpenAIProvider(LLMProvider):
     provider = "openai"
 
-    def __init__(self, config, **kwargs) -> None:
-        super().__init__(config, **kwargs)
+    def __init__(
+        self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0
+    ) -> None:
+        super().__init__(config, context_window=context_window, stream_timeout_s=stream_timeout_s)
         self.unsupported_params: set[str] = set()
 
-    def _make_client(self):
+    def _make_client(self) -> openai.OpenAI:
         import openai
 
         return openai.OpenAI(
@@ -82,19 +92,26 @@ class OpenAIProvider(LLMProvider):
             request.pop(name, None)
         return request
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         stream = self._open_stream(messages, tools, system_prompt)
         with stream:
             yield from _StreamReader().read(stream)
 
-    def _open_stream(self, messages, tools, system_prompt):
+    def _open_stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> openai.Stream[ChatCompletionChunk]:
         """Create the stream, dropping parameters the endpoint says it does not support."""
         import openai
 
         while True:
             request = self.build_request(messages, tools, system_prompt)
             try:
-                return self._client.chat.completions.create(**request)
+                stream: openai.Stream[ChatCompletionChunk] = self._client.chat.completions.create(
+                    **request
+                )
+                return stream
             except openai.BadRequestError as exc:
                 rejected = _rejected_param(
                     str(exc.message) + json.dumps(exc.body, default=str), request
@@ -142,7 +159,7 @@ class _StreamReader:
         self.usage: TokenUsage | None = None
         self.finished = False
 
-    def read(self, stream) -> Iterator[Chunk]:
+    def read(self, stream: Iterable[ChatCompletionChunk]) -> Iterator[Chunk]:
         for chunk in stream:
             if chunk.usage is not None:
                 self.usage = _usage(chunk.usage)
@@ -164,7 +181,7 @@ class _StreamReader:
             yield {"type": "tool_calls", "calls": calls}
         yield {"type": "usage", **(self.usage or token_usage())}
 
-    def _delta(self, delta) -> Iterator[Chunk]:
+    def _delta(self, delta: ChoiceDelta | None) -> Iterator[Chunk]:
         if delta is None:
             return
         extra = delta.model_extra or {}
@@ -178,7 +195,7 @@ class _StreamReader:
         for fragment in delta.tool_calls or []:
             self._take_fragment(fragment)
 
-    def _take_fragment(self, fragment) -> None:
+    def _take_fragment(self, fragment: ChoiceDeltaToolCall) -> None:
         index = fragment.index or 0
         current = self.call_at_index.get(index)
         # Ollama streams several whole calls at index 0: a new id there is a new call.
@@ -194,7 +211,7 @@ class _StreamReader:
                 current["arguments"] += function.arguments
 
 
-def _usage(usage) -> TokenUsage:
+def _usage(usage: CompletionUsage) -> TokenUsage:
     prompt = usage.prompt_tokens or 0
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) or (usage.model_extra or {}).get(
