@@ -128,12 +128,12 @@ class LLMProvider:
     """Base of every provider adapter; subclasses implement `_make_client`, `_stream` and
     `_describe_error`."""
 
-    provider = ""
+    wire_format = ""  # the API the adapter speaks: "claude", "openai" or "gemini"
 
     def __init__(self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0):
-        self.config = config
+        self._config = config
         remember_secrets(config.resolved_api_key())  # from whichever variable it came
-        self.context_window = context_window
+        self._context_window = context_window
         self.stream_timeout_s = stream_timeout_s
         self.max_output_tokens = config.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.sdk_retries = SDK_RETRIES
@@ -143,6 +143,19 @@ class LLMProvider:
         """No SDK retries: a fallback model takes over a 429/5xx at once instead."""
         self.sdk_retries = 0
         self._client = self._make_client()
+
+    # Read-only, so that the fallback wrapper can follow the active provider for each.
+    @property
+    def config(self) -> ModelConfig:
+        return self._config
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    @property
+    def provider(self) -> str:
+        return self.wire_format
 
     @property
     def name(self) -> str:

@@ -49,7 +49,7 @@ USAGE_FIELDS: dict[
 
 
 class ClaudeProvider(LLMProvider):
-    provider = "claude"
+    wire_format = "claude"
 
     def _make_client(self) -> anthropic.Anthropic:
         import anthropic

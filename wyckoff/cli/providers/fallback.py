@@ -48,11 +48,11 @@ class FallbackProvider(LLMProvider):
         return self.primary
 
     @property
-    def config(self) -> ModelConfig:  # type: ignore[override]
+    def config(self) -> ModelConfig:
         return self.active.config
 
     @property
-    def context_window(self) -> int:  # type: ignore[override]
+    def context_window(self) -> int:
         return self.active.context_window
 
     @property
@@ -64,7 +64,7 @@ class FallbackProvider(LLMProvider):
         return self.active.model
 
     @property
-    def provider(self) -> str:  # type: ignore[override]
+    def provider(self) -> str:
         return self.active.provider
 
     def assistant_fields(self, thinking: str) -> AssistantFields:

@@ -37,7 +37,7 @@ RETRY_MAX_DELAY_S = 8.0
 
 
 class GeminiProvider(LLMProvider):
-    provider = "gemini"
+    wire_format = "gemini"
 
     def _make_client(self) -> genai.Client:
         from google import genai

@@ -42,7 +42,7 @@ TOOL_CALL_CLOSE = "</tool_call>"
 
 
 class OpenAIProvider(LLMProvider):
-    provider = "openai"
+    wire_format = "openai"
 
     def __init__(
         self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0
