@@ -24,7 +24,7 @@ from wyckoff.config import ModelConfig
 class ScriptedProvider(LLMProvider):
     """Answers each request with the next scripted Reply; records what it was sent."""
 
-    provider = "openai"  # the internal message format; no SDK client is built
+    wire_format = "openai"  # the internal message format; no SDK client is built
 
     def __init__(self, *replies: Reply, stream_timeout_s: float = 5.0) -> None:
         config = ModelConfig(id="scripted", provider="openai", model="scripted-model")

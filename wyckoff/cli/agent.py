@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from wyckoff.cli.background import BackgroundTaskManager
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.cli.events import RuntimeEvent
+from wyckoff.cli.messages import Message
 from wyckoff.cli.providers.base import LLMProvider
 from wyckoff.cli.runtime import MAX_TOOL_ROUNDS, AgentRuntime, Approval
 from wyckoff.cli.tools import ToolRegistry
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 SessionChoice = Literal["new", "resume", "fork", "latest"]
 UNANSWERED_APPROVAL = Approval("deny")
 UNANSWERED_QUESTION = {"status": "skipped", "answer": ""}
+
+
+T = TypeVar("T")
 
 
 class ApprovalRequest(TypedDict):
@@ -164,7 +168,7 @@ class Agent:
         update: QuestionRequest = {"type": "question", "question": question, "answer": future}
         return self._wait_for_user(update, future, UNANSWERED_QUESTION)
 
-    def _wait_for_user(self, update: AgentUpdate, future: Future, unanswered: Any) -> Any:
+    def _wait_for_user(self, update: AgentUpdate, future: Future[T], unanswered: T) -> T:
         with self._lock:
             if self._closed:
                 return unanswered
@@ -201,10 +205,12 @@ class Agent:
         conversation = open_conversation(
             self.chat_log, choice, session_id or self.conversation.session_id
         )
+        new_id = conversation.session_id
+        assert new_id is not None  # opened sessions are saved ones
         self.end_session()
         self.conversation = conversation
-        self.runtime.new_session(conversation.session_id)
-        return conversation.session_id
+        self.runtime.new_session(new_id)
+        return new_id
 
     def end_session(self, *, skip_layers: bool = False) -> threading.Thread:
         """Extract memories from the conversation being left, in the background (the thread
@@ -301,7 +307,7 @@ class Agent:
             return f"（用户在本条消息里要求记住一条偏好，但没有保存：{exc.message}）"
         return f"（用户在本条消息里要求记住一条偏好：{outcome.sentence()}）"
 
-    def flush_before_compaction(self, head: list[dict[str, Any]]) -> None:
+    def flush_before_compaction(self, head: list[Message]) -> None:
         from wyckoff.memory.extraction import flush_memory_before_compaction
 
         flush_memory_before_compaction(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.egress import EgressGuard
+from wyckoff.cli.events import ToolError, ToolResult
 from wyckoff.cli.providers.base import MAX_ARGS_DEPTH
 from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.cli.visible_text import visible
@@ -226,13 +227,13 @@ class ToolOutcome:
             return f"工具错误：{self.error}{data}"
         return mark_untrusted(self.result or "", self.name) if self.marked else self.result or ""
 
-    def event(self) -> dict[str, Any]:
+    def event(self) -> ToolResult | ToolError:
         if self.ok:
             return {
                 "type": "tool_result",
                 "id": self.call_id,
                 "name": self.name,
-                "result": self.result,
+                "result": self.result or "",
                 "elapsed_s": round(self.elapsed_s, 3),
                 "ref": self.ref,
                 "task_id": self.task_id,

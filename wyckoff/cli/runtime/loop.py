@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from wyckoff.cli.background import BackgroundTaskManager
-from wyckoff.cli.events import RuntimeEvent, Usage, UsageTotals, usage_event
+from wyckoff.cli.events import Compaction, RuntimeEvent, Usage, UsageTotals, usage_event
 from wyckoff.cli.loop_guard import MAX_INCOMPLETE_TOOL_RETRIES, resolve_turn_expectation
-from wyckoff.cli.messages import kind_of
+from wyckoff.cli.messages import History, Message, kind_of
 from wyckoff.cli.output import local_today
 from wyckoff.cli.providers.base import (
     LLMProvider,
@@ -76,7 +76,7 @@ class AgentRuntime:
         skills: Any = None,
         skills_reminder: Callable[[], str] | None = None,
         memory_recall: Callable[[str], str] | None = None,
-        memory_flush: Callable[[list[dict[str, Any]]], None] | None = None,
+        memory_flush: Callable[[list[Message]], None] | None = None,
         record_traces: bool = True,
         instructions: str | None = None,
         parent: AgentRuntime | None = None,
@@ -207,7 +207,7 @@ class AgentRuntime:
         return prompt
 
     def run_stream(
-        self, messages: list[dict[str, Any]], *, wait_for_background: bool = False
+        self, messages: History, *, wait_for_background: bool = False
     ) -> Iterator[RuntimeEvent]:
         """Run one user turn over `messages` (appended to in place); yields RuntimeEvents,
         with every known key cut out. Consents not used by the end of the turn expire."""
@@ -438,7 +438,7 @@ class AgentRuntime:
             if event:
                 yield event
 
-    def compact(self, messages: list, session_id: str | None = None) -> RuntimeEvent | None:
+    def compact(self, messages: History, session_id: str | None = None) -> Compaction | None:
         """Compact now (also for /compact and `wyckoff session compact`); None if it gave up."""
         from wyckoff.cli.compaction import COMPACTION_PROMPT, compact
 
