@@ -20,7 +20,7 @@ from wyckoff.cli.messages import kind_of
 from wyckoff.cli.providers.claude import to_claude_messages
 from wyckoff.cli.providers.factory import make_provider
 from wyckoff.cli.runtime import AgentRuntime, Approval
-from wyckoff.cli.tools import ToolSpec
+from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec
 from wyckoff.store import Store
 
 
@@ -603,6 +603,23 @@ def test_cancel_during_a_tool_tells_it_to_stop(openai_server, home, store):
     assert stopped.wait(10)
     assert messages[-1]["role"] == "tool" and "取消" in messages[-1]["content"]
     assert check_tool_pairing(to_claude_messages(messages)) is None
+
+
+def test_a_call_cancelled_as_the_tool_answers_reports_the_cancel(home):
+    """The user's cancel landing just as the tool answers (a tool that stops at once when it
+    sees it) is still a cancelled call, not a finished one: the turn was cancelled."""
+
+    def answers_as_cancelled(params: CodeParams, context) -> str:
+        context.cancel_event.set()
+        return "done"
+
+    spec = ToolSpec(
+        name="quick", description="快", params=CodeParams, func=answers_as_cancelled, title="快"
+    )
+    registry = ToolRegistry([spec])
+    context = ToolContext(home=home, registry=registry)
+    outcome = registry.run(spec, CodeParams(code="1"), context, "call-1")
+    assert outcome.error == "已被用户取消。"
 
 
 def test_tool_timeout_and_exception_are_tool_errors(openai_server, home, store):

@@ -339,9 +339,11 @@ class ToolRegistry:
         if not answer.done() and context.cancelled() and spec.cancel_grace_s > 0:
             wait([answer], spec.cancel_grace_s)  # its own answer to the cancel is worth having
         elapsed = time.monotonic() - started
+        # A cancelled call reports the cancel even when the tool, seeing it, answered at once;
+        # only a tool with a grace period has an answer to the cancel worth passing on.
+        if context.cancelled() and not (answer.done() and spec.cancel_grace_s > 0):
+            return ToolOutcome(call_id, spec.name, error="已被用户取消。", elapsed_s=elapsed)
         if not answer.done():
-            if context.cancelled():
-                return ToolOutcome(call_id, spec.name, error="已被用户取消。", elapsed_s=elapsed)
             context.cancel_event.set()  # the tool may still see it and stop
             return ToolOutcome(
                 call_id,
