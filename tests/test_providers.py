@@ -399,8 +399,10 @@ def test_claude_cache_usage_is_reported(anthropic_server):
 
 
 def _fallback(primary_server, fallback_server, timeout=5.0, **kwargs):
+    """The primary stalls after `timeout` s of silence; the backup gets the usual 5 s (its
+    first chunk includes importing its SDK, which a loaded machine can make slow)."""
     primary = make_provider(model_config(primary_server, "primary"), stream_timeout_s=timeout)
-    fallback = make_provider(model_config(fallback_server, "backup"), stream_timeout_s=timeout)
+    fallback = make_provider(model_config(fallback_server, "backup"), stream_timeout_s=5.0)
     return FallbackProvider(primary, fallback, **kwargs)
 
 
