@@ -276,7 +276,10 @@ async def test_escape_cancels_the_running_turn(configured):
 async def test_new_chat_resets_and_resume_restores(configured):
     from wyckoff.cli.tui.screens import ResumeScreen
 
-    configured.script(Reply(text="第一段对话的回答"), Reply(text="第二段对话的回答"))
+    configured.script(
+        Reply(text="第一段对话的回答"),
+        Reply(text="第二段对话的回答", usage=(300, 60, 0, 0)),  # unlike the first session's
+    )
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "第一段对话")

@@ -373,7 +373,6 @@ class WyckoffApp(App):
         if self._switch_session("new"):
             self.action_clear_screen()
             self.show_notice("新对话已开始。")
-            self.refresh_status()
 
     def action_clear_screen(self) -> None:
         self.end_waiting()
@@ -395,18 +394,20 @@ class WyckoffApp(App):
     def fork(self) -> None:
         new_id = self._switch_session("fork")
         if new_id:
-            self.refresh_status()  # the branch counts its own usage, as /token says
             self.show_notice(f"已分出新会话 {new_id}，之后的对话保存在新会话中。")
 
     def _switch_session(self, choice, session_id: str | None = None) -> str | None:
-        """The new session's id, or None when it could not be opened (said in the chat)."""
+        """The new session's id, or None when it could not be opened (said in the chat). The
+        status bar then shows that session's own context and usage, as /token does."""
         from wyckoff.errors import WyckoffError
 
         try:
-            return self.agent.switch_session(choice, session_id)
+            new_id = self.agent.switch_session(choice, session_id)
         except WyckoffError as exc:  # e.g. the session is busy in another process
             self.show_notice(exc.message, error=True)
             return None
+        self.refresh_status()
+        return new_id
 
     def open_chart(self, code: str) -> None:
         from wyckoff.cli.tools import ToolFailure
