@@ -52,9 +52,10 @@ class MarketData:
         config = load_config(context.home)
         source = resolve_source(config)
         market = context.markets.get(source)
-        if market is None:
+        if not isinstance(market, cls):
             context.markets.clear()  # only the current source stays open
-            market = context.markets[source] = cls(context.home, config)
+            market = cls(context.home, config)
+            context.markets[source] = market
         return market
 
     def ready(self) -> None:
