@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, Field, field_validator
 
 from wyckoff import history_store
 from wyckoff.agents import results
+from wyckoff.archive_store import search_archives
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.thresholds import MAIN_INDICES, board_of
 
@@ -664,8 +665,6 @@ class HistoryQueryParams(BaseModel):
 
 def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str, Any]:
     if params.source == "archive":
-        from wyckoff.cli.compaction import search_archives
-
         rows = search_archives(context.home, params.code or "", params.limit)
         return {
             "source": "archive",

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from wyckoff import archive_store
 from wyckoff.cli.background import CHECK_BACKGROUND_TASKS
 from wyckoff.cli.messages import is_consent
 from wyckoff.cli.tools import (
@@ -20,6 +21,7 @@ from wyckoff.cli.tools import (
     ToolSpec,
     canonical_args,
 )
+from wyckoff.errors import UsageError
 
 READ_LIMIT = 6_000
 
@@ -143,11 +145,8 @@ class RestoreArchiveParams(BaseModel):
 
 
 def restore_context_archive(params: RestoreArchiveParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.cli.compaction import restore_context_archive as restore
-    from wyckoff.errors import UsageError
-
     try:
-        messages = restore(context.home, params.ref)
+        messages = archive_store.restore_context_archive(context.home, params.ref)
     except UsageError as exc:
         raise ToolFailure(exc.message) from None
     context.egress.note_history(  # the restored results count as read in this session

@@ -48,8 +48,8 @@ from wyckoff.cli.tools import (
     canonical_args,
 )
 from wyckoff.cli.traces import TurnTrace
-from wyckoff.cli.untrusted import PROMPT_RULE
 from wyckoff.config import StreamRedactor, redact_text, redact_value
+from wyckoff.untrusted import PROMPT_RULE
 
 MAX_TOOL_ROUNDS = 15
 MAX_PARALLEL_TOOLS = 5

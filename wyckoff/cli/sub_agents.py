@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from wyckoff.cli.events import RuntimeEvent
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec
-from wyckoff.cli.untrusted import PROMPT_RULE
+from wyckoff.untrusted import PROMPT_RULE
 
 MAX_PARALLEL_DELEGATES = 3
 FORWARDED_EVENTS = ("text_delta", "tool_start", "tool_result", "tool_error", "approved", "usage")

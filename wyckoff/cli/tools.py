@@ -23,10 +23,10 @@ from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.egress import EgressGuard
 from wyckoff.cli.providers.base import MAX_ARGS_DEPTH
-from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.cli.visible_text import visible
 from wyckoff.config import describe_pydantic_error, redact_text
 from wyckoff.errors import WyckoffError
+from wyckoff.untrusted import mark_untrusted
 
 MAX_RESULT_CHARS = 8_000
 RESULT_HEAD_CHARS = 3_000

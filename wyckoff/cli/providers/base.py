@@ -29,6 +29,7 @@ from typing import Any, Literal, TypedDict
 
 from wyckoff.config import ModelConfig, redact_text, remember_secrets
 from wyckoff.errors import WyckoffError
+from wyckoff.token_usage import TokenUsage
 
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema}
@@ -38,13 +39,6 @@ class ToolCall(TypedDict):
     id: str
     name: str
     args: dict[str, Any]  # {"__malformed_arguments__": raw} when the JSON did not parse
-
-
-class TokenUsage(TypedDict):
-    input_tokens: int  # uncached input only
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
 
 
 class TextDelta(TypedDict):

@@ -20,11 +20,11 @@ from wyckoff.cli.providers.base import (
     LLMProvider,
     Message,
     ProviderError,
-    TokenUsage,
     ToolSchema,
     token_usage,
     too_deep,
 )
+from wyckoff.token_usage import TokenUsage
 
 FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
 GENERATED_ID_PREFIX = "gemini_call_"
