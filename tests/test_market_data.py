@@ -309,7 +309,9 @@ def test_agent_screens_in_the_background_and_diagnoses_on_demo(demo_home, openai
 def test_signal_ttl_counts_trading_days_on_the_stored_calendar(demo_home):
     import pandas as pd
 
-    from wyckoff.agents.market import HistoryQueryParams, MarketData, query_history, save_screen
+    from wyckoff.agents.history import HistoryQueryParams, query_history
+    from wyckoff.agents.market_data import MarketData
+    from wyckoff.agents.screening import save_screen
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import load_config
@@ -365,7 +367,8 @@ def test_index_history_sums_up_the_days_asked_for(demo_home):
 
 def test_query_history_finds_saved_recommendations_newest_first(demo_home):
     from tests.test_local_tools import call, result
-    from wyckoff.agents.market import MarketData, save_screen
+    from wyckoff.agents.market_data import MarketData
+    from wyckoff.agents.screening import save_screen
     from wyckoff.config import load_config
     from wyckoff.store import Store
 

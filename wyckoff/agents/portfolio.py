@@ -303,7 +303,7 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
         }
     if params.mode == "view":
         return {"positions": positions, "cash": cash}
-    from wyckoff.agents.market import MarketData
+    from wyckoff.agents.market_data import MarketData
     from wyckoff.engine.health import diagnose
 
     market = MarketData.from_context(context)

@@ -108,7 +108,7 @@ class ReportParams(BaseModel):
 
 
 def generate_ai_report(params: ReportParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.agents.market import MarketData
+    from wyckoff.agents.market_data import MarketData
     from wyckoff.engine.regime import market_regime
 
     provider = _require_provider(context)
@@ -177,7 +177,7 @@ class DecisionParams(BaseModel):
 
 
 def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.agents.market import MarketData
+    from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.portfolio import Portfolio
     from wyckoff.engine.regime import market_regime
     from wyckoff.engine.strategy import PRIORITY

@@ -66,7 +66,7 @@ def run_backtest_sweep(
     params: SweepParams, context: ToolContext, where: SweepConfig
 ) -> dict[str, Any]:
     """The sweep of `params`, run where the user's `where` says."""
-    from wyckoff.agents.market import backtest_span
+    from wyckoff.agents.backtest import backtest_span
     from wyckoff.engine.sweep import dask_client, local_workers, run_sweep
     from wyckoff.engine.sweep_grid import parse_grid
     from wyckoff.engine.sweep_store import save_sweep

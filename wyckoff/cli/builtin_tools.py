@@ -171,9 +171,13 @@ RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER, RESTORE_CON
 
 def default_registry() -> ToolRegistry:
     """Every tool the agent has."""
-    from wyckoff.agents.market import MARKET_TOOLS
+    from wyckoff.agents.backtest import BACKTEST_TOOL
+    from wyckoff.agents.history import QUERY_HISTORY_TOOL
+    from wyckoff.agents.overview import OVERVIEW_TOOLS
     from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
     from wyckoff.agents.reports import REPORT_TOOLS
+    from wyckoff.agents.screening import SCREEN_TOOL
+    from wyckoff.agents.stocks import STOCK_TOOLS
     from wyckoff.agents.sweep import SWEEP_TOOL
     from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
     from wyckoff.cli.local_tools.shell import EXEC_COMMAND
@@ -183,7 +187,11 @@ def default_registry() -> ToolRegistry:
     local_tools = [READ_FILE, WRITE_FILE, EXEC_COMMAND, WEB_FETCH]
     return ToolRegistry(
         [
-            *MARKET_TOOLS,
+            *STOCK_TOOLS,
+            *OVERVIEW_TOOLS,
+            SCREEN_TOOL,
+            BACKTEST_TOOL,
+            QUERY_HISTORY_TOOL,
             SWEEP_TOOL,
             *PORTFOLIO_TOOLS,
             *REPORT_TOOLS,

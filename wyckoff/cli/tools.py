@@ -83,7 +83,7 @@ TOOL_THREADS = DaemonThreads()
 
 
 # What the session lends its tools, by what the tools use of it: the contract names no
-# implementation (cli/skills.py, cli/background.py, agents/market.py supply them).
+# implementation (cli/skills.py, cli/background.py, agents/market_data.py supply them).
 
 
 class SkillText(Protocol):

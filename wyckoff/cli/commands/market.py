@@ -135,7 +135,7 @@ def screen(
     json_output: JsonOption = False,
 ) -> None:
     """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
-    from wyckoff.agents.market import ScreenParams, screen_stocks
+    from wyckoff.agents.screening import ScreenParams, screen_stocks
     from wyckoff.cli.output import print_json, print_table
 
     result = _call(screen_stocks, _params(ScreenParams, board=board), label="全市场筛选")
@@ -176,7 +176,7 @@ def analyze(
     json_output: JsonOption = False,
 ) -> None:
     """诊断一只股票 / diagnose one stock."""
-    from wyckoff.agents.market import AnalyzeParams, analyze_stock
+    from wyckoff.agents.stocks import AnalyzeParams, analyze_stock
     from wyckoff.cli.output import print_json
 
     result = _call(analyze_stock, _params(AnalyzeParams, code=stock, cost=cost), label="个股诊断")
@@ -209,7 +209,7 @@ def _known(value: float | None, unit: str = "", sign: str = "") -> str:
 
 def market(json_output: JsonOption = False) -> None:
     """大盘概览 / market overview."""
-    from wyckoff.agents.market import NoParams, get_market_overview
+    from wyckoff.agents.overview import NoParams, get_market_overview
     from wyckoff.cli.output import print_json, print_table
 
     result = _call(get_market_overview, NoParams(), label="大盘概览")
@@ -252,7 +252,7 @@ def backtest(
     """漏斗策略回测 / point-in-time backtest of the funnel."""
     if ctx.invoked_subcommand:  # `backtest sweep` / `backtest sweeps`
         return
-    from wyckoff.agents.market import BacktestParams, run_backtest_tool
+    from wyckoff.agents.backtest import BacktestParams, run_backtest_tool
     from wyckoff.cli.output import print_json, print_table
 
     params = _params(
@@ -311,7 +311,7 @@ def backtest(
 
 def _print_benchmark(benchmark: dict[str, Any]) -> None:
     """The market over the same window, and whether the strategy beat it."""
-    from wyckoff.agents.market import signed_pct
+    from wyckoff.agents.market_data import signed_pct
 
     shown = "，".join(
         f"{row['name']} {signed_pct(row['return_pct'])}" for row in benchmark["indices"]

@@ -246,7 +246,7 @@ def _print_ranking(result: dict[str, Any], top: int) -> None:
 
 def _print_window_benchmarks(result: dict[str, Any]) -> None:
     """Every combination ran over the same window: one line for the market over it."""
-    from wyckoff.agents.market import signed_pct
+    from wyckoff.agents.market_data import signed_pct
 
     first = result["results"][0]["metrics"]
     typer.echo(

@@ -621,7 +621,7 @@ class WyckoffApp(App):
         self.refresh_status()
 
     def open_chart(self, code: str) -> None:
-        from wyckoff.agents.market import kline_data
+        from wyckoff.agents.stocks import kline_data
         from wyckoff.cli.tools import ToolFailure
 
         if not code:
