@@ -14,7 +14,8 @@ from tests.conftest import add_scripted_model, cli, marked_data
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
 from wyckoff.engine.market_store import MarketStore
-from wyckoff.engine.sources import SourceError, run_isolated, sync
+from wyckoff.engine.sources.base import SourceError, run_isolated
+from wyckoff.engine.sources.sync import sync
 from wyckoff.engine.thresholds import MAIN_INDICES
 
 TOKEN = "tushare-token-0123456789abcdef"

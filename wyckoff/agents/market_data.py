@@ -25,7 +25,7 @@ class MarketData:
 
     def __init__(self, home: Path, config) -> None:
         from wyckoff.engine.market_store import MarketStore
-        from wyckoff.engine.sources import resolve_source
+        from wyckoff.engine.sources.choice import resolve_source
 
         self.home = home
         self.source = resolve_source(config)
@@ -36,7 +36,7 @@ class MarketData:
         """The context's market, reopened when `wyckoff data use` changed the source meanwhile
         (an open TUI must follow the switch its own "no data" hint asks for)."""
         from wyckoff.config import load_config
-        from wyckoff.engine.sources import resolve_source
+        from wyckoff.engine.sources.choice import resolve_source
 
         config = load_config(context.home)
         source = resolve_source(config)
@@ -49,7 +49,8 @@ class MarketData:
 
     def ready(self) -> None:
         """Raise a clear error when there is no data; build the demo market on first use."""
-        from wyckoff.engine.sources import ensure_demo, no_data_hint
+        from wyckoff.engine.sources.choice import no_data_hint
+        from wyckoff.engine.sources.demo import ensure_demo
 
         if self.source == "demo":
             ensure_demo(self.home)

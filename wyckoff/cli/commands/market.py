@@ -66,7 +66,7 @@ def _with_progress(label: str, work):
 def _build_demo(home) -> bool:
     """Build the demo store now, with progress, unless it is already complete."""
     from wyckoff.engine.market_store import MarketStore
-    from wyckoff.engine.sources import demo_complete, ensure_demo
+    from wyckoff.engine.sources.demo import demo_complete, ensure_demo
 
     if demo_complete(MarketStore.for_source(home, "demo")):
         return False
@@ -350,7 +350,7 @@ def use(
     """选择数据源 / choose the data source."""
     from wyckoff.cli.output import print_notice
     from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
-    from wyckoff.engine.sources import SOURCES, tushare_token
+    from wyckoff.engine.sources.choice import SOURCES, tushare_token
     from wyckoff.errors import UsageError
 
     if source not in SOURCES:
@@ -379,7 +379,7 @@ def status(json_output: JsonOption = False) -> None:
     from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.engine.market_store import MarketStore
-    from wyckoff.engine.sources import chosen_source, resolve_source
+    from wyckoff.engine.sources.choice import chosen_source, resolve_source
 
     home = wyckoff_home()
     config = load_config(home)
@@ -434,7 +434,7 @@ def sync(
     """增量同步行情（可断点续传）/ incremental, resumable sync."""
     from wyckoff.cli.output import print_notice
     from wyckoff.config import load_config, wyckoff_home
-    from wyckoff.engine.sources import sync as run_sync
+    from wyckoff.engine.sources.sync import sync as run_sync
 
     home = wyckoff_home()
     config = load_config(home)
