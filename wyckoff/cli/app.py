@@ -102,8 +102,7 @@ app.add_typer(skills_commands.prompt_app, name="prompt")
 
 def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
-    from typer._click import exceptions as click_errors
-
+    from wyckoff.cli import click_compat as click_errors
     from wyckoff.cli.output import CANCELLED_EXIT, print_error, say_cancelled
     from wyckoff.errors import WyckoffError
 

@@ -125,7 +125,6 @@ def features_at(panel: Panel, t: int, cfg: EngineConfig) -> SimpleNamespace:
         wmean(panel.close, t, 200),
     )
     f.ma20_prev5 = wmean(panel.close, t - 5, 20) if t >= 5 else np.full_like(c, np.nan)
-    f.ma50_prev5 = wmean(panel.close, t - 5, 50) if t >= 5 else np.full_like(c, np.nan)
     for n in (1, 3, 5, 10, 20, 50, 60, 120):
         setattr(f, f"ret{n}", ret(panel.close, t, n))
     f.rps50, f.rps120 = percentile_rank(f.ret50), percentile_rank(f.ret120)
