@@ -13,6 +13,7 @@ from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
 from wyckoff.archive_store import search_archives
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.engine.thresholds import DEFAULT_CONFIG
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,7 +57,6 @@ def query_history(params: HistoryQueryParams, context: ToolContext) -> dict[str,
 def _refresh_expiry(rows: list[Signal], open_days: np.ndarray) -> None:
     """Recount each pending signal's TTL on the calendar known now (a holiday synced since
     the screen moves its expiry), and mark it expired once that day has passed."""
-    from wyckoff.engine.thresholds import DEFAULT_CONFIG
     from wyckoff.engine.triggers import TRIGGER_KEYS, signal_expiry
 
     today = date.today().isoformat()

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from wyckoff.agents.stock_lookup import resolve_stock
 from wyckoff.cli.tools import ToolContext, ToolFailure
+from wyckoff.config import load_config
+from wyckoff.engine.sources.choice import no_data_hint, resolve_source
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,7 +27,6 @@ class MarketData:
 
     def __init__(self, home: Path, config) -> None:
         from wyckoff.engine.market_store import MarketStore
-        from wyckoff.engine.sources.choice import resolve_source
 
         self.home = home
         self.source = resolve_source(config)
@@ -35,9 +36,6 @@ class MarketData:
     def from_context(cls, context: ToolContext) -> MarketData:
         """The context's market, reopened when `wyckoff data use` changed the source meanwhile
         (an open TUI must follow the switch its own "no data" hint asks for)."""
-        from wyckoff.config import load_config
-        from wyckoff.engine.sources.choice import resolve_source
-
         config = load_config(context.home)
         source = resolve_source(config)
         market = context.markets.get(source)
@@ -49,7 +47,6 @@ class MarketData:
 
     def ready(self) -> None:
         """Raise a clear error when there is no data; build the demo market on first use."""
-        from wyckoff.engine.sources.choice import no_data_hint
         from wyckoff.engine.sources.demo import ensure_demo
 
         if self.source == "demo":
@@ -110,7 +107,6 @@ class MarketData:
 
     def resolve_code(self, text: str) -> str:
         """The one stock `text` names (code, code with exchange, or name), else the candidates."""
-
         return resolve_stock(all_stocks(self.panel().stocks), text)
 
 

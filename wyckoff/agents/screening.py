@@ -11,7 +11,7 @@ from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
 from wyckoff.cli.tools import ToolContext, ToolSpec
-from wyckoff.engine.thresholds import board_of
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, board_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,7 +97,6 @@ def save_screen(
     store, source: str, as_of: str, candidates: list[dict[str, Any]], open_days: np.ndarray
 ) -> None:
     """Candidates as recommendations; each trigger as a pending signal with its TTL."""
-    from wyckoff.engine.thresholds import DEFAULT_CONFIG
     from wyckoff.engine.triggers import TRIGGER_LABELS, signal_expiry
 
     recommendations = [

@@ -11,8 +11,20 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff import archive_store
+from wyckoff.agents.backtest import BACKTEST_TOOL
+from wyckoff.agents.history import QUERY_HISTORY_TOOL
+from wyckoff.agents.overview import OVERVIEW_TOOLS
+from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
+from wyckoff.agents.reports import REPORT_TOOLS
+from wyckoff.agents.screening import SCREEN_TOOL
+from wyckoff.agents.stocks import STOCK_TOOLS
+from wyckoff.agents.sweep import SWEEP_TOOL
 from wyckoff.cli.background import CHECK_BACKGROUND_TASKS
+from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
+from wyckoff.cli.local_tools.shell import EXEC_COMMAND
+from wyckoff.cli.local_tools.web import WEB_FETCH
 from wyckoff.cli.messages import is_consent
+from wyckoff.cli.skills import EXECUTE_SKILL
 from wyckoff.cli.tools import (
     RESULTS_DIR,
     ToolContext,
@@ -171,19 +183,6 @@ RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER, RESTORE_CON
 
 def default_registry() -> ToolRegistry:
     """Every tool the agent has."""
-    from wyckoff.agents.backtest import BACKTEST_TOOL
-    from wyckoff.agents.history import QUERY_HISTORY_TOOL
-    from wyckoff.agents.overview import OVERVIEW_TOOLS
-    from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
-    from wyckoff.agents.reports import REPORT_TOOLS
-    from wyckoff.agents.screening import SCREEN_TOOL
-    from wyckoff.agents.stocks import STOCK_TOOLS
-    from wyckoff.agents.sweep import SWEEP_TOOL
-    from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
-    from wyckoff.cli.local_tools.shell import EXEC_COMMAND
-    from wyckoff.cli.local_tools.web import WEB_FETCH
-    from wyckoff.cli.skills import EXECUTE_SKILL
-
     local_tools = [READ_FILE, WRITE_FILE, EXEC_COMMAND, WEB_FETCH]
     return ToolRegistry(
         [

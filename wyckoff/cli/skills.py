@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.config import redact_text
 from wyckoff.errors import UsageError
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -107,8 +108,6 @@ class SkillLibrary:
 
     def _warn(self, text: str) -> None:
         """A warning about a skill file; it may quote a line of the file, so keys are masked."""
-        from wyckoff.config import redact_text
-
         self.warnings.append(redact_text(text))
 
     def get(self, name: str) -> Skill:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolRegistry
 
 START = "<!-- tool-table:start（由 python -m wyckoff.cli.tool_table --write 生成，勿手改） -->"
@@ -42,8 +43,6 @@ def readme_with_table(readme: str, table: str) -> str:
 
 
 def main() -> None:
-    from wyckoff.cli.builtin_tools import default_registry
-
     table = tool_table(default_registry())
     if "--write" in sys.argv[1:]:
         README.write_text(readme_with_table(README.read_text(encoding="utf-8"), table), "utf-8")

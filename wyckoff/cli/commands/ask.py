@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from wyckoff.cli.output import json_text, say_cancelled
+from wyckoff.errors import UsageError
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
 APPROVED_BY = {
@@ -61,7 +62,6 @@ def ask(
 ) -> None:
     """无界面提问 / ask the agent headless."""
     from wyckoff.cli.agent import open_agent
-    from wyckoff.errors import UsageError
 
     text = _question_text(question)
     if not text.strip():
@@ -96,8 +96,6 @@ def ask(
 
 def _question_text(question: str) -> str:
     """The question (`-`: from stdin), refused unless it is valid UTF-8."""
-    from wyckoff.errors import UsageError
-
     text = (
         sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if question == "-" else question
     )

@@ -12,6 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
+from wyckoff.cli.output import print_json, print_notice, print_table
+from wyckoff.engine.sources.choice import SOURCES, chosen_source, resolve_source, tushare_token
+from wyckoff.errors import UsageError
+from wyckoff.store import Store
+
 data_app = typer.Typer(
     help="行情数据 / market data: sync, status, use, import.",
     no_args_is_help=True,
@@ -31,7 +36,6 @@ def _context():
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import wyckoff_home
-    from wyckoff.store import Store
 
     home = wyckoff_home()
     return ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
@@ -118,8 +122,6 @@ def _same_destination(first, second) -> bool:
 
 
 def _note(result: dict[str, Any]) -> None:
-    from wyckoff.cli.output import print_notice
-
     source = f"数据源：{result.get('source')}，截至 {result.get('as_of')}"
     print_notice(source)
     if result.get("data_note"):  # on stdout: a piped or saved output keeps the demo label
@@ -136,7 +138,6 @@ def screen(
 ) -> None:
     """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
     from wyckoff.agents.screening import ScreenParams, screen_stocks
-    from wyckoff.cli.output import print_json, print_table
 
     result = _call(screen_stocks, _params(ScreenParams, board=board), label="全市场筛选")
     if json_output:
@@ -177,7 +178,6 @@ def analyze(
 ) -> None:
     """诊断一只股票 / diagnose one stock."""
     from wyckoff.agents.stocks import AnalyzeParams, analyze_stock
-    from wyckoff.cli.output import print_json
 
     result = _call(analyze_stock, _params(AnalyzeParams, code=stock, cost=cost), label="个股诊断")
     if json_output:
@@ -210,7 +210,6 @@ def _known(value: float | None, unit: str = "", sign: str = "") -> str:
 def market(json_output: JsonOption = False) -> None:
     """大盘概览 / market overview."""
     from wyckoff.agents.overview import NoParams, get_market_overview
-    from wyckoff.cli.output import print_json, print_table
 
     result = _call(get_market_overview, NoParams(), label="大盘概览")
     if json_output:
@@ -253,7 +252,6 @@ def backtest(
     if ctx.invoked_subcommand:  # `backtest sweep` / `backtest sweeps`
         return
     from wyckoff.agents.backtest import BacktestParams, run_backtest_tool
-    from wyckoff.cli.output import print_json, print_table
 
     params = _params(
         BacktestParams,
@@ -327,7 +325,6 @@ def _params(model, **values):
     from pydantic import ValidationError
 
     from wyckoff.config import describe_validation_error
-    from wyckoff.errors import UsageError
 
     try:
         return model(**{k: v for k, v in values.items() if v is not None})
@@ -348,10 +345,7 @@ def use(
     ] = None,
 ) -> None:
     """选择数据源 / choose the data source."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
-    from wyckoff.engine.sources.choice import SOURCES, tushare_token
-    from wyckoff.errors import UsageError
 
     if source not in SOURCES:
         raise UsageError(f"未知的数据源 '{source}'：可选 {', '.join(SOURCES)}。")
@@ -376,10 +370,8 @@ def use(
 @data_app.command("status")
 def status(json_output: JsonOption = False) -> None:
     """数据覆盖情况 / what the market store holds."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.engine.market_store import MarketStore
-    from wyckoff.engine.sources.choice import chosen_source, resolve_source
 
     home = wyckoff_home()
     config = load_config(home)
@@ -432,7 +424,6 @@ def sync(
     codes: Annotated[str | None, typer.Option("--codes", help="只同步这些代码，逗号分隔")] = None,
 ) -> None:
     """增量同步行情（可断点续传）/ incremental, resumable sync."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.engine.sources.sync import sync as run_sync
 
@@ -453,7 +444,6 @@ def import_file(
     """导入自己的日线 / load daily bars from a CSV or Parquet file."""
     from pathlib import Path
 
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
     from wyckoff.engine.bar_import import import_bars
     from wyckoff.engine.market_store import MarketStore

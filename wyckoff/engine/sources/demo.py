@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wyckoff.engine.demo import BUILT_AT, build_demo_store
 from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.sources.base import Progress
 
@@ -16,8 +17,6 @@ def ensure_demo(
     Processes that need it at the same time take turns: one builds, the others then find it.
     """
     import fcntl
-
-    from wyckoff.engine.demo import build_demo_store
 
     store = MarketStore.for_source(home, "demo")
     if demo_complete(store):
@@ -32,6 +31,4 @@ def ensure_demo(
 
 def demo_complete(store: MarketStore) -> bool:
     """A demo store counts only when its build finished (it records `built_at` last)."""
-    from wyckoff.engine.demo import BUILT_AT
-
     return store.path.exists() and store.get_state(BUILT_AT) is not None
