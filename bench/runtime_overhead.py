@@ -26,7 +26,7 @@ from wyckoff.store import Store  # noqa: E402
 class InstantProvider(LLMProvider):
     """Answers at once: a no-op tool call for `rounds` rounds, then text."""
 
-    provider = "openai"
+    wire_format = "openai"
 
     def __init__(self, rounds: int) -> None:
         super().__init__(

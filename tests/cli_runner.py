@@ -30,6 +30,7 @@ PER_PROCESS_STATE = (
     ("wyckoff.mcp.client", "_CONNECTED"),
     ("wyckoff.agents.market_data", "_PANELS"),
     ("wyckoff.cli.output", "_said_once"),
+    ("wyckoff.cli.interrupt", "_pressed"),
 )
 
 

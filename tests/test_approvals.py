@@ -283,7 +283,7 @@ async def test_approval_dialog_single_keys(configured, home, key, runs):
         await dialog_for(pilot, "现金一百万")
         await pilot.press(key)
         await wait_until(pilot, lambda: not app.turn_running)
-        assert ("update_portfolio" in app.agent.runtime.always_allowed) == (key == "a")
+        assert ("update_portfolio" in app.agent.runtime.approvals.always_allowed) == (key == "a")
     assert (Portfolio(Store.in_home(home)).cash() == 1_000_000) == runs
 
 

@@ -17,3 +17,13 @@ def test_each_benchmark_loads_against_the_current_code(script: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # imports and module-level set-up only; nothing runs
     assert callable(getattr(module, "main", None))
+
+
+def test_the_figures_page_runs_every_benchmark():
+    """docs/bench.md is written by bench/run_all.py: a new script must be on its list."""
+    spec = importlib.util.spec_from_file_location("bench_run_all", BENCH / "run_all.py")
+    assert spec is not None and spec.loader is not None
+    run_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_all)
+    listed = {bench.script for bench in run_all.BENCHMARKS}
+    assert listed == {path.name for path in BENCH.glob("*.py")} - {"run_all.py"}

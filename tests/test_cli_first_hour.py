@@ -180,3 +180,20 @@ def test_ctrl_c_during_a_command_says_cancelled_and_keeps_the_config(home):
     _, errors = building.communicate(timeout=60)
     assert building.returncode == 130 and errors.count("已取消") == 1 and "Traceback" not in errors
     assert load_config(home).data.source == "demo"  # the choice was saved before the build
+
+
+def test_ctrl_c_pressed_again_while_stopping_still_ends_as_cancelled(home):
+    """An impatient second and third Ctrl+C (or a library passing the first one on again)
+    while the command stops: still one "已取消。", exit 130, never a traceback or a kill."""
+    import signal
+    import time
+
+    from tests.conftest import spawn_cli
+
+    building = spawn_cli("data", "use", "demo")
+    assert building.stderr is not None and building.stderr.readline().strip()
+    for _ in range(3):
+        building.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+    _, errors = building.communicate(timeout=60)
+    assert building.returncode == 130 and errors.count("已取消") == 1 and "Traceback" not in errors

@@ -621,3 +621,8 @@ def test_delisting_period_stocks_leave_layer_1_and_302_chinext_codes_are_tradabl
     flagged = diagnose(panel, "600001")
     assert flagged["health"] == "danger"
     assert any(r.startswith("退市整理期") for r in flagged["reasons"])
+    # Today's name says nothing of the months before the 15-day period: no look-ahead.
+    before, inside = run_funnel(panel, t=DAYS - 16).layer1, run_funnel(panel, t=DAYS - 15).layer1
+    assert before[1] and before[2] and not inside[1] and not inside[2]
+    earlier = diagnose(panel, "600001", t=DAYS - 16)["reasons"]
+    assert not any(r.startswith("退市整理期") for r in earlier)

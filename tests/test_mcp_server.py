@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -28,7 +29,7 @@ from pydantic import BaseModel
 
 from tests.conftest import NETGUARD, cli
 from wyckoff.cli.builtin_tools import default_registry
-from wyckoff.cli.tool_table import README, readme_with_table, tool_table
+from wyckoff.cli.tool_table import README, main_agent_tools, readme_with_table, tool_table
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
 from wyckoff.mcp.server import build_server
 from wyckoff.store import Store
@@ -348,31 +349,23 @@ def test_results_and_errors_never_carry_a_known_secret(home, monkeypatch):
     assert failed.is_error and secret not in text_of(failed) and "***" in text_of(failed)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(demo_home) -> Iterator[str]:
-    port = free_port()
+    """wyckoff-mcp on a port it binds itself (--port 0), read from the address it prints: a
+    port picked here and then freed could be taken by another test's server meanwhile."""
     process = subprocess.Popen(
-        [SCRIPT, "--http", "--port", str(port)],
+        [SCRIPT, "--http", "--port", "0"],
         env=server_env(demo_home, WYCKOFF_MCP_TOKEN=TOKEN),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        assert process.poll() is None, process.stderr.read()
-        yield f"http://127.0.0.1:{port}/mcp"
+        assert process.stderr is not None
+        announced = process.stderr.readline()  # bound and listening once this is written
+        address = re.search(r"http://127\.0\.0\.1:\d+/mcp", announced)
+        assert address, announced + process.stderr.read()
+        yield address.group(0)
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -422,6 +415,20 @@ def test_wyckoff_uses_wyckoff_mcp_over_http_as_another_mcp_server(http_server, h
     assert "Traceback" not in unset.stderr + wrong.stderr
 
 
+def test_http_on_a_port_already_in_use_is_one_sentence(demo_home):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [SCRIPT, "--http", "--port", str(port)],
+            env=server_env(demo_home, WYCKOFF_MCP_TOKEN=TOKEN),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2 and f"无法在 127.0.0.1:{port} 上监听" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [({}, "请先设置环境变量 WYCKOFF_MCP_TOKEN"), ({"WYCKOFF_MCP_TOKEN": "short"}, "太短")],
@@ -429,7 +436,7 @@ def test_wyckoff_uses_wyckoff_mcp_over_http_as_another_mcp_server(http_server, h
 )
 def test_http_beyond_loopback_refuses_to_start_without_a_real_token(home, env, message):
     result = subprocess.run(
-        [SCRIPT, "--http", "--host", "0.0.0.0", "--port", str(free_port())],
+        [SCRIPT, "--http", "--host", "0.0.0.0", "--port", "0"],
         env=server_env(home, **env),
         capture_output=True,
         text=True,
@@ -441,7 +448,7 @@ def test_http_beyond_loopback_refuses_to_start_without_a_real_token(home, env, m
 
 def test_readme_tool_table_matches_the_tool_definitions():
     readme = README.read_text(encoding="utf-8")
-    assert readme_with_table(readme, tool_table(default_registry())) == readme, (
+    assert readme_with_table(readme, tool_table(main_agent_tools())) == readme, (
         "README 的工具表与 ToolSpec 不一致：运行 python -m wyckoff.cli.tool_table --write"
     )
 

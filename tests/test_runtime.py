@@ -574,13 +574,19 @@ def test_cancel_mid_stream_keeps_partial_text_and_valid_history(openai_server, h
 
 
 def test_cancel_during_a_tool_tells_it_to_stop(openai_server, home, store):
-    stopped = threading.Event()
+    running, stopped = threading.Event(), threading.Event()
 
     def slow(params: CodeParams, context) -> str:
+        running.set()
         while not context.cancelled():
             time.sleep(0.01)
         stopped.set()
         return "stopped"
+
+    def cancel_once_running() -> None:
+        # Cancelling before the tool has started would (rightly) never run it at all.
+        running.wait(30)
+        runtime.cancel()
 
     tool = ToolSpec(
         name="slow", description="慢", params=CodeParams, func=slow, title="慢工具", timeout_s=30
@@ -592,9 +598,9 @@ def test_cancel_during_a_tool_tells_it_to_stop(openai_server, home, store):
     for event in runtime.run_stream(messages):
         events.append(event)
         if event["type"] == "tool_start":
-            threading.Timer(0.2, runtime.cancel).start()
+            threading.Thread(target=cancel_once_running, daemon=True).start()
     assert events[-1]["status"] == "cancelled"
-    assert stopped.wait(2)
+    assert stopped.wait(10)
     assert messages[-1]["role"] == "tool" and "取消" in messages[-1]["content"]
     assert check_tool_pairing(to_claude_messages(messages)) is None
 

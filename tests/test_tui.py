@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 
@@ -45,12 +44,38 @@ async def submit(pilot, text: str, wait_ready: bool = True) -> None:
 
 
 async def wait_until(pilot, condition, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    """Let the app run until `condition()` holds; fail after `timeout` seconds of pauses."""
+    pauses = round(timeout / 0.05)
     while not condition():
-        if loop.time() > deadline:
+        if pauses == 0:
             raise AssertionError("timed out waiting for the app")
+        pauses -= 1
         await pilot.pause(0.05)
+
+
+async def wait_for_ticks(pilot, ticks: int, interval: float = 0.1) -> None:
+    """Let `ticks` beats of an app timer of `interval` go by (as the spinners' own timers)."""
+    beats: list[None] = []
+    timer = pilot.app.set_interval(interval, lambda: beats.append(None))
+    await wait_until(pilot, lambda: len(beats) >= ticks)
+    timer.stop()
+
+
+async def next_notice(pilot, text: str) -> str:
+    """Submit `text` and return the notice it brings."""
+    await wait_until(pilot, lambda: pilot.app.agent is not None)
+    shown = len(notices(pilot.app))
+    await submit(pilot, text)
+    await wait_until(pilot, lambda: len(notices(pilot.app)) > shown)
+    return notices(pilot.app)[-1]
+
+
+async def click_button(pilot, selector: str) -> None:
+    """Click a dialog's button once it is laid out and takes clicks: a button ignores a click
+    while it still shows the press before."""
+    button = pilot.app.screen.query_one(selector)
+    await wait_until(pilot, lambda: button.region.area > 0 and not button.has_class("-active"))
+    await pilot.click(selector)
 
 
 def notices(app) -> list[str]:
@@ -109,12 +134,11 @@ async def test_a_tool_that_finishes_before_its_row_mounts_still_shows_its_outcom
         result = {**start, "type": "tool_result", "result": "[]", "elapsed_s": 0.01}
         await app.on_runtime_event_posted(RuntimeEventPosted(start))
         await app.on_runtime_event_posted(RuntimeEventPosted(result))
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: "✓" in str(app.query_one(ToolRow).render()))
         (row,) = app.query(ToolRow)
-        assert row.outcome is not None and "✓" in str(row.render())
-        assert not row.has_class("running")
+        assert row.outcome is not None and not row.has_class("running")
         frame = row.frame
-        await pilot.pause(0.3)
+        await wait_for_ticks(pilot, 3)
         assert row.frame == frame  # the spinner is not ticking
         assert not [n for n in notices(app) if "显示出错" in n]
 
@@ -132,9 +156,9 @@ async def test_an_answer_that_ends_mid_render_shows_each_block_once(configured, 
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.agent is not None)
         for start in range(0, len(answer), size):
-            await app._write_text(answer[start : start + size])
-        await app._end_text()
-        await pilot.pause(0.3)
+            await app.transcript.write_text(answer[start : start + size])
+        await app.transcript.end_text()
+        await pilot.pause()  # every render in flight has landed
         message = app.query_one(AssistantMessage)
         assert len(message.query(MarkdownHeader)) == 1
         assert message.source == answer
@@ -225,8 +249,7 @@ async def test_approval_with_edited_arguments(configured, home):
                 }
             )
         )
-        await pilot.pause(0.6)  # two quick clicks on one button would be a double click
-        await pilot.click("#edit")
+        await click_button(pilot, "#edit")
         await wait_until(pilot, lambda: not app.turn_running)
     (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
     assert position["shares"] == 300
@@ -264,8 +287,8 @@ async def test_new_chat_resets_and_resume_restores(configured):
         first_usage = notices(app)[-1].split("本会话")[1]
         assert not first_usage.startswith(" 输入 0 输出 0")
         await submit(pilot, "/new")
-        await pilot.pause(0.1)
-        assert not app.query(UserMessage) and len(app.agent.conversation) == 0
+        await wait_until(pilot, lambda: not app.query(UserMessage))
+        assert len(app.agent.conversation) == 0
         assert app.agent.conversation.session_id != first_session
         await submit(pilot, "/token")  # the new session counts its own usage
         await wait_until(pilot, lambda: any("本会话" in n for n in notices(app)))
@@ -278,7 +301,7 @@ async def test_new_chat_resets_and_resume_restores(configured):
         await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
         await pilot.press("down", "enter")  # newest first; no Tab needed to reach the list
         await wait_until(pilot, lambda: not isinstance(app.screen, ResumeScreen))
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: app.query(UserMessage))
         assert str(app.query(UserMessage).first().render()) == "第一段对话"
         assert (
             app.agent.conversation.session_id == first_session and len(app.agent.conversation) == 2
@@ -343,14 +366,12 @@ async def test_first_run_without_a_model_shows_setup(home):
     app = create_app()
     async with app.run_test(size=(100, 34)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
-        await pilot.pause(0.2)
-        await pilot.click("#save")
+        await click_button(pilot, "#save")
         assert "参数有误" in str(app.screen.query_one("#error").render())
         app.screen.query_one("#provider", Select).value = "claude"
         app.screen.query_one("#model", Input).value = "claude-sonnet-4-5"
         app.screen.query_one("#key", Input).value = "ANTHROPIC_API_KEY"
-        await pilot.pause(0.6)  # not a double click
-        await pilot.click("#save")
+        await click_button(pilot, "#save")
         await wait_until(pilot, lambda: not isinstance(app.screen, SetupScreen))
     models = json.loads(cli("model", "list", "--json").stdout)["models"]
     assert models[0]["provider"] == "claude" and models[0]["key"].startswith(
@@ -360,23 +381,22 @@ async def test_first_run_without_a_model_shows_setup(home):
 
 @pytest.mark.asyncio
 async def test_chart_command_opens_a_kline_chart(configured, demo_market):
+    from wyckoff.cli.tui.kline import KLineChart
     from wyckoff.cli.tui.screens import ChartScreen
-    from wyckoff.cli.tui.widgets import KLineChart
 
     app = create_app()
     async with app.run_test(size=(160, 45)) as pilot:
         await submit(pilot, "/chart 平安银行")
         await wait_until(pilot, lambda: isinstance(app.screen, ChartScreen))
-        await pilot.pause(0.2)
         widget = app.screen.query_one(KLineChart)
+        await wait_until(pilot, lambda: "000001 平安银行" in str(widget.render()))
         chart = str(widget.render())
         assert "000001 平安银行" in chart and "MA50" in chart and "DEMO" in chart and "█" in chart
         volume_row = next(line for line in chart.splitlines() if "量" in line)
         assert len(volume_row.rstrip()) >= widget.size.width - 2  # candles up to the right edge
         await pilot.press("escape")
-        await submit(pilot, "/chart 不存在的股票")
-        await pilot.pause(0.2)
-        assert any("找不到股票" in n for n in notices(app))
+        await wait_until(pilot, lambda: not isinstance(app.screen, ChartScreen))
+        assert "找不到股票" in await next_notice(pilot, "/chart 不存在的股票")
 
 
 @pytest.mark.asyncio
@@ -398,7 +418,7 @@ async def test_help_lists_commands_skills_and_templates(configured):
     app = create_app()
     async with app.run_test(size=(100, 40)) as pilot:
         await submit(pilot, "/help")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: app.query(".help"))
         from textual.widgets import Markdown
 
         help_text = app.query(".help").first(Markdown).source
@@ -507,8 +527,7 @@ async def test_the_agent_loading_shows_a_waiting_row(configured, monkeypatch):
         await wait_until(pilot, lambda: any("正在加载" in row for row in waiting_rows(app)))
         loaded.set()
         await wait_until(pilot, lambda: app.agent is not None)
-        await pilot.pause(0.1)
-        assert waiting_rows(app) == []
+        await wait_until(pilot, lambda: waiting_rows(app) == [])
 
 
 def test_every_tool_summarizes_its_result_in_one_line():
@@ -561,16 +580,10 @@ async def test_portfolio_change_rows_say_what_happened(configured, decision, out
 async def test_model_command_sees_a_model_added_in_another_shell(configured):
     app = create_app()
     async with app.run_test(size=(120, 30)) as pilot:
-        await submit(pilot, "/model")
-        await pilot.pause(0.1)
-        assert "second" not in notices(app)[-1]
+        assert "second" not in await next_notice(pilot, "/model")
         add_scripted_model(configured, "second")  # `wyckoff model add` in another terminal
-        await submit(pilot, "/model")
-        await pilot.pause(0.1)
-        assert "second: openai / gpt-4.1" in notices(app)[-1]
-        await submit(pilot, "/model second")
-        await pilot.pause(0.1)
-        assert notices(app)[-1] == "已切换到模型 second。"
+        assert "second: openai / gpt-4.1" in await next_notice(pilot, "/model")
+        assert await next_notice(pilot, "/model second") == "已切换到模型 second。"
         assert app.agent.runtime.provider.name == "second"
 
 
@@ -586,14 +599,19 @@ async def test_command_palette_is_chinese_with_every_command_model_and_skill(con
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
         assert app.screen.query_one(Input).placeholder.startswith("搜索")
         options = app.screen.query_one(OptionList)
-        await wait_until(pilot, lambda: options.option_count > 0)
-        await pilot.pause(0.3)
-        titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        listed = {title.split()[0] for title in titles}
-        assert {"/help", "/model", "/chart", "/resume", "/quit", "/checkup", "/screen"} <= listed
-        assert not [t for t in titles if t.split()[0] in ("Theme", "Quit", "Keys", "Screenshot")]
+
+        def titles() -> list[str]:
+            return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+        def highlighted() -> str:
+            index = options.highlighted
+            return "" if index is None else str(options.get_option_at_index(index).prompt)
+
+        expected = {"/help", "/model", "/chart", "/resume", "/quit", "/checkup", "/screen"}
+        await wait_until(pilot, lambda: expected <= {title.split()[0] for title in titles()})
+        assert not [t for t in titles() if t.split()[0] in ("Theme", "Quit", "Keys", "Screenshot")]
         await pilot.press(*"/chart")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: highlighted().startswith("/chart"))
         await pilot.press("enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
         assert app.query_one("#prompt").text == "/chart "
@@ -612,7 +630,7 @@ async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(con
 
 @pytest.mark.asyncio
 async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
-    from wyckoff.cli.tui.widgets import DelegationBlock
+    from wyckoff.cli.tui.delegation import DelegationBlock
 
     configured.script(
         Reply(

@@ -127,6 +127,6 @@ def test_main_screen_after_an_answer(snap_compare, scripted_chat):
             row.elapsed = 0.0  # elapsed times vary from run to run
             row._render_row()
         pilot.app.set_focus(None)  # no blinking cursor to catch mid-blink
-        await pilot.pause(0.3)
+        await pilot.pause()  # the re-rendered rows are on the screen
 
     assert snap_compare(create_app(), terminal_size=(80, 24), run_before=ask)

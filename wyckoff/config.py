@@ -16,11 +16,14 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from wyckoff.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 CONFIG_FILE = "wyckoff.json"
 PROVIDERS = ("claude", "openai", "gemini")
@@ -244,7 +247,7 @@ def describe_validation_error(exc: ValidationError) -> str:
     return f"{where}：{describe_pydantic_error(first)}"
 
 
-def describe_pydantic_error(error: dict[str, Any]) -> str:
+def describe_pydantic_error(error: ErrorDetails) -> str:
     """One pydantic error (an item of `exc.errors()`) as a short Chinese phrase."""
     ctx = error.get("ctx") or {}
     kind = error["type"]

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from wyckoff.agents.stock_lookup import resolve_stock
 from wyckoff.cli.tools import ToolContext, ToolFailure
-from wyckoff.config import load_config
 from wyckoff.engine.sources.choice import no_data_hint, resolve_source
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ class MarketData:
     def from_context(cls, context: ToolContext) -> MarketData:
         """The context's market, reopened when `wyckoff data use` changed the source meanwhile
         (an open TUI must follow the switch its own "no data" hint asks for)."""
-        config = load_config(context.home)
+        config = context.read_config()
         source = resolve_source(config)
         market = context.markets.get(source)
         if not isinstance(market, cls):

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from wyckoff.agents.backtest import backtest_span
 from wyckoff.cli.tools import ToolContext, ToolSpec
-from wyckoff.config import SweepConfig, load_config
+from wyckoff.config import SweepConfig
 from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid
 from wyckoff.engine.sweep_store import save_sweep
 
@@ -122,7 +122,7 @@ def for_agent(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def backtest_sweep_tool(params: SweepParams, context: ToolContext) -> dict[str, Any]:
-    where = load_config(context.home).sweep or SweepConfig()
+    where = context.read_config().sweep or SweepConfig()
     return for_agent(run_backtest_sweep(params, context, where))
 
 

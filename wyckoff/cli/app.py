@@ -11,6 +11,7 @@ import sys
 import typer
 
 from wyckoff.cli import click_compat as click_errors
+from wyckoff.cli import interrupt
 from wyckoff.cli.commands import ask as ask_command
 from wyckoff.cli.commands import market as market_commands
 from wyckoff.cli.commands import mcp as mcp_commands
@@ -21,7 +22,7 @@ from wyckoff.cli.commands import session as session_commands
 from wyckoff.cli.commands import skills as skills_commands
 from wyckoff.cli.commands import sweep as sweep_commands
 from wyckoff.cli.commands import trace as trace_commands
-from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error, say_cancelled
+from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
 from wyckoff.errors import UsageError, WyckoffError
 
 app = typer.Typer(
@@ -101,6 +102,7 @@ app.add_typer(skills_commands.prompt_app, name="prompt")
 
 def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
+    interrupt.install()
     try:
         # standalone_mode=False: usage errors reach us, to be told in Chinese
         result = app(prog_name="wyckoff", standalone_mode=False)  # same name under python -m
@@ -117,7 +119,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         result = CANCELLED_EXIT
+    except Exception:
+        if not interrupt.pressed():  # e.g. DuckDB's "Query interrupted" after a Ctrl+C
+            raise
+        result = CANCELLED_EXIT
     if result == CANCELLED_EXIT:
-        say_cancelled()
+        interrupt.cancelling()
     if isinstance(result, int):
         sys.exit(result)

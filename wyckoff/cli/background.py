@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from wyckoff.cli.messages import synthetic
+from wyckoff.cli.messages import UserMessage, synthetic
 from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.faults import crash_point
@@ -196,9 +196,9 @@ class BackgroundTaskManager:
                 self._changed.wait(timeout=0.1)
         return True
 
-    def take_notifications(self, session_id: str | None) -> list[dict[str, Any]]:
+    def take_notifications(self, session_id: str | None) -> list[UserMessage]:
         """Messages for finished tasks not yet reported; each is reported once."""
-        messages = []
+        messages: list[UserMessage] = []
         with self.store.transaction() as conn:
             for task in self.tasks(session_id):
                 if task.status == "running":

@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import uuid
 import weakref
-from collections.abc import Iterator
-from typing import IO, Any, overload
+from collections.abc import Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, cast, overload
 
-from wyckoff.cli.messages import is_user_words, shown_text
+from wyckoff.cli.messages import Message, ToolCall, is_user_words, shown_text, tool_calls_of
 from wyckoff.cli.output import local_time
 from wyckoff.errors import UsageError
 from wyckoff.faults import crash_point
+
+if TYPE_CHECKING:
+    from wyckoff.store import Store
 
 INTERRUPTED_RESULT = "工具调用被中断（程序在得到结果前退出），没有结果。"
 META_COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "elapsed_s", "kind", "shown")
@@ -55,7 +59,7 @@ _HELD: weakref.WeakValueDictionary[str, SessionHold] = weakref.WeakValueDictiona
 
 
 class ChatLog:
-    def __init__(self, store) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def hold(self, session_id: str) -> SessionHold:
@@ -90,7 +94,7 @@ class ChatLog:
             )
         return session_id
 
-    def append(self, session_id: str, message: dict[str, Any]) -> None:
+    def append(self, session_id: str, message: Message) -> None:
         with self.store.transaction() as conn:
             message = _insert(conn, session_id, message)
             title_needed = is_user_words(message)
@@ -100,7 +104,7 @@ class ChatLog:
                 (title_needed, str(shown_text(message))[:80], session_id),
             )
 
-    def load(self, session_id: str) -> list[dict[str, Any]]:
+    def load(self, session_id: str) -> list[Message]:
         """The session's messages, repaired so every tool call has a result."""
         self.require(session_id)
         rows = self.store.conn.execute(
@@ -140,7 +144,7 @@ class ChatLog:
         ).fetchall()
         return [dict(row) for row in rows]
 
-    def replace_messages(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+    def replace_messages(self, session_id: str, messages: Iterable[Message]) -> None:
         """Store a compacted history in place of the old one (the old one is in the archive):
         all or nothing, so a crash or a bad message leaves the old history whole."""
         with self.store.transaction() as conn:
@@ -169,9 +173,12 @@ class Conversation:
     which write to the chat log: no mutation can skip it."""
 
     def __init__(
-        self, chat_log: ChatLog | None, session_id: str | None, messages: list | None = None
+        self,
+        chat_log: ChatLog | None,
+        session_id: str | None,
+        messages: Iterable[Message] = (),
     ) -> None:
-        self._messages: list[dict[str, Any]] = list(messages or [])
+        self._messages: list[Message] = list(messages)
         self.chat_log = chat_log
         self.session_id = session_id
         self.hold: SessionHold | None = None
@@ -194,39 +201,35 @@ class Conversation:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Message]:
         return iter(self._messages)
 
     @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    def __getitem__(self, index: int) -> Message: ...
     @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
         return self._messages[index]  # a slice is a copy: editing it changes nothing here
 
     def __repr__(self) -> str:
         return f"Conversation({self.session_id!r}, {len(self)} messages)"
 
-    def append(self, message: dict[str, Any]) -> None:
+    def append(self, message: Message) -> None:
         self._messages.append(message)
-        if self._persisted:
+        if self.chat_log is not None and self.session_id is not None:
             self.chat_log.append(self.session_id, message)
 
-    def replace_all(self, messages: list[dict[str, Any]]) -> None:
+    def replace_all(self, messages: list[Message]) -> None:
         """The whole history at once (a compaction), written in one transaction first."""
-        if self._persisted:
+        if self.chat_log is not None and self.session_id is not None:
             self.chat_log.replace_messages(self.session_id, messages)
         self._messages = list(messages)
 
-    @property
-    def _persisted(self) -> bool:
-        return self.chat_log is not None and self.session_id is not None
 
-
-def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def repair_tool_pairs(messages: list[Message]) -> list[Message]:
     """Give every tool call without a result an "interrupted" result right after its batch."""
-    repaired: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
+    repaired: list[Message] = []
+    pending: list[ToolCall] = []
 
     def flush() -> None:
         for call in pending:
@@ -241,16 +244,14 @@ def repair_tool_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         pending.clear()
 
     for message in messages:
-        role = message["role"]
-        if role == "tool":
+        if message["role"] == "tool":
             if any(c["id"] == message.get("tool_call_id") for c in pending):
                 pending[:] = [c for c in pending if c["id"] != message.get("tool_call_id")]
                 repaired.append(message)
             continue  # a result whose call is gone would be rejected: drop it
         flush()
         repaired.append(message)
-        if role == "assistant":
-            pending = list(message.get("tool_calls") or [])
+        pending = list(tool_calls_of(message))
     flush()
     return repaired
 
@@ -259,11 +260,11 @@ def _private_opener(path: str, flags: int) -> int:
     return os.open(path, flags, 0o600)
 
 
-def _insert(conn, session_id: str, message: dict[str, Any]) -> dict[str, Any]:
+def _insert(conn: sqlite3.Connection, session_id: str, message: Message) -> Message:
     """Every message reaches the database through here, so every one is redacted; returns
     the message as stored."""
     message = without_secrets(message)
-    meta = message.get("meta") or {}
+    meta: dict[str, Any] = dict(message.get("meta") or {}) if message["role"] != "tool" else {}
     seq = conn.execute(
         "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
     ).fetchone()[0]
@@ -286,7 +287,7 @@ def _insert(conn, session_id: str, message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _message_from_row(row) -> dict[str, Any]:
+def _message_from_row(row: sqlite3.Row) -> Message:
     message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
     if row["tool_calls"]:
         message["tool_calls"] = json.loads(row["tool_calls"])
@@ -301,25 +302,25 @@ def _message_from_row(row) -> dict[str, Any]:
     meta = {column: row[column] for column in META_COLUMNS if row[column] is not None}
     if meta:
         message["meta"] = meta
-    return message
+    return cast(Message, message)  # the row was written from a Message
 
 
-def without_secrets(message: dict[str, Any]) -> dict[str, Any]:
+def without_secrets(message: Message) -> Message:
     """The message with every known key cut out of what people and models read (not out of
     `provider_data`, whose signatures must come back byte for byte)."""
     from wyckoff.config import redact_value
 
     readable = {
-        k: message[k] for k in ("content", "tool_calls", "reasoning_content") if k in message
+        k: v for k, v in message.items() if k in ("content", "tool_calls", "reasoning_content")
     }
-    return {**message, **redact_value(readable)}
+    return cast(Message, {**message, **redact_value(readable)})  # same keys, same types
 
 
 def _json_or_none(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def export_markdown(session: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+def export_markdown(session: dict[str, Any], messages: Iterable[Message]) -> str:
     lines = [
         f"# {session['title'] or '会话'} ({session['id']})",
         "",
@@ -327,10 +328,9 @@ def export_markdown(session: dict[str, Any], messages: list[dict[str, Any]]) -> 
         "",
     ]
     for message in messages:
-        role = message["role"]
-        if role == "user":
+        if message["role"] == "user":
             lines += ["## 用户", "", message["content"], ""]
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             if message.get("content"):
                 lines += ["## 助手", "", message["content"], ""]
             for call in message.get("tool_calls") or []:

@@ -11,19 +11,31 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.archive_store import ARCHIVE_DIR
 from wyckoff.cli.chat_log import without_secrets
-from wyckoff.cli.messages import is_user_words, kind_of, synthetic
+from wyckoff.cli.messages import (
+    AssistantMessage,
+    History,
+    Message,
+    ToolCall,
+    is_user_words,
+    kind_of,
+    synthetic,
+    tool_calls_of,
+)
 from wyckoff.cli.tokens import byte_bound, count_message, count_messages
 from wyckoff.config import redact_value
 from wyckoff.untrusted import mark_untrusted
+
+if TYPE_CHECKING:
+    from wyckoff.cli.tokens import MessageTokenCache
 
 TAIL_TOKENS = 20_000
 TAIL_SHARE_OF_THRESHOLD = 0.4
@@ -81,7 +93,7 @@ def tail_budget(window: int) -> int:
     return int(min(TAIL_TOKENS, threshold(window) * TAIL_SHARE_OF_THRESHOLD))
 
 
-def find_tail_start(messages: list[dict[str, Any]], budget: int) -> int:
+def find_tail_start(messages: History, budget: int) -> int:
     """Index where the kept tail starts: the newest `budget` tokens, at least 4 messages, never
     on a tool result, widened so every tool result keeps its assistant call."""
     start, used = len(messages), 0
@@ -96,12 +108,12 @@ def find_tail_start(messages: list[dict[str, Any]], budget: int) -> int:
     return expand_for_tool_refs(messages, start)
 
 
-def expand_for_tool_refs(messages: list[dict[str, Any]], start: int) -> int:
-    needed = {m.get("tool_call_id") for m in messages[start:] if m["role"] == "tool"}
+def expand_for_tool_refs(messages: History, start: int) -> int:
+    needed = {m["tool_call_id"] for m in messages[start:] if m["role"] == "tool"}
     for index in range(start - 1, -1, -1):
         if not needed:
             break
-        calls = {c["id"] for c in messages[index].get("tool_calls") or []}
+        calls = {c["id"] for c in tool_calls_of(messages[index])}
         if calls & needed:
             start = index
             needed -= calls
@@ -111,7 +123,7 @@ def expand_for_tool_refs(messages: list[dict[str, Any]], start: int) -> int:
 # --- anchors and shrinking ----------------------------------------------------------------------
 
 
-def importance(message: dict[str, Any]) -> int:
+def importance(message: Message) -> int:
     """Scored over the whole message: a code at the end of a long one counts too."""
     if kind_of(message) == "compaction_summary":
         return 0  # an earlier compaction: its anchors and refs are carried forward as they are
@@ -121,7 +133,7 @@ def importance(message: dict[str, Any]) -> int:
     if "/" in text:  # the path pattern is the costly one
         score += min(len(PATH.findall(text)), 2) * 2
     score += sum(1 for k in KEYWORDS if k in text)
-    score += 1 if message.get("tool_calls") or message["role"] == "tool" else 0
+    score += 1 if tool_calls_of(message) or message["role"] == "tool" else 0
     return score
 
 
@@ -162,7 +174,7 @@ def excerpt(text: str, limit: int = ANCHOR_CHARS) -> str:
     return "…".join(text[a:b] for a, b in merged)
 
 
-def select_anchors(head: list[dict[str, Any]], limit: int = MAX_ANCHORS) -> list[str]:
+def select_anchors(head: list[Message], limit: int = MAX_ANCHORS) -> list[str]:
     """Short verbatim excerpts of the most important head messages, in their order."""
     scores = [importance(m) for m in head]
     ranked = sorted(range(len(head)), key=lambda i: (-scores[i], -i))[:limit]
@@ -170,15 +182,9 @@ def select_anchors(head: list[dict[str, Any]], limit: int = MAX_ANCHORS) -> list
     for index in sorted(i for i in ranked if scores[i] > 0):
         message = head[index]
         text = str(message.get("content") or "")
-        if message.get("tool_calls"):
-            text = (
-                text
-                + " "
-                + "; ".join(
-                    f"{c['name']}({json.dumps(c.get('args') or {}, ensure_ascii=False)})"
-                    for c in message["tool_calls"]
-                )
-            ).strip()
+        calls = tool_calls_of(message)
+        if calls:
+            text = (text + " " + calls_text(calls)).strip()
         label = {
             "user": "用户",
             "assistant": "助手",
@@ -232,7 +238,7 @@ def shrink_tool_result(content: str) -> str:
     return summary[:SHRUNK_MAX]
 
 
-def shrink_stale_tool_results(head: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def shrink_stale_tool_results(head: list[Message]) -> list[Message]:
     """A copy of the head with every tool result over 800 characters shrunk."""
     return [
         {**m, "content": shrink_tool_result(m["content"])}
@@ -242,16 +248,20 @@ def shrink_stale_tool_results(head: list[dict[str, Any]]) -> list[dict[str, Any]
     ]
 
 
-def serialize_for_summary(head: list[dict[str, Any]]) -> str:
+def calls_text(calls: list[ToolCall]) -> str:
+    """Tool calls as `name({args})`, separated by semicolons."""
+    return "; ".join(
+        f"{c['name']}({json.dumps(c.get('args') or {}, ensure_ascii=False)})" for c in calls
+    )
+
+
+def serialize_for_summary(head: list[Message]) -> str:
     lines = []
     for message in head:
         if message["role"] == "tool":
             lines.append(f"[tool:{message.get('name', '')}] {message.get('content', '')}")
-        elif message.get("tool_calls"):
-            calls = "; ".join(
-                f"{c['name']}({json.dumps(c.get('args') or {}, ensure_ascii=False)})"
-                for c in message["tool_calls"]
-            )
+        elif tool_calls_of(message):
+            calls = calls_text(tool_calls_of(message))
             lines.append(f"[assistant] {message.get('content') or ''} [调用 {calls}]")
         else:
             lines.append(f"[{message['role']}] {message.get('content') or ''}")
@@ -264,10 +274,10 @@ def serialize_for_summary(head: list[dict[str, Any]]) -> str:
 def archive_messages(
     home: Path,
     session_id: str,
-    removed: list[dict[str, Any]],
+    removed: list[Message],
     summary: str,
     anchors: list[str],
-    earlier_refs: list[str] = (),
+    earlier_refs: Sequence[str] = (),
 ) -> str:
     """Write the removed messages and their metadata; returns `archive://session/id`."""
     archive_id = f"ctx_{datetime.now().strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
@@ -300,7 +310,7 @@ def archive_messages(
 
 @dataclass
 class CompactionResult:
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     archive_ref: str
     before: int
     after: int
@@ -308,13 +318,13 @@ class CompactionResult:
 
 
 def compact(
-    messages: list[dict[str, Any]],
+    messages: History,
     *,
     window: int,
     summarize: Callable[[str], str],
     home: Path,
     session_id: str,
-    flush_memory: Callable[[list[dict[str, Any]]], None] | None = None,
+    flush_memory: Callable[[list[Message]], None] | None = None,
 ) -> CompactionResult | None:
     """Compact `messages` (not modified); None when there is nothing to gain or the summary fails."""
     start = find_tail_start(messages, tail_budget(window))
@@ -345,12 +355,14 @@ def compact(
         ]
     )
     # The acknowledgement keeps roles alternating; a tail that opens with the assistant needs none.
-    ack = [{"role": "assistant", "content": ACK}] if tail[0]["role"] == "user" else []
-    compacted = [synthetic("compaction_summary", opening), *ack, *tail]
+    ack: list[AssistantMessage] = (
+        [{"role": "assistant", "content": ACK}] if tail[0]["role"] == "user" else []
+    )
+    compacted: list[Message] = [synthetic("compaction_summary", opening), *ack, *tail]
     return CompactionResult(compacted, ref, len(messages), len(compacted), summary)
 
 
-def carried_from_earlier(head: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+def carried_from_earlier(head: list[Message]) -> tuple[list[str], list[str]]:
     """Anchors and archive refs of earlier compactions found in the head, oldest first."""
     anchors: list[str] = []
     refs: list[str] = []
@@ -366,11 +378,11 @@ def carried_from_earlier(head: list[dict[str, Any]]) -> tuple[list[str], list[st
 
 
 def needs_compaction(
-    messages: list[dict[str, Any]],
+    messages: History,
     window: int,
     system_prompt: str = "",
     tools: list[dict[str, Any]] | None = None,
-    cache=None,
+    cache: MessageTokenCache | None = None,
 ) -> bool:
     """Whether the history plus prompt and tools exceed the threshold (`cache`: a
     MessageTokenCache that makes repeated checks cheap)."""

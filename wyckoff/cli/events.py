@@ -20,6 +20,7 @@ turn's and session's totals.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 # The same dicts the providers stream, passed on as they are.
@@ -27,9 +28,9 @@ from wyckoff.cli.providers.base import (
     ProviderSwitch,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     ToolCalls,
 )
+from wyckoff.token_usage import TokenUsage
 
 DoneStatus = Literal["completed", "max_rounds", "cancelled", "error"]
 # How a risky call came to run: --approve-all, --approve TOOL, "always allow" this session,
@@ -157,6 +158,14 @@ RuntimeEvent = (
     | BackgroundWait
     | TaskUpdate
 )
+
+
+def sub_agent_of(event: RuntimeEvent) -> str | None:
+    """The sub-agent a relayed event comes from; None for the main agent's own events. (The
+    tag rides on events of every type, which a TypedDict union cannot spell.)"""
+    keys: Mapping[str, object] = event
+    agent = keys.get("agent")
+    return agent if isinstance(agent, str) else None
 
 
 def usage_event(usage: TokenUsage, cost: float | None) -> Usage:

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from wyckoff.cli.messages import is_go_ahead, synthetic
+from wyckoff.cli.messages import History, Message, ToolCall, UserMessage, is_go_ahead, synthetic
 from wyckoff.cli.tools import canonical_args
 
 MAX_INCOMPLETE_TOOL_RETRIES = 2
@@ -76,7 +76,7 @@ class Expectation:
     args: dict[str, Any]
     reason: str
 
-    def satisfied_by(self, calls: list[dict[str, Any]]) -> bool:
+    def satisfied_by(self, calls: list[ToolCall]) -> bool:
         wanted_mode = self.args.get("mode")
         for call in calls:
             if call["name"] != self.tool:
@@ -86,7 +86,7 @@ class Expectation:
                 return True
         return False
 
-    def retry_message(self) -> dict[str, Any]:
+    def retry_message(self) -> UserMessage:
         """The prompt that sends the model back to call the tool."""
         args = ", ".join(f'{k}="{v}"' for k, v in self.args.items())
         return synthetic(
@@ -99,7 +99,7 @@ class Expectation:
         return f"\n\n⚠️ 注意：本回答没有调用 {self.tool} 工具核实数据，可能不可靠。"
 
 
-def user_text(message: dict[str, Any]) -> str:
+def user_text(message: Message) -> str:
     """What the user typed: recalled memories removed, the current message unwrapped."""
     content = str(message.get("content") or "")
     current = CURRENT_MESSAGE.search(content)
@@ -108,7 +108,7 @@ def user_text(message: dict[str, Any]) -> str:
     return MEMORY_BLOCK.sub("", content).strip().lower()
 
 
-def resolve_turn_expectation(messages: list[dict[str, Any]]) -> Expectation | None:
+def resolve_turn_expectation(messages: History) -> Expectation | None:
     """The tool the current turn must call, judged from the last user message and context."""
     if not messages or messages[-1].get("role") != "user":
         return None

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from wyckoff.cli.messages import UserMessage
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.errors import UsageError
@@ -123,7 +124,7 @@ class SkillLibrary:
         lines += [f"- /{s.name}: {s.description}" for s in self.skills.values()]
         return "\n".join(lines)
 
-    def user_message(self, text: str) -> dict[str, Any]:
+    def user_message(self, text: str) -> UserMessage:
         """The user message for what was typed. A `/name args` skill call also tells the model
         to load the skill; `meta.shown` keeps what the user typed, for display."""
         match = re.match(r"^/([a-z][a-z0-9_-]*)(?:\s+(.*))?$", text.strip(), re.S)

@@ -8,8 +8,14 @@ import json
 import math
 import re
 import threading
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from wyckoff.cli.messages import History, Message, reasoning_of, tool_calls_of
+
+if TYPE_CHECKING:
+    import tiktoken
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 MESSAGE_OVERHEAD = 4  # role and separators per message, as chat formats add
@@ -28,7 +34,7 @@ _lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def encoding():
+def encoding() -> tiktoken.Encoding | None:
     """The cl100k encoding, or None when the offline file is missing or not the known one."""
     try:
         from importlib import resources
@@ -74,20 +80,18 @@ def count_text(text: str) -> int:
     return len(enc.encode_ordinary(text))
 
 
-def count_message(message: dict[str, Any]) -> int:
+def count_message(message: Message) -> int:
     """A message's tokens: its text, its tool calls (name + arguments) or tool result."""
     total = MESSAGE_OVERHEAD + count_text(str(message.get("content") or ""))
-    for call in message.get("tool_calls") or []:
+    for call in tool_calls_of(message):
         total += count_text(call.get("name", "")) + count_text(
             json.dumps(call.get("args") or {}, ensure_ascii=False)
         )
-    if message.get("reasoning_content"):
-        total += count_text(message["reasoning_content"])
-    return total
+    return total + count_text(reasoning_of(message))
 
 
 def count_messages(
-    messages: list[dict[str, Any]],
+    messages: Iterable[Message],
     system_prompt: str = "",
     tools: list[dict[str, Any]] | None = None,
 ) -> int:
@@ -98,7 +102,7 @@ def count_messages(
 
 
 def byte_bound(
-    messages: list[dict[str, Any]],
+    messages: Iterable[Message],
     system_prompt: str = "",
     tools: list[dict[str, Any]] | None = None,
 ) -> int:
@@ -112,7 +116,7 @@ def byte_bound(
     total = size(system_prompt) + (size(tools) if tools else 0)
     for m in messages:
         total += MESSAGE_OVERHEAD + size(str(m.get("content") or ""))
-        total += size(m.get("tool_calls") or "") + size(m.get("reasoning_content") or "")
+        total += size(tool_calls_of(m) or "") + size(reasoning_of(m))
     return total
 
 
@@ -121,9 +125,9 @@ class MessageTokenCache:
     O(new messages), not O(history). Messages are not edited once appended."""
 
     def __init__(self) -> None:
-        self._counts: dict[int, tuple[dict[str, Any], int]] = {}
+        self._counts: dict[int, tuple[Message, int]] = {}
 
-    def count(self, messages: list[dict[str, Any]]) -> int:
+    def count(self, messages: History) -> int:
         total = 0
         for message in messages:
             cached = self._counts.get(id(message))

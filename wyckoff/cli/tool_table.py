@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.sub_agents import SubAgents
 from wyckoff.cli.tools import ToolRegistry
 
 START = "<!-- tool-table:start（由 python -m wyckoff.cli.tool_table --write 生成，勿手改） -->"
@@ -42,8 +43,17 @@ def readme_with_table(readme: str, table: str) -> str:
     return f"{head}{START}\n{table}\n{END}{tail}"
 
 
+def main_agent_tools() -> ToolRegistry:
+    """Every tool the main agent is given: the default registry and the delegate tools (an
+    MCP server's tools are the user's own and not listed)."""
+    registry = default_registry()
+    for spec in SubAgents(runtime=None).specs():  # their definitions only: nothing delegates
+        registry.register(spec)
+    return registry
+
+
 def main() -> None:
-    table = tool_table(default_registry())
+    table = tool_table(main_agent_tools())
     if "--write" in sys.argv[1:]:
         README.write_text(readme_with_table(README.read_text(encoding="utf-8"), table), "utf-8")
     else:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.egress import EgressGuard
+from wyckoff.cli.events import ToolError, ToolResult
 from wyckoff.cli.providers.base import MAX_ARGS_DEPTH
 from wyckoff.cli.visible_text import visible
 from wyckoff.config import describe_pydantic_error, redact_text
@@ -128,6 +129,7 @@ class ToolContext:
     provider: Any = None
     store: Any = None
     skills: Skills | None = None
+    config: Any = None  # read once per turn by the runtime; None outside a turn
     background: BackgroundTasks | None = None
     # (tool, canonical args) the user agreed to through ask_user: each allows one call
     consents: set[tuple[str, str]] = field(default_factory=set)
@@ -140,6 +142,13 @@ class ToolContext:
 
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
+
+    def read_config(self) -> Any:
+        """The turn's config (read from disk when there is none, e.g. a broken file, so
+        the tool reports it)."""
+        from wyckoff.config import load_config
+
+        return self.config if self.config is not None else load_config(self.home)
 
     def progress(self, stage: str, detail: str = "", fraction: float | None = None) -> None:
         if self.on_progress is not None:
@@ -248,13 +257,13 @@ class ToolOutcome:
             return f"工具错误：{self.error}{data}"
         return mark_untrusted(self.result or "", self.name) if self.marked else self.result or ""
 
-    def event(self) -> dict[str, Any]:
+    def event(self) -> ToolResult | ToolError:
         if self.ok:
             return {
                 "type": "tool_result",
                 "id": self.call_id,
                 "name": self.name,
-                "result": self.result,
+                "result": self.result or "",
                 "elapsed_s": round(self.elapsed_s, 3),
                 "ref": self.ref,
                 "task_id": self.task_id,

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from wyckoff.engine.indicators import (
     features_at,
@@ -36,6 +35,7 @@ CHANNEL_LABELS = {
     "sos_ignition": "点火",
 }
 TREND_CHANNELS = ("momentum", "trend", "breakout", "sos_ignition")
+DELISTING_PERIOD_DAYS = 15  # 退市整理期: the exchange's last 15 trading days of a delisting stock
 
 
 @dataclass
@@ -73,16 +73,26 @@ class FunnelResult:
         return order[:limit] if limit else order
 
 
-def in_delisting_period(stocks: pd.DataFrame) -> np.ndarray:
-    """Stocks in 退市整理 (the last days before delisting): names ending in 退 or naming 退市."""
-    names = stocks["name"].fillna("").astype(str)
-    return (names.str.endswith("退") | names.str.contains("退市")).to_numpy()
+def in_delisting_period(p: Panel, t: int) -> np.ndarray:
+    """Stocks in 退市整理 on day t: named "…退" or "退市…", and t within the period's
+    DELISTING_PERIOD_DAYS trading days before their final trading day (a delisted stock's
+    last trade date; for a listed one, the last day of the data). The stock list's name is
+    today's: without the window every past day of a stock now in 退市整理 would count too."""
+    names = p.stocks["name"].fillna("").astype(str)
+    named = (names.str.endswith("退") | names.str.contains("退市")).to_numpy()
+    final = np.full(len(p.codes), len(p.dates) - 1)
+    if "last_trade_date" in p.stocks:
+        delisted = p.stocks["last_trade_date"].map(lambda d: isinstance(d, str)).to_numpy()
+        last_days = p.stocks["last_trade_date"].to_numpy()[delisted].astype("datetime64[D]")
+        final[delisted] = np.searchsorted(p.dates, last_days, side="right") - 1
+    days_left = final - t
+    return named & (days_left >= 0) & (days_left < DELISTING_PERIOD_DAYS)
 
 
-def layer1(p: Panel, f: SimpleNamespace, cfg: EngineConfig) -> np.ndarray:
+def layer1(p: Panel, f: SimpleNamespace, t: int, cfg: EngineConfig) -> np.ndarray:
     codes = np.array(p.codes)
     prefix_ok = np.array([c.startswith(TRADABLE_PREFIXES) for c in codes])
-    prefix_ok &= ~in_delisting_period(p.stocks)
+    prefix_ok &= ~in_delisting_period(p, t)
     with np.errstate(invalid="ignore"):
         # A cap no source provides cannot be checked: the rule is skipped (data status says so).
         cap_ok = (
@@ -250,7 +260,7 @@ def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFI
     """The funnel at day index t (default: the last day)."""
     t = len(p.dates) - 1 if t is None else t
     f = features_at(p, t, cfg)
-    l1 = layer1(p, f, cfg)
+    l1 = layer1(p, f, t, cfg)
     sos_fired, _ = TRIGGERS["sos"](p, t, f, cfg)
     channels = layer2(p, f, cfg, t, sos_fired)
     l2 = l1 & np.any(np.stack(list(channels.values())), axis=0)

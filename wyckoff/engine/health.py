@@ -36,7 +36,7 @@ def stock_features(p: Panel, code: str, t: int, cfg: EngineConfig) -> SimpleName
     f.rps50 = percentile_rank(ret(p.close, t, 50))[j : j + 1]
     f.rps120 = percentile_rank(ret(p.close, t, 120))[j : j + 1]
     f.resumed_after = np.array([resumed_after(one, t, cfg)], dtype=float)
-    f.delisting = in_delisting_period(one.stocks).astype(float)
+    f.delisting = in_delisting_period(one, t).astype(float)
     return f
 
 

@@ -1,2 +1,5 @@
-"""MCP: Wyckoff's tools served to other agents (`wyckoff-mcp`), generated from the registry's
-ToolSpecs, with no conversation loop of its own."""
+"""MCP both ways. Out: `wyckoff-mcp` serves the registry's ToolSpecs to other agents with no
+conversation loop of its own (`main`, `server`). In: tools of MCP servers the user added join
+the agent's registry, their descriptions and schemas marked and capped as outside text
+(`client`, `remote_schema`). docs/mcp.md has the details.
+"""

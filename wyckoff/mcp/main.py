@@ -121,16 +121,29 @@ def serve_stdio(server) -> None:
 
 
 def serve_http(server, host: str, port: int, token: str | None, tier: int) -> None:
+    """Serve on a socket bound here, so the printed address is the one listening (with
+    `--port 0`, the free port the system chose)."""
+    import socket
+
     import uvicorn
 
     app = server.streamable_http_app(host=host)
     if token is not None:
         app = BearerGate(app, token)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        listener = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise UsageError(
+            f"无法在 {host}:{port} 上监听（{exc.strerror}）：换一个端口（--port）。"
+        ) from None
+    port = listener.getsockname()[1]
     sys.stderr.write(
         f"wyckoff-mcp：tier {tier}，http://{host}:{port}/mcp"
         f"{'（需要 Bearer token）' if token else ''}\n"
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    sys.stderr.flush()
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
 class BearerGate:

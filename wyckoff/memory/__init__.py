@@ -1,4 +1,7 @@
 """Long-term memory (CLI and TUI only): what the user's trading discipline is, across sessions.
+The runtime asks for recalled memories each turn and hands finished conversations to
+extraction; the memories live in the state db beside the chat log. Memory never decides
+approvals (`policy`).
 
 store      the `agent_memory` table and its indexes (FTS5 trigram, 2-character terms, codes)
 codes      stock codes and names in a text, from the bundled A-share list

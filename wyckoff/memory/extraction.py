@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import re
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ class ExtractionResult:
         return sum(1 for o in self.outcomes if o.status == "written")
 
 
-def summary_input(messages: list[dict[str, Any]]) -> str:
+def summary_input(messages: Sequence[Mapping[str, Any]]) -> str:
     """`[role] content` lines of every message with text (tool results cut to 200
     characters), the last 40 of them."""
     lines = []
@@ -70,7 +71,7 @@ def summary_input(messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines[-SUMMARY_LINES:])
 
 
-def provenance_of(messages: list[dict[str, Any]]) -> str:
+def provenance_of(messages: Sequence[Mapping[str, Any]]) -> str:
     """'tool_output' when tool results are among the messages (the model may be repeating
     them), else 'model'."""
     return "tool_output" if any(m.get("role") == "tool" for m in messages) else "model"
@@ -81,7 +82,7 @@ def summary_hash(text: str) -> str:
 
 
 def gate(
-    memories: MemoryStore, messages: list[dict[str, Any]], has_model: bool
+    memories: MemoryStore, messages: Sequence[Mapping[str, Any]], has_model: bool
 ) -> tuple[str | None, str]:
     """(summary hash, "") when the conversation should be extracted, else (None, why not)."""
     if len(messages) < MIN_MESSAGES:
@@ -98,7 +99,7 @@ def gate(
 
 def extract_session_memories(
     memories: MemoryStore,
-    messages: list[dict[str, Any]],
+    messages: Sequence[Mapping[str, Any]],
     ask: AskModel | None,
     *,
     session_id: str | None,
@@ -133,7 +134,11 @@ def extract_session_memories(
 
 
 def flush_memory_before_compaction(
-    memories: MemoryStore, head: list[dict[str, Any]], ask: AskModel, *, session_id: str | None
+    memories: MemoryStore,
+    head: Sequence[Mapping[str, Any]],
+    ask: AskModel,
+    *,
+    session_id: str | None,
 ) -> int:
     """Stable preferences in the head compaction is about to cut, written as preference.
     Never stops the compaction: any failure writes nothing. Returns how many were written."""
@@ -189,7 +194,7 @@ def remember_request(text: str) -> str | None:
 
 def extract_in_background(
     memories: MemoryStore,
-    messages: list[dict[str, Any]],
+    messages: Sequence[Mapping[str, Any]],
     ask: AskModel | None,
     *,
     session_id: str | None,

@@ -11,13 +11,26 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
+from wyckoff.cli.events import (
+    Approved,
+    Done,
+    ProviderSwitch,
+    RuntimeEvent,
+    ToolError,
+    ToolResult,
+    sub_agent_of,
+)
 from wyckoff.cli.output import json_text, say_cancelled
 from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from wyckoff.cli.agent import Agent
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_rounds": 3, "cancelled": 130}
 APPROVED_BY = {
@@ -35,6 +48,14 @@ class OutputFormat(StrEnum):
     text = "text"
     json = "json"
     stream_json = "stream-json"
+
+
+class Renderer(Protocol):
+    """Writes a turn's events as they come, then its end, in one output format."""
+
+    def event(self, event: RuntimeEvent) -> None: ...
+
+    def finish(self, done: Done | None) -> None: ...
 
 
 def ask(
@@ -77,21 +98,23 @@ def ask(
     for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
         sys.stderr.write(line + "\n")
     agent.conversation.append(agent.skills.user_message(text))
-    _cancel_on_interrupt(agent.runtime)
-    render = {
+    _cancel_on_interrupt(agent)
+    renderers: dict[OutputFormat, Callable[[], Renderer]] = {
         OutputFormat.text: TextRenderer,
         OutputFormat.json: JsonRenderer,
         OutputFormat.stream_json: StreamJsonRenderer,
-    }[output]()
-    done: dict[str, Any] = {}
-    for event in agent.runtime.run_stream(agent.conversation, wait_for_background=not no_wait):
+    }
+    render = renderers[output]()
+    done: Done | None = None
+    for event in agent.run_turn(wait_for_background=not no_wait):
         render.event(event)
-        if event["type"] == "done":
+        if event["type"] == "done" and "agent" not in event:  # the main agent's end
             done = event
     render.finish(done)
-    if done.get("status") == "completed":
+    status = done["status"] if done is not None else "error"
+    if status == "completed":
         agent.end_session(skip_layers=True)  # the process waits for it before exiting
-    raise typer.Exit(EXIT_CODES.get(done.get("status", "error"), 1))
+    raise typer.Exit(EXIT_CODES.get(status, 1))
 
 
 def _question_text(question: str) -> str:
@@ -108,14 +131,14 @@ def _question_text(question: str) -> str:
     return text
 
 
-def _cancel_on_interrupt(runtime) -> None:
+def _cancel_on_interrupt(agent: Agent) -> None:
     """First Ctrl+C cancels the turn cleanly; a second one leaves at once."""
 
-    def handler(signum, frame) -> None:
-        if runtime.cancel_requested:
+    def handler(signum: int, frame: object) -> None:
+        if agent.cancel_requested:
             os._exit(130)
         sys.stderr.write("\n正在取消…（再按一次 Ctrl+C 立即退出）\n")
-        runtime.cancel()
+        agent.cancel()
 
     signal.signal(signal.SIGINT, handler)
 
@@ -125,10 +148,10 @@ DEMO_ANSWER_NOTE = (
 )
 
 
-def used_demo_data(event: dict[str, Any]) -> bool:
+def used_demo_data(event: RuntimeEvent) -> bool:
     """Whether a tool result came from the synthetic demo market (every market result names its
     source first, so this holds even for a result cut to its head)."""
-    return event["type"] == "tool_result" and '"source": "demo"' in str(event.get("result"))
+    return event["type"] == "tool_result" and '"source": "demo"' in str(event["result"])
 
 
 class TextRenderer:
@@ -137,51 +160,51 @@ class TextRenderer:
         self.call_text = False  # text written during the current model call
         self.demo = False
 
-    def event(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
+    def event(self, event: RuntimeEvent) -> None:
         self.demo = self.demo or used_demo_data(event)
-        if "agent" in event:
-            self._delegate_progress(event)
-        elif kind == "text_delta":
+        agent = sub_agent_of(event)
+        if agent is not None:
+            self._delegate_progress(event, agent)
+        elif event["type"] == "text_delta":
             sys.stdout.write(event["text"])
             sys.stdout.flush()
             self.wrote_text = self.call_text = True
-        elif kind == "model_start":
+        elif event["type"] == "model_start":
             self.call_text = False
-        elif kind == "approved":
+        elif event["type"] == "approved":
             self._note(approval_line(event))
-        elif kind == "tool_start":
+        elif event["type"] == "tool_start":
             self._note(f"→ {event['title']} {_short_args(event['args'])}")
-        elif kind == "tool_result":
+        elif event["type"] == "tool_result":
             summary = f"：{event['summary']}" if event.get("summary") else ""
             self._note(f"  ✓ {event['name']} {event['elapsed_s']:.2f}s{summary}")
-        elif kind == "tool_error":
+        elif event["type"] == "tool_error":
             self._note(f"  ✗ {event['name']}：{event['error']}")
-        elif kind == "provider_switch":
+        elif event["type"] == "provider_switch":
             self._abandon_partial_answer(event)
             self._note(f"⚠ 模型 {event['from']} 不可用，已切换到备用模型 {event['to']}。")
-        elif kind == "retry":
+        elif event["type"] == "retry":
             self._note(f"… {event['reason']}，要求模型补充调用工具（第 {event['attempt']} 次）")
-        elif kind == "background_wait":
+        elif event["type"] == "background_wait":
             self._note(f"⏳ 等待后台任务完成：{', '.join(event['task_ids'])}（--no-wait 可不等待）")
 
-    def _delegate_progress(self, event: dict[str, Any]) -> None:
+    def _delegate_progress(self, event: RuntimeEvent, agent: str) -> None:
         """A sub-agent's tools and end as indented stderr lines (its text is not the answer)."""
-        kind, tag = event["type"], f"  [{event['agent']}]"
-        if kind == "tool_start":
+        tag = f"  [{agent}]"
+        if event["type"] == "tool_start":
             self._note(f"{tag} → {event['title']} {_short_args(event['args'])}")
-        elif kind == "tool_result":
+        elif event["type"] == "tool_result":
             self._note(f"{tag}   ✓ {event['name']} {event['elapsed_s']:.2f}s")
-        elif kind == "tool_error":
+        elif event["type"] == "tool_error":
             self._note(f"{tag}   ✗ {event['name']}：{event['error']}")
-        elif kind == "approved":
+        elif event["type"] == "approved":
             self._note(f"{tag} {approval_line(event)}")
-        elif kind == "done":
+        elif event["type"] == "done":
             from wyckoff.cli.sub_agents import STATUS_LABELS
 
             self._note(f"{tag} {STATUS_LABELS[event['status']]}，{event['elapsed_s']:.1f}s")
 
-    def _abandon_partial_answer(self, event: dict[str, Any]) -> None:
+    def _abandon_partial_answer(self, event: ProviderSwitch) -> None:
         """Text already printed cannot be taken back: say on stdout that it is void."""
         if self.call_text:
             sys.stdout.write(
@@ -198,14 +221,14 @@ class TextRenderer:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    def finish(self, done: dict[str, Any]) -> None:
+    def finish(self, done: Done | None) -> None:
         if self.wrote_text:
             sys.stdout.write("\n")
         if self.demo:  # on stdout: an answer saved to a file keeps its demo label
             sys.stdout.write(DEMO_ANSWER_NOTE + "\n")
-        if done.get("status") == "error":
-            sys.stderr.write(f"错误：{done.get('error')}\n")
-        elif done.get("status") == "cancelled":
+        if done is not None and done["status"] == "error":
+            sys.stderr.write(f"错误：{done['error']}\n")
+        elif done is not None and done["status"] == "cancelled":
             say_cancelled()
 
 
@@ -214,23 +237,20 @@ class JsonRenderer:
         self.tool_calls: list[dict[str, Any]] = []
         self.demo = False
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: RuntimeEvent) -> None:
         announce_approval(event)
         self.demo = self.demo or used_demo_data(event)
-        if event["type"] in ("tool_result", "tool_error") and "agent" not in event:
-            entry = {
-                "id": event["id"],
-                "name": event["name"],
-                "status": "ok" if event["type"] == "tool_result" else "error",
-                "elapsed_s": event["elapsed_s"],
-            }
-            if event["type"] == "tool_error":
-                entry["error"] = event["error"]
-            self.tool_calls.append(entry)
+        if sub_agent_of(event) is not None:
+            return
+        if event["type"] == "tool_result":
+            self.tool_calls.append(_call_entry(event, "ok"))
+        elif event["type"] == "tool_error":
+            self.tool_calls.append({**_call_entry(event, "error"), "error": event["error"]})
 
-    def finish(self, done: dict[str, Any]) -> None:
+    def finish(self, done: Done | None) -> None:
+        ended: Mapping[str, object] = done or {}
         payload = {
-            key: done.get(key)
+            key: ended.get(key)
             for key in ("text", "status", "error", "session_id", "usage", "elapsed_s")
         }
         payload["tool_calls"] = self.tool_calls
@@ -239,22 +259,31 @@ class JsonRenderer:
         sys.stdout.write(json_text(payload) + "\n")
 
 
+def _call_entry(event: ToolResult | ToolError, status: str) -> dict[str, Any]:
+    return {
+        "id": event["id"],
+        "name": event["name"],
+        "status": status,
+        "elapsed_s": event["elapsed_s"],
+    }
+
+
 class StreamJsonRenderer:
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: RuntimeEvent) -> None:
         announce_approval(event)
         sys.stdout.write(json_text(event) + "\n")
         sys.stdout.flush()
 
-    def finish(self, done: dict[str, Any]) -> None:
+    def finish(self, done: Done | None) -> None:
         pass
 
 
-def approval_line(event: dict[str, Any]) -> str:
+def approval_line(event: Approved) -> str:
     """A risky call about to run, as the user reads it on stderr."""
     return f"✓ 已批准（{APPROVED_BY[event['by']]}）：{event['description']}"
 
 
-def announce_approval(event: dict[str, Any]) -> None:
+def announce_approval(event: RuntimeEvent) -> None:
     if event["type"] == "approved":
         sys.stderr.write(approval_line(event) + "\n")
         sys.stderr.flush()

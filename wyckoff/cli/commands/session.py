@@ -87,7 +87,7 @@ def compact(
     from wyckoff.cli.agent import open_agent
 
     agent = open_agent(model_id=model, session_id=session_id)
-    event = agent.runtime.compact(agent.conversation)
+    event = agent.compact()
     if event is None:
         print_notice("没有压缩：会话太短，或摘要没有生成成功；会话保持原样。")
         return

@@ -1,11 +1,8 @@
 """The provider interface, the chunk stream it yields, and the errors it raises.
 
-Internal message format (OpenAI-like), shared by every provider:
-
-    {"role": "user", "content": str}
-    {"role": "assistant", "content": str, "tool_calls": [{"id", "name", "args": dict}],
-     "reasoning_content": str (optional, from `assistant_fields`), "provider_data": dict (optional)}
-    {"role": "tool", "tool_call_id": str, "name": str, "content": str}
+Every provider converts the one internal message format, `Message` (cli/messages.py):
+user, assistant (with `tool_calls`, `reasoning_content` from `assistant_fields`,
+`provider_data`) and tool messages.
 
 `provider_data` carries, untouched, what one provider needs back on the next request
 (Claude thinking blocks with signatures, Gemini parts with thought signatures); it is
@@ -24,21 +21,16 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, Literal, TypedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
+from wyckoff.cli.messages import AssistantMessage, Message, ProviderReplay, ToolCall
 from wyckoff.config import ModelConfig, redact_text, remember_secrets
 from wyckoff.errors import WyckoffError
 from wyckoff.token_usage import TokenUsage
 
-Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema}
-
-
-class ToolCall(TypedDict):
-    id: str
-    name: str
-    args: dict[str, Any]  # {"__malformed_arguments__": raw} when the JSON did not parse
+SdkTimeout = TypeVar("SdkTimeout")
 
 
 class TextDelta(TypedDict):
@@ -62,7 +54,7 @@ class UsageChunk(TokenUsage):
 
 class ProviderData(TypedDict):
     type: Literal["provider_data"]
-    data: dict[str, Any]  # tagged with "provider": what it needs back on the next request
+    data: ProviderReplay
 
 
 # "from" is a keyword, hence the functional form.
@@ -72,6 +64,22 @@ ProviderSwitch = TypedDict(
 )
 
 Chunk = TextDelta | ThinkingDelta | ToolCalls | UsageChunk | ProviderData | ProviderSwitch
+
+
+class Reply(TypedDict):
+    """One whole model reply (`LLMProvider.chat`)."""
+
+    text: str
+    thinking: str
+    tool_calls: list[ToolCall]
+    usage: TokenUsage
+    provider_data: NotRequired[ProviderReplay]
+
+
+class AssistantFields(TypedDict, total=False):
+    """What a provider adds to the assistant message it answered (`assistant_fields`)."""
+
+    reasoning_content: str
 
 
 def token_usage(
@@ -114,12 +122,12 @@ class LLMProvider:
     """Base of every provider adapter; subclasses implement `_make_client`, `_stream` and
     `_describe_error`."""
 
-    provider = ""
+    wire_format = ""  # the API the adapter speaks: "claude", "openai" or "gemini"
 
     def __init__(self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0):
-        self.config = config
+        self._config = config
         remember_secrets(config.resolved_api_key())  # from whichever variable it came
-        self.context_window = context_window
+        self._context_window = context_window
         self.stream_timeout_s = stream_timeout_s
         self.max_output_tokens = config.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.sdk_retries = SDK_RETRIES
@@ -130,11 +138,24 @@ class LLMProvider:
         self.sdk_retries = 0
         self._client = self._make_client()
 
+    # Read-only, so that the fallback wrapper can follow the active provider for each.
+    @property
+    def config(self) -> ModelConfig:
+        return self._config
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    @property
+    def provider(self) -> str:
+        return self.wire_format
+
     @property
     def name(self) -> str:
         return self.config.id
 
-    def http_timeout(self, timeout_class):
+    def http_timeout(self, timeout_class: Callable[..., SdkTimeout]) -> SdkTimeout:
         """The SDK's timeout (its own httpx class): connecting fails fast, reading waits."""
         return timeout_class(self.stream_timeout_s + 30, connect=CONNECT_TIMEOUT_S)
 
@@ -149,7 +170,7 @@ class LLMProvider:
 
     def chat_stream(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         tools: list[ToolSchema],
         system_prompt: str = "",
         *,
@@ -161,19 +182,21 @@ class LLMProvider:
         yield from iter_with_timeout(source, self.stream_timeout_s, self._stall_error, cancel_event)
 
     def chat(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str = ""
-    ) -> dict[str, Any]:
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str = ""
+    ) -> Reply:
         """One whole reply: {text, thinking, tool_calls, usage, provider_data (if any)}."""
         reply = StreamAccumulator()
         for chunk in self.chat_stream(messages, tools, system_prompt):
             reply.add(chunk)
         return reply.as_reply()
 
-    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+    def assistant_fields(self, thinking: str) -> AssistantFields:
         """Extra fields this provider needs on the assistant message it answered."""
         return {}
 
-    def _guarded(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _guarded(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         try:
             yield from self._stream(messages, tools, system_prompt)
         except ProviderError:
@@ -187,7 +210,9 @@ class LLMProvider:
         """The SDK client, built with `sdk_retries` (None for a provider without an SDK)."""
         return None
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         raise NotImplementedError
 
     def _describe_error(self, exc: Exception) -> ProviderError:
@@ -287,7 +312,7 @@ class StreamAccumulator:
         self.text = ""
         self.thinking = ""
         self.calls: list[ToolCall] = []
-        self.provider_data: dict[str, Any] | None = None
+        self.provider_data: ProviderReplay | None = None
 
     def add(self, chunk: Chunk) -> None:
         if chunk["type"] == "text_delta":
@@ -303,8 +328,8 @@ class StreamAccumulator:
         elif chunk["type"] == "provider_switch":
             self.restart()
 
-    def as_reply(self) -> dict[str, Any]:
-        reply: dict[str, Any] = {
+    def as_reply(self) -> Reply:
+        reply: Reply = {
             "text": self.text,
             "thinking": self.thinking,
             "tool_calls": self.calls,
@@ -314,9 +339,9 @@ class StreamAccumulator:
             reply["provider_data"] = self.provider_data
         return reply
 
-    def assistant_message(self, provider: LLMProvider) -> Message:
+    def assistant_message(self, provider: LLMProvider) -> AssistantMessage:
         """The assistant message for the history, with what `provider` needs back."""
-        message: Message = {"role": "assistant", "content": self.text}
+        message: AssistantMessage = {"role": "assistant", "content": self.text}
         if self.calls:
             message["tool_calls"] = self.calls
         if self.thinking:

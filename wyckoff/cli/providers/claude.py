@@ -9,29 +9,49 @@ prefix is still found. Thinking blocks and empty text are never marked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
+from wyckoff.cli.messages import (
+    AssistantMessage,
+    Message,
+    RedactedThinkingBlock,
+    ThinkingBlock,
+    ToolCall,
+)
 from wyckoff.cli.providers.base import (
     Chunk,
     IncompleteResponse,
     LLMProvider,
-    Message,
     ProviderError,
     ToolSchema,
     parse_json_args,
     token_usage,
 )
 
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import MessageDeltaUsage, RawContentBlockDelta, RawMessageStreamEvent
+    from anthropic.types import Usage as ClaudeUsage
+
 EPHEMERAL = {"type": "ephemeral"}
 BRIDGE_AFTER_BLOCKS = 15
 UNMARKABLE_BLOCKS = ("thinking", "redacted_thinking")
+# Our usage field -> the name Claude reports it under.
+USAGE_FIELDS: dict[
+    Literal["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"], str
+] = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_write_tokens": "cache_creation_input_tokens",
+}
 
 
 class ClaudeProvider(LLMProvider):
-    provider = "claude"
+    wire_format = "claude"
 
-    def _make_client(self):
+    def _make_client(self) -> anthropic.Anthropic:
         import anthropic
 
         return anthropic.Anthropic(
@@ -41,14 +61,16 @@ class ClaudeProvider(LLMProvider):
             timeout=self.http_timeout(anthropic.Timeout),
         )
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         request = self.build_request(messages, tools, system_prompt)
         stream = self._client.messages.create(**request, stream=True)
         with stream:
             yield from _StreamReader().read(stream)
 
     def build_request(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
     ) -> dict[str, Any]:
         wire_messages = to_claude_messages(messages)
         wire_tools = [
@@ -94,25 +116,24 @@ class _StreamReader:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.usage = token_usage()
 
-    def read(self, stream) -> Iterator[Chunk]:
+    def read(self, stream: Iterable[RawMessageStreamEvent]) -> Iterator[Chunk]:
         for event in stream:
-            kind = event.type
-            if kind == "message_start":
+            if event.type == "message_start":
                 self._take_usage(event.message.usage)
-            elif kind == "content_block_start":
+            elif event.type == "content_block_start":
                 self.blocks[event.index] = event.content_block.model_dump(exclude_none=True)
                 self.blocks[event.index].setdefault("_json", "")
-            elif kind == "content_block_delta":
+            elif event.type == "content_block_delta":
                 chunk = self._delta(event.index, event.delta)
                 if chunk:
                     yield chunk
-            elif kind == "message_delta" and event.usage is not None:
+            elif event.type == "message_delta" and event.usage is not None:
                 self._take_usage(event.usage)
-            elif kind == "message_stop":
+            elif event.type == "message_stop":
                 break
         else:  # the stream ended without message_stop
             raise IncompleteResponse()
-        calls = [
+        calls: list[ToolCall] = [
             {"id": b["id"], "name": b["name"], "args": parse_json_args(b["_json"])}
             for _, b in sorted(self.blocks.items())
             if b["type"] == "tool_use"
@@ -131,7 +152,7 @@ class _StreamReader:
             }
         yield {"type": "usage", **self.usage}
 
-    def _delta(self, index: int, delta) -> Chunk | None:
+    def _delta(self, index: int, delta: RawContentBlockDelta) -> Chunk | None:
         block = self.blocks.setdefault(index, {"type": "text", "_json": ""})
         if delta.type == "text_delta":
             return {"type": "text_delta", "text": delta.text}
@@ -144,20 +165,14 @@ class _StreamReader:
             block["_json"] += delta.partial_json
         return None
 
-    def _take_usage(self, usage) -> None:
-        fields = {
-            "input_tokens": "input_tokens",
-            "output_tokens": "output_tokens",
-            "cache_read_tokens": "cache_read_input_tokens",
-            "cache_write_tokens": "cache_creation_input_tokens",
-        }
-        for ours, theirs in fields.items():
+    def _take_usage(self, usage: ClaudeUsage | MessageDeltaUsage) -> None:
+        for ours, theirs in USAGE_FIELDS.items():
             value = getattr(usage, theirs, None)
             if value is not None:
                 self.usage[ours] = value
 
 
-def _clean_thinking(block: dict[str, Any]) -> dict[str, Any]:
+def _clean_thinking(block: dict[str, Any]) -> ThinkingBlock | RedactedThinkingBlock:
     if block["type"] == "redacted_thinking":
         return {"type": "redacted_thinking", "data": block.get("data", "")}
     return {
@@ -178,15 +193,15 @@ def _error_detail(body: Any) -> str:
 # --- message conversion -------------------------------------------------------------------
 
 
-def to_claude_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_claude_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Internal messages -> Anthropic messages, merging tool results into one user turn."""
     wire: list[dict[str, Any]] = []
     for message in messages:
-        role = message["role"]
-        if role == "assistant":
+        if message["role"] == "assistant":
             wire.append({"role": "assistant", "content": _assistant_blocks(message)})
             continue
-        if role == "tool":
+        block: dict[str, Any]
+        if message["role"] == "tool":
             block = {
                 "type": "tool_result",
                 "tool_use_id": message["tool_call_id"],
@@ -201,11 +216,11 @@ def to_claude_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    data = message.get("provider_data") or {}
-    if data.get("provider") == "claude":
-        blocks += [dict(b) for b in data.get("thinking_blocks", [])]
+    data = message.get("provider_data")
+    if data is not None and data["provider"] == "claude":
+        blocks += [dict(b) for b in data["thinking_blocks"]]
     if message.get("content"):
         blocks.append({"type": "text", "text": message["content"]})
     for call in message.get("tool_calls") or []:

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
-from wyckoff.cli.providers.base import Chunk, LLMProvider, Message, ProviderError, ToolSchema
+from wyckoff.cli.messages import Message
+from wyckoff.cli.providers.base import (
+    AssistantFields,
+    Chunk,
+    LLMProvider,
+    ProviderError,
+    ToolSchema,
+)
+from wyckoff.config import ModelConfig
 
 PRIMARY_RETRY_AFTER_S = 300.0
 
@@ -41,11 +48,11 @@ class FallbackProvider(LLMProvider):
         return self.primary
 
     @property
-    def config(self):  # type: ignore[override]
+    def config(self) -> ModelConfig:
         return self.active.config
 
     @property
-    def context_window(self) -> int:  # type: ignore[override]
+    def context_window(self) -> int:
         return self.active.context_window
 
     @property
@@ -57,10 +64,10 @@ class FallbackProvider(LLMProvider):
         return self.active.model
 
     @property
-    def provider(self) -> str:  # type: ignore[override]
+    def provider(self) -> str:
         return self.active.provider
 
-    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+    def assistant_fields(self, thinking: str) -> AssistantFields:
         return self.active.assistant_fields(thinking)
 
     @property
@@ -69,7 +76,7 @@ class FallbackProvider(LLMProvider):
 
     def chat_stream(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         tools: list[ToolSchema],
         system_prompt: str = "",
         *,

@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+from wyckoff.cli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from wyckoff.cli.providers.base import (
     Chunk,
     IncompleteResponse,
     LLMProvider,
-    Message,
     ProviderError,
     ToolSchema,
     token_usage,
     too_deep,
 )
 from wyckoff.token_usage import TokenUsage
+
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
 
 FOREIGN_CALL_SIGNATURE = b"skip_thought_signature_validator"
 GENERATED_ID_PREFIX = "gemini_call_"
@@ -33,9 +37,9 @@ RETRY_MAX_DELAY_S = 8.0
 
 
 class GeminiProvider(LLMProvider):
-    provider = "gemini"
+    wire_format = "gemini"
 
-    def _make_client(self):
+    def _make_client(self) -> genai.Client:
         from google import genai
         from google.genai import types
 
@@ -57,7 +61,7 @@ class GeminiProvider(LLMProvider):
         )
 
     def build_request(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
     ) -> dict[str, Any]:
         from google.genai import types
 
@@ -90,11 +94,13 @@ class GeminiProvider(LLMProvider):
             "config": config,
         }
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         request = self.build_request(messages, tools, system_prompt)
         stream = self._client.models.generate_content_stream(**request)
         parts: list[dict[str, Any]] = []
-        calls: list[dict[str, Any]] = []
+        calls: list[ToolCall] = []
         usage = token_usage()
         finished = False
         for response in stream:
@@ -138,24 +144,25 @@ def _bounded(args: dict[str, Any]) -> dict[str, Any]:
     return {"__malformed_arguments__": "[[[…"} if too_deep(args) else args
 
 
-def _part_chunk(part, calls: list[dict[str, Any]]) -> Chunk | None:
+def _part_chunk(part: types.Part, calls: list[ToolCall]) -> Chunk | None:
     if part.function_call is not None:
         call = part.function_call
         calls.append(
             {
                 "id": call.id or f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex[:12]}",
-                "name": call.name,
+                "name": call.name or "",  # optional in the SDK: no name, an unknown tool
                 "args": _bounded(dict(call.args or {})),
             }
         )
         return None
+    if part.text and part.thought:
+        return {"type": "thinking_delta", "text": part.text}
     if part.text:
-        kind = "thinking_delta" if part.thought else "text_delta"
-        return {"type": kind, "text": part.text}
+        return {"type": "text_delta", "text": part.text}
     return None
 
 
-def _usage(meta) -> TokenUsage:
+def _usage(meta: types.GenerateContentResponseUsageMetadata) -> TokenUsage:
     cached = meta.cached_content_token_count or 0
     return token_usage(
         input_tokens=max((meta.prompt_token_count or 0) - cached, 0),
@@ -167,31 +174,30 @@ def _usage(meta) -> TokenUsage:
 # --- message conversion -------------------------------------------------------------------
 
 
-def to_gemini_contents(messages: list[Message]) -> list:
+def to_gemini_contents(messages: Sequence[Message]) -> list[types.Content]:
     from google.genai import types
 
-    contents: list[types.Content] = []
+    turns: list[tuple[str, list[types.Part]]] = []
     for message in messages:
-        role = message["role"]
-        if role == "assistant":
-            contents.append(types.Content(role="model", parts=_model_parts(message)))
+        if message["role"] == "assistant":
+            turns.append(("model", _model_parts(message)))
             continue
-        if role == "tool":
+        if message["role"] == "tool":
             part = types.Part(function_response=_function_response(message))
         else:
             part = types.Part(text=message.get("content") or "(空)")
-        if contents and contents[-1].role == "user":
-            contents[-1].parts.append(part)
+        if turns and turns[-1][0] == "user":
+            turns[-1][1].append(part)
         else:
-            contents.append(types.Content(role="user", parts=[part]))
-    return contents
+            turns.append(("user", [part]))
+    return [types.Content(role=role, parts=parts) for role, parts in turns]
 
 
-def _model_parts(message: Message) -> list:
+def _model_parts(message: AssistantMessage) -> list[types.Part]:
     from google.genai import types
 
-    data = message.get("provider_data") or {}
-    if data.get("provider") == "gemini" and data.get("parts"):
+    data = message.get("provider_data")
+    if data is not None and data["provider"] == "gemini" and data["parts"]:
         return [types.Part.model_validate(p) for p in data["parts"]]
     parts = [types.Part(text=message["content"])] if message.get("content") else []
     for call in message.get("tool_calls") or []:
@@ -209,7 +215,7 @@ def _model_parts(message: Message) -> list:
     return parts or [types.Part(text="(空)")]
 
 
-def _function_response(message: Message):
+def _function_response(message: ToolMessage) -> types.FunctionResponse:
     from google.genai import types
 
     content = message.get("content") or ""

@@ -12,20 +12,29 @@ Serves OpenAI, DeepSeek, Qwen, Kimi, Ollama, vLLM and other compatible endpoints
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+from wyckoff.cli.messages import AssistantMessage, Message, ToolCall
 from wyckoff.cli.providers.base import (
+    AssistantFields,
     Chunk,
     IncompleteResponse,
     LLMProvider,
-    Message,
     ProviderError,
-    TokenUsage,
     ToolSchema,
     parse_json_args,
     token_usage,
 )
+from wyckoff.token_usage import TokenUsage
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+
+    from wyckoff.config import ModelConfig
 
 DROPPABLE_PARAMS = ("stream_options", "tool_choice", "parallel_tool_calls", "max_tokens")
 TOOL_CALL_OPEN = "<tool_call>"
@@ -33,13 +42,15 @@ TOOL_CALL_CLOSE = "</tool_call>"
 
 
 class OpenAIProvider(LLMProvider):
-    provider = "openai"
+    wire_format = "openai"
 
-    def __init__(self, config, **kwargs) -> None:
-        super().__init__(config, **kwargs)
+    def __init__(
+        self, config: ModelConfig, *, context_window: int, stream_timeout_s: float = 60.0
+    ) -> None:
+        super().__init__(config, context_window=context_window, stream_timeout_s=stream_timeout_s)
         self.unsupported_params: set[str] = set()
 
-    def _make_client(self):
+    def _make_client(self) -> openai.OpenAI:
         import openai
 
         return openai.OpenAI(
@@ -49,12 +60,12 @@ class OpenAIProvider(LLMProvider):
             timeout=self.http_timeout(openai.Timeout),
         )
 
-    def assistant_fields(self, thinking: str) -> dict[str, Any]:
+    def assistant_fields(self, thinking: str) -> AssistantFields:
         """DeepSeek's thinking mode with tools wants its reasoning back on the next request."""
         return {"reasoning_content": thinking}
 
     def build_request(
-        self, messages: list[Message], tools: list[ToolSchema], system_prompt: str
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.config.model,
@@ -81,19 +92,26 @@ class OpenAIProvider(LLMProvider):
             request.pop(name, None)
         return request
 
-    def _stream(self, messages, tools, system_prompt) -> Iterator[Chunk]:
+    def _stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> Iterator[Chunk]:
         stream = self._open_stream(messages, tools, system_prompt)
         with stream:
             yield from _StreamReader().read(stream)
 
-    def _open_stream(self, messages, tools, system_prompt):
+    def _open_stream(
+        self, messages: Sequence[Message], tools: list[ToolSchema], system_prompt: str
+    ) -> openai.Stream[ChatCompletionChunk]:
         """Create the stream, dropping parameters the endpoint says it does not support."""
         import openai
 
         while True:
             request = self.build_request(messages, tools, system_prompt)
             try:
-                return self._client.chat.completions.create(**request)
+                stream: openai.Stream[ChatCompletionChunk] = self._client.chat.completions.create(
+                    **request
+                )
+                return stream
             except openai.BadRequestError as exc:
                 rejected = _rejected_param(
                     str(exc.message) + json.dumps(exc.body, default=str), request
@@ -141,7 +159,7 @@ class _StreamReader:
         self.usage: TokenUsage | None = None
         self.finished = False
 
-    def read(self, stream) -> Iterator[Chunk]:
+    def read(self, stream: Iterable[ChatCompletionChunk]) -> Iterator[Chunk]:
         for chunk in stream:
             if chunk.usage is not None:
                 self.usage = _usage(chunk.usage)
@@ -153,7 +171,7 @@ class _StreamReader:
         tail, text_calls = self.text_filter.finish()
         if tail:
             yield {"type": "text_delta", "text": tail}
-        calls = [
+        calls: list[ToolCall] = [
             {"id": c["id"], "name": c["name"], "args": parse_json_args(c["arguments"])}
             for c in self.calls
             if c["name"]
@@ -163,7 +181,7 @@ class _StreamReader:
             yield {"type": "tool_calls", "calls": calls}
         yield {"type": "usage", **(self.usage or token_usage())}
 
-    def _delta(self, delta) -> Iterator[Chunk]:
+    def _delta(self, delta: ChoiceDelta | None) -> Iterator[Chunk]:
         if delta is None:
             return
         extra = delta.model_extra or {}
@@ -177,7 +195,7 @@ class _StreamReader:
         for fragment in delta.tool_calls or []:
             self._take_fragment(fragment)
 
-    def _take_fragment(self, fragment) -> None:
+    def _take_fragment(self, fragment: ChoiceDeltaToolCall) -> None:
         index = fragment.index or 0
         current = self.call_at_index.get(index)
         # Ollama streams several whole calls at index 0: a new id there is a new call.
@@ -193,7 +211,7 @@ class _StreamReader:
                 current["arguments"] += function.arguments
 
 
-def _usage(usage) -> TokenUsage:
+def _usage(usage: CompletionUsage) -> TokenUsage:
     prompt = usage.prompt_tokens or 0
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) or (usage.model_extra or {}).get(
@@ -228,9 +246,10 @@ class TextToolCallFilter:
         self.buffer = self.buffer[len(self.buffer) - keep :]
         return visible
 
-    def finish(self) -> tuple[str, list[dict[str, Any]]]:
+    def finish(self) -> tuple[str, list[ToolCall]]:
         """The text still held back (anything that was not a valid call) and the calls."""
-        text, calls, rest = self.buffer, [], self.held
+        calls: list[ToolCall] = []
+        text, rest = self.buffer, self.held
         while rest:
             before, found, after = rest.partition(TOOL_CALL_OPEN)
             text += before
@@ -245,7 +264,7 @@ class TextToolCallFilter:
         return text, calls
 
 
-def _parse_text_call(body: str, position: int) -> dict[str, Any] | None:
+def _parse_text_call(body: str, position: int) -> ToolCall | None:
     try:
         data = json.loads(body.strip())
     except json.JSONDecodeError:
@@ -273,18 +292,15 @@ def _partial_prefix_length(text: str, marker: str) -> int:
 # --- message conversion -------------------------------------------------------------------
 
 
-def to_openai_messages(messages: list[Message], system_prompt: str) -> list[dict[str, Any]]:
-    send_reasoning = any(
-        m.get("role") == "assistant" and m.get("reasoning_content") for m in messages
-    )
+def to_openai_messages(messages: Sequence[Message], system_prompt: str) -> list[dict[str, Any]]:
+    send_reasoning = any(m["role"] == "assistant" and m.get("reasoning_content") for m in messages)
     wire: list[dict[str, Any]] = []
     if system_prompt:
         wire.append({"role": "system", "content": system_prompt})
     for message in messages:
-        role = message["role"]
-        if role == "assistant":
+        if message["role"] == "assistant":
             wire.append(_assistant_message(message, send_reasoning))
-        elif role == "tool":
+        elif message["role"] == "tool":
             wire.append(
                 {
                     "role": "tool",
@@ -297,7 +313,7 @@ def to_openai_messages(messages: list[Message], system_prompt: str) -> list[dict
     return wire
 
 
-def _assistant_message(message: Message, send_reasoning: bool) -> dict[str, Any]:
+def _assistant_message(message: AssistantMessage, send_reasoning: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
     calls = message.get("tool_calls") or []
     if calls:

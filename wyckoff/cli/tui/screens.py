@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 
 from wyckoff.cli.output import local_time
 from wyckoff.cli.runtime import Approval
-from wyckoff.cli.tui.widgets import KLineChart
+from wyckoff.cli.tui.kline import KLineChart
 from wyckoff.cli.visible_text import visible
 
 
@@ -49,10 +49,6 @@ class ApprovalScreen(ModalScreen[Approval]):
     def arm(self) -> None:
         """From now on y/a/e answer the dialog."""
         self.armed = True
-
-    @staticmethod
-    def default_result() -> Approval:
-        return Approval("deny")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -164,10 +160,6 @@ class AskUserScreen(ModalScreen[dict]):
     def __init__(self, question: dict[str, Any]) -> None:
         super().__init__()
         self.question = question
-
-    @staticmethod
-    def default_result() -> dict[str, Any]:
-        return {"status": "skipped", "answer": ""}
 
     def compose(self) -> ComposeResult:
         action = self.question.get("action")

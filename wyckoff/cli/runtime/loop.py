@@ -8,25 +8,18 @@ Nothing here prints or touches a widget: front ends read the events.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from wyckoff.cli.background import BackgroundTaskManager
-from wyckoff.cli.events import ApprovedBy, RuntimeEvent, Usage, UsageTotals, usage_event
-from wyckoff.cli.loop_guard import (
-    MAX_INCOMPLETE_TOOL_RETRIES,
-    DoomLoopDetector,
-    resolve_turn_expectation,
-)
-from wyckoff.cli.messages import kind_of
+from wyckoff.cli.events import Compaction, RuntimeEvent, Usage, UsageTotals, usage_event
+from wyckoff.cli.loop_guard import MAX_INCOMPLETE_TOOL_RETRIES, resolve_turn_expectation
+from wyckoff.cli.messages import History, Message, kind_of
 from wyckoff.cli.output import local_today
 from wyckoff.cli.providers.base import (
     LLMProvider,
@@ -35,24 +28,19 @@ from wyckoff.cli.providers.base import (
     StreamCancelled,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     usage_of,
 )
+from wyckoff.cli.runtime.approval import ApprovalPolicy, ConfirmCallback
+from wyckoff.cli.runtime.batch import ToolBatchRunner, tool_message
+from wyckoff.cli.runtime.turn import TurnCancelled, TurnState
 from wyckoff.cli.tokens import MessageTokenCache
-from wyckoff.cli.tools import (
-    CancelEvent,
-    ToolContext,
-    ToolOutcome,
-    ToolRegistry,
-    ToolSpec,
-    canonical_args,
-)
+from wyckoff.cli.tools import ToolContext, ToolRegistry
 from wyckoff.cli.traces import TurnTrace
 from wyckoff.config import StreamRedactor, redact_text, redact_value
+from wyckoff.token_usage import TokenUsage
 from wyckoff.untrusted import PROMPT_RULE
 
 MAX_TOOL_ROUNDS = 15
-MAX_PARALLEL_TOOLS = 5
 
 SYSTEM_PROMPT = """你是 Wyckoff，一名严谨的 A 股研究助手，用威科夫方法（Wyckoff method）分析市场、个股和用户持仓。
 
@@ -67,44 +55,7 @@ SYSTEM_PROMPT = """你是 Wyckoff，一名严谨的 A 股研究助手，用威�
 
 今天是 {today}。"""
 
-ConfirmDecision = Literal["allow", "always", "edit", "deny"]
 STREAMED_EVENTS = ("text_delta", "thinking_delta")  # redacted piece by piece as they stream
-
-
-@dataclass
-class Approval:
-    """A confirm callback's answer for one risky call."""
-
-    decision: ConfirmDecision
-    args: dict[str, Any] | None = None  # for "edit"
-
-
-ConfirmCallback = Callable[[dict[str, Any]], Approval]
-
-
-class TurnCancelled(Exception):
-    pass
-
-
-@dataclass
-class TurnState:
-    session_id: str | None
-    trace: TurnTrace | None
-    usage: UsageTotals = field(default_factory=UsageTotals)
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    started_tasks: list[str] = field(default_factory=list)
-    text: str = ""
-    doom: DoomLoopDetector = field(default_factory=DoomLoopDetector)
-    started: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class BatchState:
-    """One batch of tool calls: the outcomes so far, and why the rest do not run (a cancel
-    or a repeated call stops the batch)."""
-
-    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
-    stopped: str | None = None
 
 
 class AgentRuntime:
@@ -122,9 +73,10 @@ class AgentRuntime:
         approve_all: bool = False,
         background: BackgroundTaskManager | None = None,
         max_rounds: int = MAX_TOOL_ROUNDS,
+        skills: Any = None,
         skills_reminder: Callable[[], str] | None = None,
         memory_recall: Callable[[str], str] | None = None,
-        memory_flush: Callable[[list[dict[str, Any]]], None] | None = None,
+        memory_flush: Callable[[list[Message]], None] | None = None,
         record_traces: bool = True,
         instructions: str | None = None,
         parent: AgentRuntime | None = None,
@@ -135,10 +87,6 @@ class AgentRuntime:
         self.home = home
         self.store = store
         self.session_id = session_id
-        self.confirm = confirm
-        self.approved_by_flag = frozenset(approve)
-        self.always_allowed: set[str] = set()  # "always allow" answers, this session only
-        self.approve_all = approve_all
         self.background = background
         self.max_rounds = max_rounds
         self.skills_reminder = skills_reminder
@@ -146,7 +94,7 @@ class AgentRuntime:
         self.memory_flush = memory_flush
         self.record_traces = record_traces
         self.instructions = instructions  # a sub-agent's own system prompt
-        self.parent = parent  # a sub-agent's risky calls are approved by its parent
+        self.parent = parent
         self.today = today  # the date the prompt gives the model (tests pin it)
         self.session_usage = self._recorded_usage(session_id)
         self.token_cache = MessageTokenCache()
@@ -155,13 +103,24 @@ class AgentRuntime:
             registry=registry,
             provider=provider,
             store=store,
+            skills=skills,
             ask_user=ask_user,
             background=background,
         )
         if parent is not None:  # what a sub-agent reads guards its parent's sends, and back
             self.context.egress = parent.context.egress
+        # a sub-agent's risky calls are approved by its parent
+        self.approvals: ApprovalPolicy = (
+            parent.approvals
+            if parent is not None
+            else ApprovalPolicy(
+                registry, self.context, confirm=confirm, approve=approve, approve_all=approve_all
+            )
+        )
         self._cancel = threading.Event()
-        self._call_cancels: set[CancelEvent] = set()
+        self.tools = ToolBatchRunner(
+            registry, self.context, self.approvals, background, self._cancel
+        )
         self.last_trace: TurnTrace | None = None
 
     # --- public -------------------------------------------------------------------------
@@ -176,9 +135,20 @@ class AgentRuntime:
         recorded (zero when new), and no "always allow" answer or unused consent carries over."""
         self.session_id = session_id
         self.session_usage = self._recorded_usage(session_id)
-        self.always_allowed.clear()
-        self.context.consents.clear()
-        self.context.egress.reset()
+        self.approvals.reset()
+
+    def _turn_config(self) -> Any:
+        """The config the turn's tools read: once per turn (a sub-agent's turn uses its
+        parent's); None when the file is broken, so each tool reports that as before."""
+        from wyckoff.config import load_config
+        from wyckoff.errors import WyckoffError
+
+        if self.parent is not None:
+            return self.parent.context.config
+        try:
+            return load_config(self.home)
+        except WyckoffError:
+            return None
 
     def _recorded_usage(self, session_id: str | None) -> UsageTotals:
         """What the session's model calls used so far: a resumed session goes on from it."""
@@ -198,8 +168,7 @@ class AgentRuntime:
     def cancel(self) -> None:
         """Stop the running turn: the stream is abandoned, running tools are told to stop."""
         self._cancel.set()
-        for event in list(self._call_cancels):
-            event.set()
+        self.tools.cancel_calls()
 
     def record_front_end_error(self, message: str, details: str) -> None:
         """A front end's own failure (a display bug) goes into the latest turn's trace."""
@@ -238,7 +207,7 @@ class AgentRuntime:
         return prompt
 
     def run_stream(
-        self, messages: list[dict[str, Any]], *, wait_for_background: bool = False
+        self, messages: History, *, wait_for_background: bool = False
     ) -> Iterator[RuntimeEvent]:
         """Run one user turn over `messages` (appended to in place); yields RuntimeEvents,
         with every known key cut out. Consents not used by the end of the turn expire."""
@@ -254,13 +223,13 @@ class AgentRuntime:
         self._cancel.clear()
         session_id = getattr(messages, "session_id", None) or self.session_id
         self.context.session_id = session_id
+        self.context.config = self._turn_config()
         self.context.egress.note_history(
             (m.get("name", "") for m in messages if m.get("role") == "tool"), self.registry.get
         )
-        turn = TurnState(session_id, self._new_trace(session_id))
+        turn = TurnState(session_id, self._new_trace(session_id), self.session_usage)
         self.last_trace = turn.trace
-        self._trace(
-            turn,
+        turn.record(
             "init",
             session_id=session_id,
             user_input=_last_user_text(messages),
@@ -281,13 +250,13 @@ class AgentRuntime:
         except Exception as exc:  # never let a bug end the front end; the trace keeps details
             status = "error"
             error = f"内部错误：{type(exc).__name__}: {exc}"
-            self._trace(turn, "error", message=error, traceback=traceback.format_exc())
+            turn.record("error", message=error, traceback=traceback.format_exc())
         if error:
-            self._trace(turn, "error", message=error)
+            turn.record("error", message=error)
         elapsed = time.monotonic() - turn.started
         usage = turn.usage.as_dict()
-        self._trace(
-            turn, "final", status=status, text=turn.text, usage=usage, elapsed_s=round(elapsed, 3)
+        turn.record(
+            "final", status=status, text=turn.text, usage=usage, elapsed_s=round(elapsed, 3)
         )
         yield {
             "type": "done",
@@ -339,7 +308,7 @@ class AgentRuntime:
                 yield {"type": "text_delta", "text": notice}
                 return "max_rounds"
             tool_rounds += 1
-            yield from self._execute_batch(messages, calls, turn)
+            yield from self.tools.execute(messages, calls, turn)
 
     def _model_round(
         self, messages: list, turn: TurnState, round_number: int, memory_block: str
@@ -405,7 +374,7 @@ class AgentRuntime:
     ) -> dict[str, Any]:
         reply.text, reply.thinking = redact_text(reply.text), redact_text(reply.thinking)
         if reply.thinking:
-            self._trace(turn, "thinking", round=round_number, text=reply.thinking)
+            turn.record("thinking", round=round_number, text=reply.thinking)
         active = self.provider.active
         message = reply.assistant_message(active)
         usage = reply.usage
@@ -430,8 +399,7 @@ class AgentRuntime:
         if self.store is not None:
             record_usage(self.store, config, usage, cost, turn.session_id)
         event = usage_event(usage, cost)
-        turn.usage.add(event)
-        self.session_usage.add(event)
+        turn.add_usage(event)
         return event
 
     def _wire_messages(self, messages: list, memory_block: str) -> list[dict[str, Any]]:
@@ -466,11 +434,11 @@ class AgentRuntime:
             self.token_cache,
         ):
             event = self.compact(messages, turn.session_id)
-            self._trace(turn, "compaction", **(event or {"status": "skipped"}))
+            turn.record("compaction", **(event or {"status": "skipped"}))
             if event:
                 yield event
 
-    def compact(self, messages: list, session_id: str | None = None) -> RuntimeEvent | None:
+    def compact(self, messages: History, session_id: str | None = None) -> Compaction | None:
         """Compact now (also for /compact and `wyckoff session compact`); None if it gave up."""
         from wyckoff.cli.compaction import COMPACTION_PROMPT, compact
 
@@ -503,233 +471,9 @@ class AgentRuntime:
             "archive_ref": result.archive_ref,
         }
 
-    # --- tools --------------------------------------------------------------------------
-
-    def _execute_batch(
-        self, messages: list, calls: list[dict[str, Any]], turn: TurnState
-    ) -> Iterator[RuntimeEvent]:
-        """Run one batch: consecutive safe calls in parallel, others one by one, in order."""
-        batch = BatchState()
-        for group in _partition(calls, self.registry):
-            runnable = yield from self._admit_group(group, turn, batch)
-            for call, outcome in (yield from self._run_group(runnable, turn)):
-                batch.outcomes[call["id"]] = outcome
-            yield from self._report_group(messages, group, batch, turn)
-        if self._cancel.is_set():
-            raise TurnCancelled()
-
-    def _admit_group(
-        self, group: list[dict[str, Any]], turn: TurnState, batch: BatchState
-    ) -> Iterator[RuntimeEvent]:
-        """Announce each call of the group; returns those that may run (the others already
-        have their outcome in `batch`)."""
-        runnable: list[tuple[dict[str, Any], ToolSpec, Any]] = []
-        for call in group:
-            yield {
-                "type": "tool_start",
-                "id": call["id"],
-                "name": call["name"],
-                "args": call.get("args") or {},
-                "title": self.registry.title(call["name"]),
-            }
-            admitted = self._admit(call, turn, batch)
-            if isinstance(admitted, ToolOutcome):
-                batch.outcomes[call["id"]] = admitted
-                continue
-            spec, params, approved_by = admitted
-            if approved_by is not None:
-                yield self._approved_event(call, approved_by)
-            runnable.append((call, spec, params))
-        return runnable
-
-    def _admit(
-        self, call: dict[str, Any], turn: TurnState, batch: BatchState
-    ) -> tuple[ToolSpec, Any, ApprovedBy | None] | ToolOutcome:
-        """Whether a call runs: not after a cancel or a repeated call in this batch, and
-        only when valid and approved."""
-        if batch.stopped is None and self._cancel.is_set():
-            batch.stopped = "已被用户取消。"
-        if batch.stopped is not None:
-            return ToolOutcome(call["id"], call["name"], error=batch.stopped)
-        turn.calls.append(call)
-        loop_error = turn.doom.check(call["name"], call.get("args") or {})
-        if loop_error:
-            batch.stopped = "因检测到重复调用，本批次剩余的工具调用已取消。"
-            return ToolOutcome(call["id"], call["name"], error=loop_error)
-        return self._prepare(call)
-
-    def _report_group(
-        self, messages: list, group: list[dict[str, Any]], batch: BatchState, turn: TurnState
-    ) -> Iterator[RuntimeEvent]:
-        """Each call's outcome in call order: traced, added to the history, announced."""
-        for call in group:
-            outcome = batch.outcomes[call["id"]]
-            if turn.trace is not None:
-                turn.trace.tool_result(
-                    call["name"], call.get("args") or {}, outcome, "ok" if outcome.ok else "error"
-                )
-            messages.append(_tool_message(call, outcome.observation()))
-            if outcome.ok:
-                self.context.egress.note_read(self.registry.get(call["name"]))
-            yield outcome.event()
-
-    def _prepare(
-        self, call: dict[str, Any]
-    ) -> tuple[ToolSpec, Any, ApprovedBy | None] | ToolOutcome:
-        """Validate and approve a call: its spec, arguments and how it was approved, or an
-        error outcome when it must not run."""
-        checked = self.registry.validate(call)
-        if isinstance(checked, str):
-            return ToolOutcome(call["id"], call["name"], error=checked)
-        spec, params = checked
-        host = self.context.egress.host_to_approve(spec, params)
-        if not spec.requires_approval and host is None:
-            return spec, params, None
-        approved = self._approve(call, spec, host)
-        if isinstance(approved, str):
-            return ToolOutcome(call["id"], call["name"], error=approved)
-        by, edited = approved
-        if edited is not None:
-            call["args"] = edited
-            checked = self.registry.validate(call)
-            if isinstance(checked, str):
-                return ToolOutcome(call["id"], call["name"], error=checked)
-            spec, params = checked
-        return spec, params, by
-
-    def _approve(
-        self, call: dict[str, Any], spec: ToolSpec, host: str | None = None
-    ) -> tuple[ApprovedBy, dict[str, Any] | None] | str:
-        """How the call is approved (with edited arguments, if any), or the refusal to report.
-        `host`: the call sends to a host not approved since the session read private data."""
-        if self.parent is not None:
-            return self.parent._approve(call, spec, host)
-        name, args = call["name"], call.get("args") or {}
-        if self.approve_all:
-            return "approve_all", None
-        if name in self.approved_by_flag:
-            return "flag", None
-        if name in self.always_allowed:
-            return "always", None
-        consents = self.context.consents
-        key = (name, canonical_args(args))
-        if key in consents:
-            consents.discard(key)  # consent covers this one action, once
-            return "consent", None
-        if self.confirm is None:
-            why = f"：{self.context.egress.reason(host)}。" if host else "，"
-            return (
-                f"{name} 需要用户批准{why}当前是无界面模式，已拒绝执行。请告诉用户要执行的具体操作；"
-                f"用户可以用 `--approve {name}`（或 `--approve-all`）重新运行来允许它。"
-            )
-        approval = self.confirm(
-            {
-                "id": call["id"],
-                "name": name,
-                "args": args,
-                "title": spec.title,
-                "description": self.registry.describe(name, args, self.context),
-                "describe": lambda edited: self.registry.describe(name, edited, self.context),
-                "always_label": f"本会话总是允许发往 {host}" if host else None,
-            }
-        )
-        if approval.decision == "always":
-            if host:
-                self.context.egress.approve(host)
-            else:
-                self.always_allowed.add(name)
-            return "always", None
-        if approval.decision == "allow":
-            return "user", None
-        if approval.decision == "edit" and approval.args is not None:
-            return "edit", approval.args
-        return f"用户拒绝了这次 {name} 调用。不要重复同样的操作，除非用户明确要求。"
-
-    def _approved_event(self, call: dict[str, Any], by: ApprovedBy) -> RuntimeEvent:
-        """Announces a risky call about to run, as a sentence (headless prints it)."""
-        args = call.get("args") or {}
-        return {
-            "type": "approved",
-            "id": call["id"],
-            "name": call["name"],
-            "by": by,
-            "description": self.registry.describe(call["name"], args, self.context),
-        }
-
-    def _run_group(
-        self, runnable: list[tuple[dict, ToolSpec, Any]], turn: TurnState
-    ) -> Iterator[RuntimeEvent]:
-        """Run the group's calls at once; yields what they report while they run (a
-        sub-agent's tagged events) and returns the outcomes in call order."""
-        reports: queue.Queue = queue.Queue()
-        if len(runnable) == 1 and not runnable[0][1].reports_events:
-            call, spec, params = runnable[0]
-            return [(call, self._run_one(call, spec, params, turn, reports.put))]
-        if not runnable:
-            return []
-        with ThreadPoolExecutor(
-            max_workers=MAX_PARALLEL_TOOLS, thread_name_prefix="tool-batch"
-        ) as pool:
-            futures = [
-                (call, pool.submit(self._run_one, call, spec, params, turn, reports.put))
-                for call, spec, params in runnable
-            ]
-            for _, future in futures:
-                future.add_done_callback(lambda _: reports.put(None))
-            finished = 0
-            while finished < len(futures):
-                event = reports.get()
-                if event is None:
-                    finished += 1
-                else:
-                    yield self._note_sub_agent_event(event, turn)
-            return [(call, future.result()) for call, future in futures]
-
-    def _note_sub_agent_event(self, event: RuntimeEvent, turn: TurnState) -> RuntimeEvent:
-        """A sub-agent's usage counts for this turn and session; its end goes in the trace."""
-        if event["type"] == "usage":
-            turn.usage.add(event)
-            self.session_usage.add(event)
-        elif event["type"] == "done":
-            self._trace(turn, "sub_agent", **{k: v for k, v in event.items() if k != "type"})
-        return event
-
-    def _run_one(
-        self,
-        call: dict,
-        spec: ToolSpec,
-        params: Any,
-        turn: TurnState,
-        report: Callable[[RuntimeEvent], None],
-    ) -> ToolOutcome:
-        cancel = CancelEvent()
-        if self._cancel.is_set():
-            cancel.set()
-        self._call_cancels.add(cancel)
-        context = self.context.for_call(
-            cancel_event=cancel, on_event=lambda event: report({**event, "call_id": call["id"]})
-        )
-        try:
-            if spec.background and self.background is not None:
-                task = self.background.submit(spec, params, context, call["id"])
-                turn.started_tasks.append(task.id)
-                started = {
-                    "task_id": task.id,
-                    "status": "running",
-                    "message": f"{spec.title}已在后台开始运行。完成后会自动通知；也可用 check_background_tasks 查看进度。",
-                }
-                outcome = self.registry.finish(
-                    call["id"], spec.name, started, 0.0, context, task_id=task.id
-                )
-                outcome.summary = f"已在后台运行（{task.id}）"
-                return outcome
-            return self.registry.run(spec, params, context, call["id"])
-        finally:
-            self._call_cancels.discard(cancel)
-
     def _refuse_calls(self, messages: list, calls: list[dict[str, Any]], reason: str) -> None:
         for call in calls:
-            messages.append(_tool_message(call, f"工具错误：{reason}"))
+            messages.append(tool_message(call, f"工具错误：{reason}"))
 
     # --- background notifications (headless) ----------------------------------------------
 
@@ -756,10 +500,6 @@ class AgentRuntime:
     def _new_trace(self, session_id: str | None) -> TurnTrace | None:
         return TurnTrace(self.home, session_id) if self.record_traces else None
 
-    def _trace(self, turn: TurnState, kind: str, **fields: Any) -> None:
-        if turn.trace is not None:
-            turn.trace.record(kind, **fields)
-
 
 class _ShownDeltas:
     """Text and thinking as shown while they stream: each redacted piece by piece."""
@@ -778,25 +518,6 @@ class _ShownDeltas:
 def _delta(kind: str, text: str) -> Iterator[RuntimeEvent]:
     if text:
         yield {"type": kind, "text": text}
-
-
-def _tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": content}
-
-
-def _partition(calls: list[dict[str, Any]], registry: ToolRegistry) -> list[list[dict[str, Any]]]:
-    """Consecutive concurrency-safe calls form one group; every other call is alone."""
-    groups: list[list[dict[str, Any]]] = []
-    follows_safe = False
-    for call in calls:
-        spec = registry.get(call["name"])
-        safe = spec is not None and spec.concurrency_safe
-        if safe and follows_safe:
-            groups[-1].append(call)
-        else:
-            groups.append([call])
-        follows_safe = safe
-    return groups
 
 
 def _last_user_index(messages: list) -> int:
