@@ -1,7 +1,7 @@
 """The `wyckoff` command: a Typer root with one sub-app per area.
 
-Only Typer is imported at module level; every command imports what it needs when it runs,
-so `wyckoff --help` stays fast.
+Typer and our own cheap modules are imported at module level; every command imports the
+heavy libraries it needs (pandas, DuckDB, the SDKs) when it runs, so `wyckoff --help` stays fast.
 """
 
 from __future__ import annotations
