@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyckoff.engine.backtest import run_backtest  # noqa: E402
-from wyckoff.engine.sources import ensure_demo  # noqa: E402
+from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
 
 
 def main() -> None:

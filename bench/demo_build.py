@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = (
     "import sys; from pathlib import Path;"
-    "from wyckoff.engine.sources import ensure_demo; ensure_demo(Path(sys.argv[1]))"
+    "from wyckoff.engine.sources.demo import ensure_demo; ensure_demo(Path(sys.argv[1]))"
 )
 
 

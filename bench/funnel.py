@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyckoff.engine.funnel import run_funnel  # noqa: E402
 from wyckoff.engine.health import diagnose  # noqa: E402
-from wyckoff.engine.sources import ensure_demo  # noqa: E402
+from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
 
 
 def timed(func, repeat: int = 5) -> float:

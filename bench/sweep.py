@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wyckoff.engine.backtest import run_backtest  # noqa: E402
-from wyckoff.engine.sources import ensure_demo  # noqa: E402
+from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
 from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep  # noqa: E402
 from wyckoff.engine.sweep_grid import parse_grid  # noqa: E402
 from wyckoff.engine.thresholds import DEFAULT_CONFIG  # noqa: E402

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wyckoff.engine.funnel import layer2, layer4  # noqa: E402
 from wyckoff.engine.indicators import features_at  # noqa: E402
 from wyckoff.engine.market_store import MarketStore  # noqa: E402
-from wyckoff.engine.sources import ensure_demo  # noqa: E402
+from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
 from wyckoff.engine.thresholds import DEFAULT_CONFIG  # noqa: E402
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS  # noqa: E402
 

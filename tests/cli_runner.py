@@ -28,7 +28,7 @@ from dataclasses import dataclass
 PER_PROCESS_STATE = (
     ("wyckoff.config", "_remembered_secrets"),
     ("wyckoff.mcp.client", "_CONNECTED"),
-    ("wyckoff.agents.market", "_PANELS"),
+    ("wyckoff.agents.market_data", "_PANELS"),
     ("wyckoff.cli.output", "_said_once"),
     ("wyckoff.cli.interrupt", "_pressed"),
 )

@@ -160,7 +160,7 @@ def install_demo(tmp_path_factory) -> Callable[[Path, int], MarketStore]:
     """`install(home, limit)`: puts a demo market of `limit` stocks into `home` (a copy of one
     built once per test session: the build is deterministic, and the slowest setup step)."""
     from wyckoff.engine.market_store import MarketStore
-    from wyckoff.engine.sources import ensure_demo
+    from wyckoff.engine.sources.demo import ensure_demo
 
     built: dict[int, MarketStore] = {}
 

@@ -203,7 +203,7 @@ def _symbol(code: str) -> str:
 def baostock_listing_rows(start: str, end: str):
     """What query_stock_basic and query_stock_industry return (rows of strings), through
     the adapter's normalisation; an index row and a long-delisted stock must be left out."""
-    from wyckoff.engine.sources import baostock_listing
+    from wyckoff.engine.sources.baostock import baostock_listing
 
     market = _baostock_market()
     stocks, bars = market["stocks"], market["bars"]
@@ -268,7 +268,7 @@ def baostock_rows(codes: list[str], start: str, end: str) -> list[list[list[str]
 
 def baostock_index_rows(start: str, end: str):
     """What query_history_k_data_plus returns for the six main indices, normalised."""
-    from wyckoff.engine.sources import baostock_index_frame
+    from wyckoff.engine.sources.baostock import baostock_index_frame
 
     index_bars = _baostock_market()["index_bars"]
     index_bars = index_bars[(index_bars["date"] >= start) & (index_bars["date"] <= end)]

@@ -15,7 +15,9 @@ from tests.conftest import cli
 from tests.test_market_data import DATES, TushareServer, _config
 from wyckoff.engine.bar_import import STOCK_COLUMNS
 from wyckoff.engine.market_store import MarketStore
-from wyckoff.engine.sources import TUSHARE_PAGE_ROWS, akshare_frames, sync
+from wyckoff.engine.sources.akshare import akshare_frames
+from wyckoff.engine.sources.sync import sync
+from wyckoff.engine.sources.tushare import TUSHARE_PAGE_ROWS
 
 
 def _bars(code: str, closes: list[float], pre_closes: list[float | None]) -> pd.DataFrame:
@@ -250,7 +252,7 @@ def demo_as_files(tmp_path_factory) -> tuple[Path, Path]:
     (names per date, the first bar's reference price its open) and the indices as CSV."""
     import duckdb
 
-    from wyckoff.engine.sources import ensure_demo
+    from wyckoff.engine.sources.demo import ensure_demo
 
     folder = tmp_path_factory.mktemp("demo-files")
     store = ensure_demo(folder / "home", limit=400)

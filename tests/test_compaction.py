@@ -9,14 +9,13 @@ import pytest
 
 from tests.conftest import model_config
 from tests.model_servers import Reply, check_tool_pairing
+from wyckoff.archive_store import restore_context_archive, search_archives
 from wyckoff.cli.compaction import (
     ACK,
     compact,
     find_tail_start,
     needs_compaction,
     reserve_tokens,
-    restore_context_archive,
-    search_archives,
     shrink_tool_result,
     threshold,
 )

@@ -14,7 +14,8 @@ from tests.conftest import add_scripted_model, cli, marked_data
 from tests.engine_fixtures import chatty
 from wyckoff.config import DataConfig, WyckoffConfig
 from wyckoff.engine.market_store import MarketStore
-from wyckoff.engine.sources import SourceError, run_isolated, sync
+from wyckoff.engine.sources.base import SourceError, run_isolated
+from wyckoff.engine.sources.sync import sync
 from wyckoff.engine.thresholds import MAIN_INDICES
 
 TOKEN = "tushare-token-0123456789abcdef"
@@ -309,7 +310,9 @@ def test_agent_screens_in_the_background_and_diagnoses_on_demo(demo_home, openai
 def test_signal_ttl_counts_trading_days_on_the_stored_calendar(demo_home):
     import pandas as pd
 
-    from wyckoff.agents.market import HistoryQueryParams, MarketData, query_history, save_screen
+    from wyckoff.agents.history import HistoryQueryParams, query_history
+    from wyckoff.agents.market_data import MarketData
+    from wyckoff.agents.screening import save_screen
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import load_config
@@ -365,7 +368,8 @@ def test_index_history_sums_up_the_days_asked_for(demo_home):
 
 def test_query_history_finds_saved_recommendations_newest_first(demo_home):
     from tests.test_local_tools import call, result
-    from wyckoff.agents.market import MarketData, save_screen
+    from wyckoff.agents.market_data import MarketData
+    from wyckoff.agents.screening import save_screen
     from wyckoff.config import load_config
     from wyckoff.store import Store
 

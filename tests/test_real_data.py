@@ -36,16 +36,10 @@ from wyckoff.engine.funnel import run_funnel
 from wyckoff.engine.health import diagnose
 from wyckoff.engine.indicators import features_at
 from wyckoff.engine.market_store import MarketStore
-from wyckoff.engine.sources import (
-    PerCodeSource,
-    akshare_frames,
-    akshare_index_frame,
-    akshare_listing,
-    baostock_frames,
-    baostock_listing,
-    sync,
-    sync_per_code,
-)
+from wyckoff.engine.sources.akshare import akshare_frames, akshare_index_frame, akshare_listing
+from wyckoff.engine.sources.baostock import baostock_frames, baostock_listing
+from wyckoff.engine.sources.per_code import PerCodeSource, sync_per_code
+from wyckoff.engine.sources.sync import sync
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 from wyckoff.store import Store

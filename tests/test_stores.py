@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from wyckoff import history_store
-from wyckoff.agents.market import HistoryQueryParams, query_history
+from wyckoff.agents.history import HistoryQueryParams, query_history
 from wyckoff.agents.portfolio import Portfolio
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext

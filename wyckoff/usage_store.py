@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from wyckoff.cli.providers.base import TokenUsage
     from wyckoff.config import ModelConfig
     from wyckoff.store import Store
+    from wyckoff.token_usage import TokenUsage
 
 
 class ModelUsage(TypedDict):

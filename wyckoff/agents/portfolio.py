@@ -15,6 +15,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from wyckoff import portfolio_store
 from wyckoff.agents import results
+from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.stock_lookup import normalize, resolve_stock
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
@@ -228,7 +230,6 @@ def price_text(price: float) -> str:
 
 def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
     """The code and name of the stock `stock` (a code or a name) names in the A-share list."""
-    from wyckoff.agents.stock_lookup import normalize, resolve_stock
     from wyckoff.engine.demo import stock_list
 
     code = resolve_stock(stock_list(), stock)
@@ -241,8 +242,6 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
 def held_code(positions: list[dict[str, Any]], stock: str) -> str:
     """The code of the held position `stock` names (its code or name); else the text as given,
     so the caller reports that nothing like it is held."""
-    from wyckoff.agents.stock_lookup import normalize
-
     wanted = normalize(stock).split(".")[0]
     for position in positions:
         if wanted in (position["code"], normalize(position["name"])):
@@ -303,7 +302,6 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
         }
     if params.mode == "view":
         return {"positions": positions, "cash": cash}
-    from wyckoff.agents.market import MarketData
     from wyckoff.engine.health import diagnose
 
     market = MarketData.from_context(context)

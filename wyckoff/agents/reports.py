@@ -15,8 +15,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from wyckoff import history_store
+from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.portfolio import Portfolio
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.config import redact_text
+from wyckoff.engine.strategy import PRIORITY, entry_stop, holding_action, size_position
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.history_store import ReportKind
 
@@ -108,7 +111,6 @@ class ReportParams(BaseModel):
 
 
 def generate_ai_report(params: ReportParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.agents.market import MarketData
     from wyckoff.engine.regime import market_regime
 
     provider = _require_provider(context)
@@ -177,10 +179,7 @@ class DecisionParams(BaseModel):
 
 
 def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.agents.market import MarketData
-    from wyckoff.agents.portfolio import Portfolio
     from wyckoff.engine.regime import market_regime
-    from wyckoff.engine.strategy import PRIORITY
 
     market = MarketData.from_context(context)
     panel = market.panel()
@@ -234,7 +233,6 @@ def _candidate_order(
     """A buy sized by risk (ATTACK for a report's springboard in RISK_ON, else PROBE), or
     WAIT with the reason: suspended today, buying blocked by the regime, or under one lot."""
     from wyckoff.engine.health import stock_features
-    from wyckoff.engine.strategy import entry_stop, size_position
 
     name = panel.stocks.loc[code, "name"]
     entry = float(panel.close[-1, panel.column(code)])
@@ -276,7 +274,6 @@ def _holding_order(panel, position: dict[str, Any]) -> tuple[dict[str, Any], flo
     (suspended) is valued at its last close and held; one missing from the local market is
     valued at cost and held, each with the reason stated."""
     from wyckoff.engine.health import diagnose
-    from wyckoff.engine.strategy import holding_action
 
     code, shares = position["code"], position["shares"]
     base = {"code": code, "name": position["name"], "shares": 0}  # shares to trade

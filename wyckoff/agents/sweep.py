@@ -10,9 +10,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from wyckoff.agents.backtest import backtest_span
 from wyckoff.cli.tools import ToolContext, ToolSpec
 from wyckoff.config import SweepConfig
-from wyckoff.engine.sweep_grid import MAX_COMBINATIONS
+from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid
+from wyckoff.engine.sweep_store import save_sweep
 
 TOOL_GRID_CAP = 64  # the agent's default; the user may raise it
 RESULT_ROWS = 20  # ranked rows returned (all are saved)
@@ -66,10 +68,7 @@ def run_backtest_sweep(
     params: SweepParams, context: ToolContext, where: SweepConfig
 ) -> dict[str, Any]:
     """The sweep of `params`, run where the user's `where` says."""
-    from wyckoff.agents.market import backtest_span
     from wyckoff.engine.sweep import dask_client, local_workers, run_sweep
-    from wyckoff.engine.sweep_grid import parse_grid
-    from wyckoff.engine.sweep_store import save_sweep
 
     grid = parse_grid(params.grid, params.max_combinations)
     market, panel, start_t, end_t = backtest_span(context, params.start, params.end)

@@ -263,7 +263,7 @@ class Agent:
 
     def chart(self, code: str, days: int) -> dict[str, Any]:
         """The K-line chart's data for one stock; raises ToolFailure with a sentence."""
-        from wyckoff.agents.market import kline_data
+        from wyckoff.agents.stocks import kline_data
 
         return kline_data(self.runtime.context, code, days=days)
 

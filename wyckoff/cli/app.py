@@ -1,7 +1,7 @@
 """The `wyckoff` command: a Typer root with one sub-app per area.
 
-Only Typer is imported at module level; every command imports what it needs when it runs,
-so `wyckoff --help` stays fast.
+Typer and our own cheap modules are imported at module level; every command imports the
+heavy libraries it needs (pandas, DuckDB, the SDKs) when it runs, so `wyckoff --help` stays fast.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import sys
 
 import typer
 
+from wyckoff.cli import click_compat as click_errors
+from wyckoff.cli import interrupt
 from wyckoff.cli.commands import ask as ask_command
 from wyckoff.cli.commands import market as market_commands
 from wyckoff.cli.commands import mcp as mcp_commands
@@ -20,6 +22,8 @@ from wyckoff.cli.commands import session as session_commands
 from wyckoff.cli.commands import skills as skills_commands
 from wyckoff.cli.commands import sweep as sweep_commands
 from wyckoff.cli.commands import trace as trace_commands
+from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
+from wyckoff.errors import UsageError, WyckoffError
 
 app = typer.Typer(
     name="wyckoff",
@@ -49,8 +53,6 @@ def root(
         use_workspace(workspace)
     if ctx.invoked_subcommand is not None:
         return
-    from wyckoff.cli.output import is_interactive
-    from wyckoff.errors import UsageError
 
     if not is_interactive():
         raise UsageError(
@@ -65,8 +67,6 @@ def root(
 def use_workspace(folder: str) -> None:
     """Local tools work in `folder` (passed on to them through WYCKOFF_WORKSPACE)."""
     import os
-
-    from wyckoff.errors import UsageError
 
     path = os.path.realpath(os.path.expanduser(folder))
     if not os.path.isdir(path):
@@ -102,12 +102,6 @@ app.add_typer(skills_commands.prompt_app, name="prompt")
 
 def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
-    from typer._click import exceptions as click_errors
-
-    from wyckoff.cli import interrupt
-    from wyckoff.cli.output import CANCELLED_EXIT, print_error
-    from wyckoff.errors import WyckoffError
-
     interrupt.install()
     try:
         # standalone_mode=False: usage errors reach us, to be told in Chinese

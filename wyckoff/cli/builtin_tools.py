@@ -10,8 +10,21 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from wyckoff import archive_store
+from wyckoff.agents.backtest import BACKTEST_TOOL
+from wyckoff.agents.history import QUERY_HISTORY_TOOL
+from wyckoff.agents.overview import OVERVIEW_TOOLS
+from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
+from wyckoff.agents.reports import REPORT_TOOLS
+from wyckoff.agents.screening import SCREEN_TOOL
+from wyckoff.agents.stocks import STOCK_TOOLS
+from wyckoff.agents.sweep import SWEEP_TOOL
 from wyckoff.cli.background import CHECK_BACKGROUND_TASKS
+from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
+from wyckoff.cli.local_tools.shell import EXEC_COMMAND
+from wyckoff.cli.local_tools.web import WEB_FETCH
 from wyckoff.cli.messages import is_consent
+from wyckoff.cli.skills import EXECUTE_SKILL
 from wyckoff.cli.tools import (
     RESULTS_DIR,
     ToolContext,
@@ -20,6 +33,7 @@ from wyckoff.cli.tools import (
     ToolSpec,
     canonical_args,
 )
+from wyckoff.errors import UsageError
 
 READ_LIMIT = 6_000
 
@@ -143,11 +157,8 @@ class RestoreArchiveParams(BaseModel):
 
 
 def restore_context_archive(params: RestoreArchiveParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.cli.compaction import restore_context_archive as restore
-    from wyckoff.errors import UsageError
-
     try:
-        messages = restore(context.home, params.ref)
+        messages = archive_store.restore_context_archive(context.home, params.ref)
     except UsageError as exc:
         raise ToolFailure(exc.message) from None
     context.egress.note_history(  # the restored results count as read in this session
@@ -172,19 +183,14 @@ RUNTIME_TOOLS = (READ_TOOL_RESULT, CHECK_BACKGROUND_TASKS, ASK_USER, RESTORE_CON
 
 def default_registry() -> ToolRegistry:
     """Every tool the agent has."""
-    from wyckoff.agents.market import MARKET_TOOLS
-    from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
-    from wyckoff.agents.reports import REPORT_TOOLS
-    from wyckoff.agents.sweep import SWEEP_TOOL
-    from wyckoff.cli.local_tools.files import READ_FILE, WRITE_FILE
-    from wyckoff.cli.local_tools.shell import EXEC_COMMAND
-    from wyckoff.cli.local_tools.web import WEB_FETCH
-    from wyckoff.cli.skills import EXECUTE_SKILL
-
     local_tools = [READ_FILE, WRITE_FILE, EXEC_COMMAND, WEB_FETCH]
     return ToolRegistry(
         [
-            *MARKET_TOOLS,
+            *STOCK_TOOLS,
+            *OVERVIEW_TOOLS,
+            SCREEN_TOOL,
+            BACKTEST_TOOL,
+            QUERY_HISTORY_TOOL,
             SWEEP_TOOL,
             *PORTFOLIO_TOOLS,
             *REPORT_TOOLS,

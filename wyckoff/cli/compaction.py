@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wyckoff.archive_store import ARCHIVE_DIR
 from wyckoff.cli.chat_log import without_secrets
 from wyckoff.cli.messages import (
     AssistantMessage,
@@ -30,13 +31,12 @@ from wyckoff.cli.messages import (
     tool_calls_of,
 )
 from wyckoff.cli.tokens import byte_bound, count_message, count_messages
-from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.config import redact_value
+from wyckoff.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     from wyckoff.cli.tokens import MessageTokenCache
 
-ARCHIVE_DIR = "context_archive"
 TAIL_TOKENS = 20_000
 TAIL_SHARE_OF_THRESHOLD = 0.4
 TAIL_MIN_MESSAGES = 4
@@ -303,40 +303,6 @@ def archive_messages(
         json.dumps(redact_value(metadata), ensure_ascii=False, indent=2), encoding="utf-8"
     )
     return ref
-
-
-def restore_context_archive(home: Path, ref: str) -> list[Message]:
-    from wyckoff.errors import UsageError
-
-    match = re.fullmatch(r"archive://([\w-]+)/(ctx_[\w]+)", ref.strip())
-    path = home / ARCHIVE_DIR / match.group(1) / f"{match.group(2)}.jsonl" if match else None
-    if path is None or not path.is_file():
-        raise UsageError(f"找不到归档 {ref}。")
-    return [
-        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
-
-
-def search_archives(home: Path, query: str, limit: int = 10) -> list[dict[str, Any]]:
-    """Archive metadata matching a code, keyword or text of the summary (newest first)."""
-    folder = home / ARCHIVE_DIR
-    hits = []
-    for path in (
-        sorted(folder.glob("*/*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        if folder.exists()
-        else []
-    ):
-        metadata = json.loads(path.read_text(encoding="utf-8"))
-        haystack = " ".join(
-            [metadata["summary"], *metadata["codes"], *metadata["keywords"], *metadata["paths"]]
-        )
-        if not query or query in haystack:
-            hits.append(
-                {k: metadata[k] for k in ("ref", "created_at", "summary", "codes", "keywords")}
-            )
-        if len(hits) >= limit:
-            break
-    return hits
 
 
 # --- the whole step ---------------------------------------------------------------------------------

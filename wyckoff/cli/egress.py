@@ -11,10 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from wyckoff.cli.tools import ToolSpec
+
+class GuardedTool(Protocol):
+    """What the guard reads of a tool (a `ToolSpec`, which imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def reads_private(self) -> bool: ...
+
+    @property
+    def destination(self) -> Callable[[Any], str | None] | None: ...
 
 
 @dataclass
@@ -28,19 +38,19 @@ class EgressGuard:
     def guarded(self) -> bool:
         return bool(self.private_reads)
 
-    def note_read(self, spec: ToolSpec | None) -> None:
+    def note_read(self, spec: GuardedTool | None) -> None:
         """A call of `spec` returned data: private data puts the session under guard."""
         if spec is not None and spec.reads_private and spec.name not in self.private_reads:
             self.private_reads.append(spec.name)
 
     def note_history(
-        self, tool_names: Iterable[str], spec_of: Callable[[str], ToolSpec | None]
+        self, tool_names: Iterable[str], spec_of: Callable[[str], GuardedTool | None]
     ) -> None:
         """A resumed or forked session's earlier results count as read in this one."""
         for name in tool_names:
             self.note_read(spec_of(name))
 
-    def host_to_approve(self, spec: ToolSpec, params: Any) -> str | None:
+    def host_to_approve(self, spec: GuardedTool, params: Any) -> str | None:
         """The host this call would send to, when that needs the user's approval now."""
         if spec.destination is None or not self.guarded:
             return None

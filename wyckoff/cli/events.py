@@ -28,9 +28,9 @@ from wyckoff.cli.providers.base import (
     ProviderSwitch,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     ToolCalls,
 )
+from wyckoff.token_usage import TokenUsage
 
 DoneStatus = Literal["completed", "max_rounds", "cancelled", "error"]
 # How a risky call came to run: --approve-all, --approve TOOL, "always allow" this session,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from wyckoff.config import ModelConfig
 
 if TYPE_CHECKING:
-    from wyckoff.cli.providers.base import TokenUsage
+    from wyckoff.token_usage import TokenUsage
 
 CACHE_WRITE_PRICE_FACTOR = 1.25  # Anthropic: 5-minute cache writes cost 1.25x input
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from wyckoff.cli.messages import UserMessage
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
+from wyckoff.config import redact_text
 from wyckoff.errors import UsageError
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -108,8 +109,6 @@ class SkillLibrary:
 
     def _warn(self, text: str) -> None:
         """A warning about a skill file; it may quote a line of the file, so keys are masked."""
-        from wyckoff.config import redact_text
-
         self.warnings.append(redact_text(text))
 
     def get(self, name: str) -> Skill:

@@ -20,8 +20,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from wyckoff.cli.events import RuntimeEvent
+from wyckoff.cli.tokens import count_text
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec
-from wyckoff.cli.untrusted import PROMPT_RULE
+from wyckoff.untrusted import PROMPT_RULE
 
 MAX_PARALLEL_DELEGATES = 3
 FORWARDED_EVENTS = ("text_delta", "tool_start", "tool_result", "tool_error", "approved", "usage")
@@ -204,8 +205,6 @@ def next_action_policy(status: DelegationStatus, policy: SubAgentPolicy) -> dict
 
 def trim_context(context: str, budget_tokens: int) -> tuple[str, bool]:
     """`context` within `budget_tokens`: the most recent part, marked, when it is over."""
-    from wyckoff.cli.tokens import count_text
-
     if count_text(context) <= budget_tokens:
         return context, False
     low, high = 0, len(context)  # the smallest start whose tail fits
@@ -231,8 +230,6 @@ def cut_result(text: str, budget_chars: int) -> tuple[str, bool]:
 
 def brief_for(task: str, context: str, policy: SubAgentPolicy) -> tuple[str, bool]:
     """The sub-agent's one user message: the task and the budgeted context."""
-    from wyckoff.cli.tokens import count_text
-
     if not context.strip():
         return task, False
     room = max(policy.context_budget_tokens - count_text(task), 0)

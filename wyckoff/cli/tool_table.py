@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.sub_agents import SubAgents
 from wyckoff.cli.tools import ToolRegistry
 
 START = "<!-- tool-table:start（由 python -m wyckoff.cli.tool_table --write 生成，勿手改） -->"
@@ -44,9 +46,6 @@ def readme_with_table(readme: str, table: str) -> str:
 def main_agent_tools() -> ToolRegistry:
     """Every tool the main agent is given: the default registry and the delegate tools (an
     MCP server's tools are the user's own and not listed)."""
-    from wyckoff.cli.builtin_tools import default_registry
-    from wyckoff.cli.sub_agents import SubAgents
-
     registry = default_registry()
     for spec in SubAgents(runtime=None).specs():  # their definitions only: nothing delegates
         registry.register(spec)

@@ -12,27 +12,22 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, InvalidStateError, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from wyckoff.cli.egress import EgressGuard
 from wyckoff.cli.events import ToolError, ToolResult
 from wyckoff.cli.providers.base import MAX_ARGS_DEPTH
-from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.cli.visible_text import visible
 from wyckoff.config import describe_pydantic_error, redact_text
 from wyckoff.errors import WyckoffError
-
-if TYPE_CHECKING:
-    from wyckoff.agents.market import MarketData
-    from wyckoff.cli.background import BackgroundTaskManager
-    from wyckoff.cli.skills import SkillLibrary
+from wyckoff.untrusted import mark_untrusted
 
 MAX_RESULT_CHARS = 8_000
 RESULT_HEAD_CHARS = 3_000
@@ -88,6 +83,41 @@ class DaemonThreads(Executor):
 TOOL_THREADS = DaemonThreads()
 
 
+# What the session lends its tools, by what the tools use of it: the contract names no
+# implementation (cli/skills.py, cli/background.py, agents/market_data.py supply them).
+
+
+class SkillText(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def expand(self, user_input: str) -> str: ...
+
+
+class Skills(Protocol):
+    def get(self, name: str) -> SkillText: ...
+
+
+class TaskView(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+class BackgroundTasks(Protocol):
+    def tasks(self, session_id: str | None) -> Sequence[TaskView]: ...
+
+    def stored(
+        self, session_id: str | None, task_id: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+class OpenMarket(Protocol):
+    @property
+    def source(self) -> str: ...
+
+
 @dataclass
 class ToolContext:
     """What a tool may use: the provider, the registry, progress and cancel, and what every
@@ -98,12 +128,12 @@ class ToolContext:
     session_id: str | None = None
     provider: Any = None
     store: Any = None
-    skills: SkillLibrary | None = None
+    skills: Skills | None = None
     config: Any = None  # read once per turn by the runtime; None outside a turn
-    background: BackgroundTaskManager | None = None
+    background: BackgroundTasks | None = None
     # (tool, canonical args) the user agreed to through ask_user: each allows one call
     consents: set[tuple[str, str]] = field(default_factory=set)
-    markets: dict[str, MarketData] = field(default_factory=dict)  # the open one, by source
+    markets: dict[str, OpenMarket] = field(default_factory=dict)  # the open one, by source
     egress: EgressGuard = field(default_factory=EgressGuard)
     cancel_event: CancelEvent = field(default_factory=CancelEvent)
     on_progress: Callable[[dict[str, Any]], None] | None = None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from wyckoff.config import redact_value
+from wyckoff.errors import UsageError
 
 TRACES_DIR = "scratchpad"  # the folder keeps its first name: older traces stay listed
 RESULT_PREVIEW_CHARS = 2_000
@@ -68,8 +69,6 @@ def list_traces(home: Path, limit: int = 20) -> list[dict[str, Any]]:
 
 
 def read_trace(home: Path, trace_id: str) -> list[dict[str, Any]]:
-    from wyckoff.errors import UsageError
-
     folder = home / TRACES_DIR
     matches = (
         sorted(folder.glob(f"{trace_id}*.jsonl")) if folder.exists() and "/" not in trace_id else []

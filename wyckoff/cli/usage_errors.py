@@ -1,6 +1,6 @@
 """Command-line usage errors (unknown option, missing or invalid argument) in Chinese.
 
-Typer parses arguments with its own copy of Click (`typer._click`) and converts values with
+Typer parses arguments with its own copy of Click (see click_compat.py) and converts values with
 pydantic; both speak English, so the error is rebuilt here from its parts.
 """
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 
-from typer._click import exceptions as click_errors
-
+from wyckoff.cli import click_compat as click_errors
 from wyckoff.config import describe_pydantic_error
 
 

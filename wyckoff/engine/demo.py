@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wyckoff.engine.market_store import SCHEMA
 from wyckoff.engine.thresholds import MAIN_INDICES, board_of, limit_pct
 from wyckoff.faults import crash_point
 
@@ -168,8 +169,6 @@ def build_demo_store(
     """Write the demo store to `path` atomically (a temporary file renamed into place).
     The caller holds the build lock (see `ensure_demo`)."""
     import duckdb
-
-    from wyckoff.engine.market_store import SCHEMA
 
     def report(stage: str, detail: str, fraction: float | None) -> None:
         if progress:

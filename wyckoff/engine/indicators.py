@@ -12,9 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from wyckoff.engine.panel import Panel
-from wyckoff.engine.thresholds import BENCHMARK, EngineConfig
-
-MIN_VALID_SHARE = 0.8  # a window needs this share of trading days to count
+from wyckoff.engine.thresholds import BENCHMARK, MIN_VALID_SHARE, EngineConfig
 
 
 def window(a: np.ndarray, t: int, n: int) -> np.ndarray:
@@ -117,38 +115,6 @@ def index_return(panel: Panel, code: str, t: int, n: int) -> float:
     return float(series[t] / series[t - n] - 1)
 
 
-MIN_MARKET_STOCKS = 30  # fewer stocks with a volume ratio that day: no market to compare with
-
-
-def market_activity(volume: np.ndarray, n: int = 60) -> np.ndarray:
-    """Per day, the market's median volume ratio: each stock's volume over its mean of the
-    n days before, the median over stocks (1.0 where fewer than MIN_MARKET_STOCKS have one).
-    The baseline is as long as the longest volume window a trigger reads, so a lull or a
-    surge lasting weeks stays the market's, not every stock's. Point in time: day d reads
-    only days <= d."""
-    activity = np.ones(volume.shape[0])
-    if volume.shape[0] <= n:
-        return activity
-    traded = ~np.isnan(volume)
-    sums = np.cumsum(np.where(traded, volume, 0.0), axis=0)
-    counts = np.cumsum(traded, axis=0)
-    prior_sum = sums[n - 1 : -1] - np.vstack([np.zeros((1, volume.shape[1])), sums[: -n - 1]])
-    prior_count = counts[n - 1 : -1] - np.vstack([np.zeros((1, volume.shape[1])), counts[: -n - 1]])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(
-            prior_count >= n * MIN_VALID_SHARE, volume[n:] / prior_sum * prior_count, np.nan
-        )
-    valid = np.sum(~np.isnan(ratio), axis=1)
-    ordered = np.sort(np.where(np.isnan(ratio), np.inf, ratio), axis=1)  # NaN sorted last
-    rows = np.arange(len(ratio))
-    lower, upper = np.maximum(valid - 1, 0) // 2, valid // 2
-    with np.errstate(invalid="ignore"):
-        median = (ordered[rows, lower] + ordered[rows, upper]) / 2
-    enough = valid >= MIN_MARKET_STOCKS
-    activity[n:] = np.where(enough & (median > 0), median, 1.0)
-    return activity
-
-
 def features_at(panel: Panel, t: int, cfg: EngineConfig) -> SimpleNamespace:
     """Every per-stock indicator the funnel and diagnosis need, at day index t."""
     c = panel.close[t]
@@ -159,7 +125,6 @@ def features_at(panel: Panel, t: int, cfg: EngineConfig) -> SimpleNamespace:
         wmean(panel.close, t, 200),
     )
     f.ma20_prev5 = wmean(panel.close, t - 5, 20) if t >= 5 else np.full_like(c, np.nan)
-    f.ma50_prev5 = wmean(panel.close, t - 5, 50) if t >= 5 else np.full_like(c, np.nan)
     for n in (1, 3, 5, 10, 20, 50, 60, 120):
         setattr(f, f"ret{n}", ret(panel.close, t, n))
     f.rps50, f.rps120 = percentile_rank(f.ret50), percentile_rank(f.ret120)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from wyckoff.engine.activity import market_activity
+
 BAR_FIELDS = ("open", "high", "low", "close", "volume", "amount")
 DAILY_FIELDS = ("raw_close", "market_cap", "turnover_rate", "is_st")  # Panel's per-date arrays
 PER_DATE = ("raw_close", "total_mv", "float_mv", "turnover_rate", "is_st")  # stored columns
@@ -36,7 +38,7 @@ class Panel:
     turnover_rate: np.ndarray | None = None  # (T, N) fraction of float shares traded
     is_st: np.ndarray | None = None  # (T, N) bool
     caveats: list[str] = field(default_factory=list)  # data weaknesses, in Chinese
-    market_activity: np.ndarray | None = None  # (T,) see indicators.market_activity
+    market_activity: np.ndarray | None = None  # (T,) see activity.market_activity
 
     def __post_init__(self) -> None:
         """Fill per-date facts the source did not provide (see `fill_daily_facts`)."""
@@ -64,8 +66,6 @@ class Panel:
     def activity(self) -> np.ndarray:
         """The market's activity per day (`market_activity`), computed once per panel."""
         if self.market_activity is None:
-            from wyckoff.engine.indicators import market_activity  # indicators reads Panels
-
             self.market_activity = market_activity(self.volume)
         return self.market_activity
 

@@ -21,6 +21,7 @@ TRADABLE_PREFIXES = (
     "689",
 )
 BENCHMARK = "000001.SH"
+MIN_VALID_SHARE = 0.8  # a window needs this share of trading days to count
 SMALL_CAP_BENCHMARK = "399006.SZ"
 MAIN_INDICES = {
     "000001.SH": "上证指数",

@@ -14,6 +14,7 @@ import os
 import sys
 
 from wyckoff.errors import UsageError, WyckoffError
+from wyckoff.store import Store
 
 TOKEN_VARIABLE = "WYCKOFF_MCP_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -90,7 +91,6 @@ def open_context(tier: int):
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import load_config, wyckoff_home
-    from wyckoff.store import Store
 
     home = wyckoff_home()
     config = load_config(home)

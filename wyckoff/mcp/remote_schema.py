@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wyckoff.cli.untrusted import mark_untrusted
 from wyckoff.errors import WyckoffError
+from wyckoff.untrusted import mark_untrusted
 
 MAX_TOOL_DESCRIPTION_CHARS = 1_000
 MAX_FIELD_DESCRIPTION_CHARS = 200

@@ -9,4 +9,5 @@ recall     which memories a message brings into this turn (`build_memory_context
 dedup      the two-stage check before any write, and supersession
 extraction L1 memories from a finished conversation or a compaction's head; "记住：..."
 layers     L2 playbooks and L3 persona summarised from the latest L1s
+tagged     the `[标签] 内容` lines both read from the model's replies
 """

@@ -21,14 +21,15 @@ from typing import Any
 
 from wyckoff.errors import UsageError
 from wyckoff.memory.dedup import AddOutcome, AskModel, add_memory
+from wyckoff.memory.layers import refresh_memory_layers
 from wyckoff.memory.store import MAX_CONTENT_CHARS, MemoryStore, check_type
+from wyckoff.memory.tagged import parse_tagged
 
 MIN_MESSAGES = 4
 SUMMARY_LINES = 40
 TOOL_RESULT_CHARS = 200
 MAX_EXTRACTED = 3
 L1_TAGS = {"偏好": "preference", "决策": "decision"}
-TAGGED_LINE = re.compile(r"^\s*[-*]?\s*\[([^\]]+)\]\s*(.+?)\s*$")
 REMEMBER_REQUEST = re.compile(r"^\s*(?:请)?记住[：:]\s*(.+)$", re.S)
 
 SESSION_SUMMARY_PROMPT = """你在为一位 A 股投资者整理长期记忆。从下面的对话里只提取以后能稳定改善交易决策的信息：
@@ -80,16 +81,6 @@ def summary_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-def parse_tagged(reply: str, tags: dict[str, str], limit: int) -> list[tuple[str, str]]:
-    """(type, content) for each `[tag] content` line whose tag is known."""
-    found = []
-    for line in reply.splitlines():
-        match = TAGGED_LINE.match(line)
-        if match and match.group(1).strip() in tags and match.group(2):
-            found.append((tags[match.group(1).strip()], match.group(2)))
-    return found[:limit]
-
-
 def gate(
     memories: MemoryStore, messages: Sequence[Mapping[str, Any]], has_model: bool
 ) -> tuple[str | None, str]:
@@ -115,8 +106,6 @@ def extract_session_memories(
     skip_layers: bool = False,
 ) -> ExtractionResult:
     """Extract, dedup and write; then the layer refresh unless `skip_layers` (exit)."""
-    from wyckoff.memory.layers import refresh_memory_layers
-
     digest, why_not = gate(memories, messages, ask is not None)
     if digest is None:
         return ExtractionResult("skipped", why_not)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 
 from wyckoff.memory.dedup import AskModel, add_memory
-from wyckoff.memory.extraction import parse_tagged
 from wyckoff.memory.store import L1_TYPES, MemoryStore
+from wyckoff.memory.tagged import parse_tagged
 
 RECENT_L1 = 30
 MIN_L1 = 3

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from wyckoff.archive_store import search_archives
 from wyckoff.memory.codes import resolve_codes
 from wyckoff.memory.store import HAN, Memory, MemoryStore, utc_now
+from wyckoff.untrusted import mark_untrusted
 
 WEIGHTS = {"code": 1.2, "fts": 0.8, "keyword": 0.25}
 HALF_LIFE_DAYS = {"decision": 14.0, "playbook": 21.0, "scenario": 21.0}  # others never decay
@@ -171,8 +173,6 @@ def section_of(memory: Memory) -> str:
 def mark_data_section(lines: list[str]) -> list[str]:
     """The data section's lines inside the untrusted-data marker, so its text can neither
     pass for the user's words nor close the marker."""
-    from wyckoff.cli.untrusted import mark_untrusted
-
     if DATA_TITLE not in lines:
         return lines
     start = lines.index(DATA_TITLE) + 1
@@ -182,8 +182,6 @@ def mark_data_section(lines: list[str]) -> list[str]:
 
 def archive_recall_lines(home: Path, text: str, codes: list[str]) -> list[str]:
     """Compaction archives that hold a stock or ref the message mentions."""
-    from wyckoff.cli.compaction import search_archives
-
     refs = set(ARCHIVE_REF.findall(text))
     if not refs and not codes:
         return []

@@ -27,6 +27,7 @@ from wyckoff.cli.events import (
     sub_agent_of,
 )
 from wyckoff.cli.output import json_text, say_cancelled
+from wyckoff.errors import UsageError
 
 if TYPE_CHECKING:
     from wyckoff.cli.agent import Agent
@@ -82,7 +83,6 @@ def ask(
 ) -> None:
     """无界面提问 / ask the agent headless."""
     from wyckoff.cli.agent import open_agent
-    from wyckoff.errors import UsageError
 
     text = _question_text(question)
     if not text.strip():
@@ -119,8 +119,6 @@ def ask(
 
 def _question_text(question: str) -> str:
     """The question (`-`: from stdin), refused unless it is valid UTF-8."""
-    from wyckoff.errors import UsageError
-
     text = (
         sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if question == "-" else question
     )

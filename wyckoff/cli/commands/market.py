@@ -12,6 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
+from wyckoff.cli.output import print_json, print_notice, print_table
+from wyckoff.engine.sources.choice import SOURCES, chosen_source, resolve_source, tushare_token
+from wyckoff.errors import UsageError
+from wyckoff.store import Store
+
 data_app = typer.Typer(
     help="行情数据 / market data: sync, status, use, import.",
     no_args_is_help=True,
@@ -31,7 +36,6 @@ def _context():
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import wyckoff_home
-    from wyckoff.store import Store
 
     home = wyckoff_home()
     return ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
@@ -66,7 +70,7 @@ def _with_progress(label: str, work):
 def _build_demo(home) -> bool:
     """Build the demo store now, with progress, unless it is already complete."""
     from wyckoff.engine.market_store import MarketStore
-    from wyckoff.engine.sources import demo_complete, ensure_demo
+    from wyckoff.engine.sources.demo import demo_complete, ensure_demo
 
     if demo_complete(MarketStore.for_source(home, "demo")):
         return False
@@ -118,8 +122,6 @@ def _same_destination(first, second) -> bool:
 
 
 def _note(result: dict[str, Any]) -> None:
-    from wyckoff.cli.output import print_notice
-
     source = f"数据源：{result.get('source')}，截至 {result.get('as_of')}"
     print_notice(source)
     if result.get("data_note"):  # on stdout: a piped or saved output keeps the demo label
@@ -135,8 +137,7 @@ def screen(
     json_output: JsonOption = False,
 ) -> None:
     """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
-    from wyckoff.agents.market import ScreenParams, screen_stocks
-    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.agents.screening import ScreenParams, screen_stocks
 
     result = _call(screen_stocks, _params(ScreenParams, board=board), label="全市场筛选")
     if json_output:
@@ -176,8 +177,7 @@ def analyze(
     json_output: JsonOption = False,
 ) -> None:
     """诊断一只股票 / diagnose one stock."""
-    from wyckoff.agents.market import AnalyzeParams, analyze_stock
-    from wyckoff.cli.output import print_json
+    from wyckoff.agents.stocks import AnalyzeParams, analyze_stock
 
     result = _call(analyze_stock, _params(AnalyzeParams, code=stock, cost=cost), label="个股诊断")
     if json_output:
@@ -209,8 +209,7 @@ def _known(value: float | None, unit: str = "", sign: str = "") -> str:
 
 def market(json_output: JsonOption = False) -> None:
     """大盘概览 / market overview."""
-    from wyckoff.agents.market import NoParams, get_market_overview
-    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.agents.overview import NoParams, get_market_overview
 
     result = _call(get_market_overview, NoParams(), label="大盘概览")
     if json_output:
@@ -252,8 +251,7 @@ def backtest(
     """漏斗策略回测 / point-in-time backtest of the funnel."""
     if ctx.invoked_subcommand:  # `backtest sweep` / `backtest sweeps`
         return
-    from wyckoff.agents.market import BacktestParams, run_backtest_tool
-    from wyckoff.cli.output import print_json, print_table
+    from wyckoff.agents.backtest import BacktestParams, run_backtest_tool
 
     params = _params(
         BacktestParams,
@@ -311,7 +309,7 @@ def backtest(
 
 def _print_benchmark(benchmark: dict[str, Any]) -> None:
     """The market over the same window, and whether the strategy beat it."""
-    from wyckoff.agents.market import signed_pct
+    from wyckoff.agents.market_data import signed_pct
 
     shown = "，".join(
         f"{row['name']} {signed_pct(row['return_pct'])}" for row in benchmark["indices"]
@@ -327,7 +325,6 @@ def _params(model, **values):
     from pydantic import ValidationError
 
     from wyckoff.config import describe_validation_error
-    from wyckoff.errors import UsageError
 
     try:
         return model(**{k: v for k, v in values.items() if v is not None})
@@ -348,10 +345,7 @@ def use(
     ] = None,
 ) -> None:
     """选择数据源 / choose the data source."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
-    from wyckoff.engine.sources import SOURCES, tushare_token
-    from wyckoff.errors import UsageError
 
     if source not in SOURCES:
         raise UsageError(f"未知的数据源 '{source}'：可选 {', '.join(SOURCES)}。")
@@ -376,10 +370,8 @@ def use(
 @data_app.command("status")
 def status(json_output: JsonOption = False) -> None:
     """数据覆盖情况 / what the market store holds."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.config import load_config, wyckoff_home
     from wyckoff.engine.market_store import MarketStore
-    from wyckoff.engine.sources import chosen_source, resolve_source
 
     home = wyckoff_home()
     config = load_config(home)
@@ -432,9 +424,8 @@ def sync(
     codes: Annotated[str | None, typer.Option("--codes", help="只同步这些代码，逗号分隔")] = None,
 ) -> None:
     """增量同步行情（可断点续传）/ incremental, resumable sync."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import load_config, wyckoff_home
-    from wyckoff.engine.sources import sync as run_sync
+    from wyckoff.engine.sources.sync import sync as run_sync
 
     home = wyckoff_home()
     config = load_config(home)
@@ -453,7 +444,6 @@ def import_file(
     """导入自己的日线 / load daily bars from a CSV or Parquet file."""
     from pathlib import Path
 
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
     from wyckoff.engine.bar_import import import_bars
     from wyckoff.engine.market_store import MarketStore

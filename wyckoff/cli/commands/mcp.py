@@ -6,6 +6,9 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.output import print_notice, print_table
+from wyckoff.errors import UsageError, WyckoffError
+
 app = typer.Typer(
     help="外部 MCP 服务器 / MCP servers: add, list, rm, test.",
     no_args_is_help=True,
@@ -31,9 +34,7 @@ def add(
     ] = 30.0,
 ) -> None:
     """添加服务器：`wyckoff mcp add NAME -- 命令 参数…` 或 `wyckoff mcp add NAME --url URL`。"""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import wyckoff_home
-    from wyckoff.errors import UsageError
     from wyckoff.mcp.client import ServerEntry, add_server
 
     if timeout <= 0:
@@ -54,7 +55,6 @@ def add(
 @app.command("list")
 def list_servers() -> None:
     """列出已添加的服务器 / configured servers."""
-    from wyckoff.cli.output import print_notice, print_table
     from wyckoff.config import wyckoff_home
     from wyckoff.mcp.client import load_servers
 
@@ -72,7 +72,6 @@ def list_servers() -> None:
 @app.command("rm")
 def remove(name: Annotated[str, typer.Argument(help="服务器名")]) -> None:
     """删除服务器 / remove a server."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import wyckoff_home
     from wyckoff.mcp.client import remove_server
 
@@ -83,9 +82,7 @@ def remove(name: Annotated[str, typer.Argument(help="服务器名")]) -> None:
 @app.command("test")
 def test(name: Annotated[str, typer.Argument(help="服务器名")]) -> None:
     """连接服务器并列出它的工具 / connect and list its tools."""
-    from wyckoff.cli.output import print_table
     from wyckoff.config import wyckoff_home
-    from wyckoff.errors import WyckoffError
     from wyckoff.mcp.client import RemoteServers, load_servers, tool_name, unavailable
 
     home = wyckoff_home()

@@ -7,8 +7,12 @@ from typing import Annotated
 
 import typer
 
-from wyckoff.cli.output import local_time
+from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 from wyckoff.errors import UsageError
+from wyckoff.memory.extraction import remember
+from wyckoff.memory.recall import search as recall_search
+from wyckoff.memory.store import PROVENANCE_LABELS, TYPE_LABELS, TYPES, MemoryStore
+from wyckoff.store import Store
 
 app = typer.Typer(
     help="长期记忆 / long-term memory: list, show, add, rm, search, trace, export.",
@@ -26,8 +30,6 @@ class ExportFormat(StrEnum):
 
 def _memories():
     from wyckoff.config import remember_configured_secrets, wyckoff_home
-    from wyckoff.memory.store import MemoryStore
-    from wyckoff.store import Store
 
     home = wyckoff_home()
     home.mkdir(parents=True, exist_ok=True)
@@ -36,8 +38,6 @@ def _memories():
 
 
 def _origin(memory) -> str:
-    from wyckoff.memory.store import PROVENANCE_LABELS
-
     return PROVENANCE_LABELS.get(memory.provenance, memory.provenance)
 
 
@@ -62,8 +62,6 @@ def list_memories(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出记忆（新的在前）/ list memories, newest first."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
-
     memories = _memories().list_memories(memory_type)
     if json_output:
         print_json({"memories": [m.as_dict() for m in memories]})
@@ -94,8 +92,6 @@ def show(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """显示一条记忆 / print one memory."""
-    from wyckoff.cli.output import print_json
-
     memory = _memories().require(_memory_id(memory_id))
     if json_output:
         print_json(memory.as_dict())
@@ -121,9 +117,6 @@ def add(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """添加一条记忆（与已有记忆去重）/ add a memory (deduplicated)."""
-    from wyckoff.cli.output import print_json
-    from wyckoff.memory.extraction import remember
-
     outcome = remember(_memories(), content, memory_type, source_ref="cli")
     if outcome.status == "skipped":  # e.g. a rule about approvals: not something memory holds
         raise UsageError(outcome.sentence())
@@ -149,9 +142,6 @@ def search(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """按召回规则搜索记忆，显示命中管道和得分 / search as recall does."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
-    from wyckoff.memory.recall import search as recall_search
-
     hits = recall_search(_memories(), query)
     if json_output:
         print_json(
@@ -181,8 +171,6 @@ def trace(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """回看记忆的来源和取代链 / where a memory came from and what replaced it."""
-    from wyckoff.cli.output import print_json
-
     memories = _memories()
     memory = memories.require(_memory_id(memory_id))
     chain = memories.chain(memory.id)
@@ -222,9 +210,6 @@ def export(
     export_format: Annotated[ExportFormat, typer.Option("--format")] = ExportFormat.md,
 ) -> None:
     """导出全部记忆 / export every memory (md or json)."""
-    from wyckoff.cli.output import print_json
-    from wyckoff.memory.store import TYPE_LABELS, TYPES
-
     memories = _memories().list_memories(limit=10_000)
     if export_format == ExportFormat.json:
         print_json({"memories": [m.as_dict() for m in memories]})

@@ -7,6 +7,11 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.output import is_interactive, print_json, print_notice, print_table
+from wyckoff.errors import ConfigError, UsageError
+from wyckoff.store import Store
+from wyckoff.usage_store import record_usage, usage_summary
+
 app = typer.Typer(
     help="配置模型 / manage models: add, list, rm, default, fallback, cost, usage, test.",
     no_args_is_help=True,
@@ -56,8 +61,6 @@ def _editable(config, *model_ids: str):
 
 
 def _require(config, model_id: str):
-    from wyckoff.errors import ConfigError
-
     model = config.find(model_id)
     if model is None:
         known = ", ".join(m.id for m in config.models) or "无"
@@ -91,9 +94,6 @@ def add(
     max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens")] = None,
 ) -> None:
     """添加或更新一个模型 / add or update a model."""
-    from wyckoff.cli.output import is_interactive
-    from wyckoff.errors import UsageError
-
     if api_key and api_key_env:
         raise UsageError("--api-key 与 --api-key-env 只能给一个。")
     given = {
@@ -133,8 +133,6 @@ def _ask_for_missing(given: dict) -> dict:
 
 
 def _require_provider_and_model(model_id: str, given: dict) -> None:
-    from wyckoff.errors import UsageError
-
     missing = [name for name in ("provider", "model") if not given[name]]
     if missing:
         raise UsageError(
@@ -143,8 +141,6 @@ def _require_provider_and_model(model_id: str, given: dict) -> None:
 
 
 def _report_saved(config, model_id: str, *, updated: bool) -> None:
-    from wyckoff.cli.output import print_notice
-
     model = config.find(model_id)
     verb = "已更新" if updated else "已添加"
     mark = "（默认）" if config.default == model_id else ""
@@ -158,7 +154,6 @@ def list_models(
     json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出模型（密钥不显示）/ list models; keys are never printed."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.cli.providers.context_windows import context_window_of
     from wyckoff.config import effective_config
 
@@ -238,8 +233,6 @@ def _price_text(row: dict) -> str:
 @app.command("rm")
 def remove(model_id: ModelIdArg) -> None:
     """删除模型 / remove a model."""
-    from wyckoff.cli.output import print_notice
-
     with _editing() as (home, config):
         _require(config, model_id)
         models = [m for m in config.models if m.id != model_id]
@@ -262,8 +255,6 @@ def remove(model_id: ModelIdArg) -> None:
 @app.command("default")
 def set_default(model_id: ModelIdArg) -> None:
     """设置默认模型 / set the default model."""
-    from wyckoff.cli.output import print_notice
-
     with _editing() as (home, config):
         config = _editable(config, model_id)
         _require(config, model_id)
@@ -277,9 +268,7 @@ def set_fallback(
     model_id: Annotated[str, typer.Argument(help="备用模型 id，或 none 取消")],
 ) -> None:
     """设置备用模型（限流、超时、服务故障时接管）/ set the fallback model, or `none`."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import effective_config
-    from wyckoff.errors import UsageError
 
     with _editing() as (home, config):
         if model_id.lower() == "none":
@@ -303,8 +292,6 @@ def set_cost(
     context_window: Annotated[int | None, typer.Option("--context-window")] = None,
 ) -> None:
     """设置价格与上下文窗口 / set prices per 1M tokens and the context window."""
-    from wyckoff.cli.output import print_notice
-
     with _editing() as (home, config):
         config = _editable(config, model_id)
         _require(config, model_id)
@@ -325,10 +312,6 @@ def usage(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """按模型汇总用量与费用 / tokens and cost per model."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
-    from wyckoff.store import Store
-    from wyckoff.usage_store import usage_summary
-
     home, _ = _load()
     rows = usage_summary(Store.in_home(home), days)
     if json_output:
@@ -371,8 +354,6 @@ def test(model_id: ModelIdArg) -> None:
     from wyckoff.cli.pricing import price
     from wyckoff.cli.providers.factory import make_provider
     from wyckoff.config import effective_config
-    from wyckoff.store import Store
-    from wyckoff.usage_store import record_usage
 
     home, stored = _load()
     config = effective_config(stored)

@@ -6,6 +6,9 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.output import local_time, local_today, print_json, print_notice, print_table
+from wyckoff.store import Store
+
 app = typer.Typer(
     help="持仓 / portfolio: list, add, rm, cash, history, undo.",
     no_args_is_help=True,
@@ -16,14 +19,12 @@ app = typer.Typer(
 def _book():
     from wyckoff.agents.portfolio import Portfolio
     from wyckoff.config import wyckoff_home
-    from wyckoff.store import Store
 
     return Portfolio(Store.in_home(wyckoff_home()))
 
 
 def _done(change: dict) -> None:
     from wyckoff.agents.portfolio import describe_change
-    from wyckoff.cli.output import print_notice
 
     print_notice(describe_change(change))
 
@@ -32,7 +33,6 @@ def _done(change: dict) -> None:
 def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """列出持仓与现金 / positions and cash."""
     from wyckoff.agents.portfolio import price_text
-    from wyckoff.cli.output import print_json, print_notice, print_table
 
     book = _book()
     positions, cash = book.positions(), book.cash()
@@ -74,8 +74,6 @@ def add(
     stop_loss: Annotated[float | None, typer.Option("--stop-loss")] = None,
 ) -> None:
     """添加持仓（已有则加仓并摊薄成本）/ add a position."""
-    from wyckoff.cli.output import local_today
-
     _done(
         _book().add(code, name, shares, cost, buy_dt or local_today().strftime("%Y%m%d"), stop_loss)
     )
@@ -96,8 +94,6 @@ def cash(amount: Annotated[float, typer.Argument(help="可用现金")]) -> None:
 @app.command("history")
 def history(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """持仓改动记录（谁、何时、改了什么）/ change history."""
-    from wyckoff.cli.output import local_time, print_json, print_table
-
     rows = _book().history()
     if json_output:
         print_json({"history": rows})

@@ -7,6 +7,10 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.chat_log import ChatLog, export_markdown, without_secrets
+from wyckoff.cli.output import local_time, print_json, print_notice, print_table
+from wyckoff.store import Store
+
 app = typer.Typer(
     help="会话记录 / saved sessions: list, show, export, fork.",
     no_args_is_help=True,
@@ -20,9 +24,7 @@ class ExportFormat(StrEnum):
 
 
 def _chat_log():
-    from wyckoff.cli.chat_log import ChatLog
     from wyckoff.config import wyckoff_home
-    from wyckoff.store import Store
 
     return ChatLog(Store.in_home(wyckoff_home()))
 
@@ -33,8 +35,6 @@ def list_sessions(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出最近的会话 / recent sessions."""
-    from wyckoff.cli.output import local_time, print_json, print_notice, print_table
-
     sessions = _chat_log().list_sessions(limit)
     if json_output:
         print_json({"sessions": sessions})
@@ -51,8 +51,6 @@ def list_sessions(
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
     """显示会话内容 / print a session."""
-    from wyckoff.cli.chat_log import export_markdown, without_secrets
-
     chat_log = _chat_log()
     messages = [without_secrets(m) for m in chat_log.load(session_id)]
     typer.echo(export_markdown(chat_log.require(session_id), messages))
@@ -64,9 +62,6 @@ def export(
     format: Annotated[ExportFormat, typer.Option("--format", help="md | json")] = ExportFormat.md,
 ) -> None:
     """导出会话 / export a session as Markdown or JSON."""
-    from wyckoff.cli.chat_log import export_markdown, without_secrets
-    from wyckoff.cli.output import print_json
-
     chat_log = _chat_log()
     session = chat_log.require(session_id)
     messages = [without_secrets(m) for m in chat_log.load(session_id)]  # older logs too
@@ -90,7 +85,6 @@ def compact(
 ) -> None:
     """压缩会话上下文（原文存入可恢复归档）/ compact a session now."""
     from wyckoff.cli.agent import open_agent
-    from wyckoff.cli.output import print_notice
 
     agent = open_agent(model_id=model, session_id=session_id)
     event = agent.compact()

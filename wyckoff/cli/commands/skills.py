@@ -6,6 +6,10 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.output import print_notice, print_table
+from wyckoff.cli.prompt_templates import TEMPLATES
+from wyckoff.errors import UsageError
+
 skills_app = typer.Typer(
     help="技能 / skills: list, show.", no_args_is_help=True, rich_markup_mode=None
 )
@@ -15,7 +19,6 @@ prompt_app = typer.Typer(
 
 
 def _library():
-    from wyckoff.cli.output import print_notice
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import wyckoff_home
 
@@ -28,8 +31,6 @@ def _library():
 @skills_app.command("list")
 def list_skills() -> None:
     """列出内置与用户技能 / built-in and user skills."""
-    from wyckoff.cli.output import print_table
-
     library = _library()
     print_table(
         "技能",
@@ -52,9 +53,6 @@ def _origin(skill) -> str:
 @prompt_app.command("list")
 def list_prompts() -> None:
     """列出提示模板 / prompt templates."""
-    from wyckoff.cli.output import print_table
-    from wyckoff.cli.prompt_templates import TEMPLATES
-
     print_table(
         "提示模板",
         ["名称", "说明"],
@@ -65,9 +63,6 @@ def list_prompts() -> None:
 @prompt_app.command("show")
 def show_prompt(name: Annotated[str, typer.Argument(help="模板名称")]) -> None:
     """显示模板全文（把｛｝中的内容换成你的，再用 wyckoff ask 发送）/ print a template."""
-    from wyckoff.cli.prompt_templates import TEMPLATES
-    from wyckoff.errors import UsageError
-
     if name not in TEMPLATES:
         raise UsageError(f"没有名为 {name} 的模板：可选 {', '.join(TEMPLATES)}。")
     typer.echo(TEMPLATES[name][1])

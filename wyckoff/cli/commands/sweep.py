@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _params
+from wyckoff.cli.output import print_json, print_notice, print_table
+from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid, read_grid_file
+from wyckoff.engine.sweep_store import list_sweeps
+from wyckoff.errors import UsageError
 
 if TYPE_CHECKING:
     from wyckoff.config import SweepConfig
@@ -78,9 +82,6 @@ def sweep(
 
     默认在 `wyckoff backtest cluster` 保存的地方运行（未设置时为本机进程池）。"""
     from wyckoff.agents.sweep import SweepParams, run_backtest_sweep
-    from wyckoff.cli.output import print_json
-    from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid, read_grid_file
-    from wyckoff.errors import UsageError
 
     table = read_grid_file(grid_file)
     axes = _heatmap_axes(heatmap, parse_grid(table).describe())  # a bad grid stops here
@@ -129,7 +130,6 @@ def sweep(
 def _where(workers: int | None, cluster: str | None) -> SweepConfig:
     """Where this sweep runs: the flags (one of them), else the saved settings."""
     from wyckoff.config import SweepConfig, load_config
-    from wyckoff.errors import UsageError
 
     if workers is not None and cluster is not None:
         raise UsageError("--workers 用于本机进程池，--cluster 用于已有集群：两者只能选一个。")
@@ -142,7 +142,6 @@ def _where(workers: int | None, cluster: str | None) -> SweepConfig:
 
 def _local_workers(workers: int) -> int:
     from wyckoff.engine.sweep import local_cores
-    from wyckoff.errors import UsageError
 
     cores = local_cores()
     if not 1 <= workers <= cores:
@@ -161,9 +160,7 @@ def cluster(
     ] = None,
 ) -> None:
     """查看或设置参数扫描在哪里运行 / show or set where sweeps run (yours to choose)."""
-    from wyckoff.cli.output import print_notice
     from wyckoff.config import SweepConfig, load_config, save_config, wyckoff_home
-    from wyckoff.errors import UsageError
 
     home = wyckoff_home()
     config = load_config(home)
@@ -191,9 +188,6 @@ def _describe_where(where: SweepConfig) -> str:
 
 def sweeps(json_output: JsonOption = False) -> None:
     """列出以往的参数扫描 / list past sweeps."""
-    from wyckoff.cli.output import print_json, print_table
-    from wyckoff.engine.sweep_store import list_sweeps
-
     rows = list_sweeps(_context().home)
     if json_output:
         print_json(rows)
@@ -230,8 +224,6 @@ def _swept(result: dict[str, Any]) -> list[str]:
 
 
 def _print_ranking(result: dict[str, Any], top: int) -> None:
-    from wyckoff.cli.output import print_table
-
     names = _swept(result)
     shown = result["results"][:top]
     print_table(
@@ -246,7 +238,7 @@ def _print_ranking(result: dict[str, Any], top: int) -> None:
 
 def _print_window_benchmarks(result: dict[str, Any]) -> None:
     """Every combination ran over the same window: one line for the market over it."""
-    from wyckoff.agents.market import signed_pct
+    from wyckoff.agents.market_data import signed_pct
 
     first = result["results"][0]["metrics"]
     typer.echo(
@@ -258,8 +250,6 @@ def _print_window_benchmarks(result: dict[str, Any]) -> None:
 
 
 def _print_folds(result: dict[str, Any]) -> None:
-    from wyckoff.cli.output import print_table
-
     metric, label = result["metric"], METRIC_LABELS[result["metric"]]
     folds = result["folds"]
     print_table(
@@ -302,8 +292,6 @@ def _print_folds(result: dict[str, Any]) -> None:
 
 
 def _heatmap_axes(spec: str | None, grid: dict[str, list[Any]]) -> tuple[str, str] | None:
-    from wyckoff.errors import UsageError
-
     if not spec:
         return None
     names = [name.strip() for name in spec.split(",")]

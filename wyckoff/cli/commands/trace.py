@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.output import json_text, print_json, print_notice, print_table
+
 app = typer.Typer(
     help="运行追踪 / per-turn traces: list, show.", no_args_is_help=True, rich_markup_mode=None
 )
@@ -17,7 +19,6 @@ def list_traces(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出最近的追踪 / recent traces."""
-    from wyckoff.cli.output import print_json, print_notice, print_table
     from wyckoff.cli.traces import list_traces as traces_in
     from wyckoff.config import wyckoff_home
 
@@ -37,7 +38,6 @@ def list_traces(
 @app.command("show")
 def show(trace_id: Annotated[str, typer.Argument(help="追踪 id（或其开头）")]) -> None:
     """逐行显示一个追踪 / print one trace, one JSON event per line."""
-    from wyckoff.cli.output import json_text
     from wyckoff.cli.traces import read_trace
     from wyckoff.config import wyckoff_home
 

@@ -27,16 +27,10 @@ from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 from wyckoff.cli.messages import AssistantMessage, Message, ProviderReplay, ToolCall
 from wyckoff.config import ModelConfig, redact_text, remember_secrets
 from wyckoff.errors import WyckoffError
+from wyckoff.token_usage import TokenUsage
 
 ToolSchema = dict[str, Any]  # {"name", "description", "parameters": JSON Schema}
 SdkTimeout = TypeVar("SdkTimeout")
-
-
-class TokenUsage(TypedDict):
-    input_tokens: int  # uncached input only
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
 
 
 class TextDelta(TypedDict):

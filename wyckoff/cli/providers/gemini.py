@@ -20,11 +20,11 @@ from wyckoff.cli.providers.base import (
     IncompleteResponse,
     LLMProvider,
     ProviderError,
-    TokenUsage,
     ToolSchema,
     token_usage,
     too_deep,
 )
+from wyckoff.token_usage import TokenUsage
 
 if TYPE_CHECKING:
     from google import genai

@@ -22,11 +22,11 @@ from wyckoff.cli.providers.base import (
     IncompleteResponse,
     LLMProvider,
     ProviderError,
-    TokenUsage,
     ToolSchema,
     parse_json_args,
     token_usage,
 )
+from wyckoff.token_usage import TokenUsage
 
 if TYPE_CHECKING:
     import openai

@@ -28,7 +28,6 @@ from wyckoff.cli.providers.base import (
     StreamCancelled,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     usage_of,
 )
 from wyckoff.cli.runtime.approval import ApprovalPolicy, ConfirmCallback
@@ -37,8 +36,9 @@ from wyckoff.cli.runtime.turn import TurnCancelled, TurnState
 from wyckoff.cli.tokens import MessageTokenCache
 from wyckoff.cli.tools import ToolContext, ToolRegistry
 from wyckoff.cli.traces import TurnTrace
-from wyckoff.cli.untrusted import PROMPT_RULE
 from wyckoff.config import StreamRedactor, redact_text, redact_value
+from wyckoff.token_usage import TokenUsage
+from wyckoff.untrusted import PROMPT_RULE
 
 MAX_TOOL_ROUNDS = 15
 

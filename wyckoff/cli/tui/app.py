@@ -116,7 +116,7 @@ class WyckoffApp(App):
         """Open the agent off the event loop: the SDK and engine imports take about a second,
         and the screen should be up (and typing possible) meanwhile."""
         from wyckoff.cli.agent import open_agent
-        from wyckoff.engine.sources import resolve_source
+        from wyckoff.engine.sources.choice import resolve_source
         from wyckoff.errors import WyckoffError
 
         self.loading_agent = True
@@ -465,7 +465,7 @@ class WyckoffApp(App):
     def current_data_source(self) -> str:
         """Read again each time: `wyckoff data use` in another terminal switches the tools too."""
         from wyckoff.config import load_config
-        from wyckoff.engine.sources import resolve_source
+        from wyckoff.engine.sources.choice import resolve_source
         from wyckoff.errors import WyckoffError
 
         try:

@@ -1,0 +1,128 @@
+"""The open market of the configured source, shared by every market tool: its store, the
+panels loaded from it (cached per process and on disk), and the envelope every result
+carries (`source`, `as_of`; on the demo market, `data_note` saying the data is synthetic)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wyckoff.agents.stock_lookup import resolve_stock
+from wyckoff.cli.tools import ToolContext, ToolFailure
+from wyckoff.engine.sources.choice import no_data_hint, resolve_source
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
+PANEL_DAYS = 400
+_PANELS: dict[tuple, Any] = {}
+_PANEL_LOCK = threading.Lock()
+
+
+class MarketData:
+    """The market store of the configured source and the panels loaded from it."""
+
+    def __init__(self, home: Path, config) -> None:
+        from wyckoff.engine.market_store import MarketStore
+
+        self.home = home
+        self.source = resolve_source(config)
+        self.store = MarketStore.for_source(home, self.source)
+
+    @classmethod
+    def from_context(cls, context: ToolContext) -> MarketData:
+        """The context's market, reopened when `wyckoff data use` changed the source meanwhile
+        (an open TUI must follow the switch its own "no data" hint asks for)."""
+        config = context.read_config()
+        source = resolve_source(config)
+        market = context.markets.get(source)
+        if not isinstance(market, cls):
+            context.markets.clear()  # only the current source stays open
+            market = cls(context.home, config)
+            context.markets[source] = market
+        return market
+
+    def ready(self) -> None:
+        """Raise a clear error when there is no data; build the demo market on first use."""
+        from wyckoff.engine.sources.demo import ensure_demo
+
+        if self.source == "demo":
+            ensure_demo(self.home)
+        elif self.store.is_empty():
+            raise ToolFailure(no_data_hint(self.source))
+
+    def panel(self, days: int = PANEL_DAYS, end: str | None = None):
+        """The last `days` trading days (up to `end`, else the latest): kept in memory per
+        process, and the latest ones on disk per store version (see engine/panel_cache.py), so
+        a warm run does not touch DuckDB."""
+        from wyckoff.engine.panel_cache import cached_panel, store_version
+
+        if not self.store.path.exists():
+            self.ready()
+        key = (str(self.store.path), store_version(self.store.path), days, end)
+        with _PANEL_LOCK:
+            panel = _PANELS.get(key)
+            if panel is None:
+                _PANELS.clear()
+                if end:  # a window in the past: one of many, not worth a copy on disk
+                    panel = self._load(days, end)
+                else:
+                    panel = cached_panel(
+                        self.store.path, self.source, days, lambda: self._load(days)
+                    )
+                _PANELS[key] = panel
+        return panel
+
+    def _load(self, days: int, end: str | None = None):
+        self.ready()
+        return self.store.load_panel(days, end=end)
+
+    def bar_dates(self) -> np.ndarray:
+        """Every date the store has bars for."""
+        self.ready()
+        return self.store.bar_dates()["date"].to_numpy().astype("datetime64[D]")
+
+    def envelope(self, as_of: str, **result: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
+        if self.source == "demo":
+            payload["data_note"] = DEMO_NOTE
+        payload.update(result)
+        return payload
+
+    def open_days(self) -> np.ndarray:
+        """Trading days the store knows: its calendar's open days and every date with bars."""
+        import numpy as np
+
+        if not self.store.path.exists():
+            return np.array([], dtype="datetime64[D]")
+        frame = self.store.trading_dates()
+        return np.sort(frame["date"].to_numpy().astype("datetime64[D]"))
+
+    def stock_table(self):
+        self.ready()
+        return self.store.stocks()
+
+    def resolve_code(self, text: str) -> str:
+        """The one stock `text` names (code, code with exchange, or name), else the candidates."""
+        return resolve_stock(all_stocks(self.panel().stocks), text)
+
+
+def all_stocks(panel_stocks):
+    """The stocks of the panel plus any listed stock it lacks, so names resolve against the
+    whole market: a fragment unique among demo stocks is not unique among all A-shares."""
+    import pandas as pd
+
+    from wyckoff.engine.demo import stock_list
+
+    ours = panel_stocks["name"].rename_axis("code").reset_index()
+    return pd.concat([ours, stock_list()]).drop_duplicates("code")
+
+
+def signed_pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}%"
+
+
+def price_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"

@@ -1,0 +1,133 @@
+"""The whole-market funnel screen (a background tool); its candidates and signals are saved
+for `query_history`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from wyckoff import history_store
+from wyckoff.agents import results
+from wyckoff.agents.market_data import MarketData
+from wyckoff.cli.tools import ToolContext, ToolSpec
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, board_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class ScreenParams(BaseModel):
+    board: Literal["all", "main", "chinext", "star"] = Field(default="all", description="板块范围")
+
+
+def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
+    import numpy as np
+
+    from wyckoff.engine.funnel import run_funnel, trigger_groups
+    from wyckoff.engine.regime import market_regime
+
+    market = MarketData.from_context(context)
+    context.progress("加载行情", market.source, 0.05)
+    panel = market.panel()
+    context.progress("全市场漏斗", f"{len(panel.codes)} 只股票", 0.3)
+    result = run_funnel(panel)
+    regime = market_regime(panel)
+    boards = np.array([board_of(c) for c in panel.codes])
+    in_board = np.ones(len(boards), dtype=bool) if params.board == "all" else boards == params.board
+    ranked = [j for j in result.ranked() if in_board[j]]
+    top = [_candidate(panel, result, j) for j in ranked[:20]]
+    triggered = [c for c in top if c["triggers"]]
+    symbols = [c["code"] for c in (triggered or top)[:10]]
+    context.progress("保存结果", f"{len(top)} 只候选", 0.9)
+    if context.store is not None:
+        save_screen(context.store, market.source, panel.as_of, top, market.open_days())
+    summary = {
+        "total_scanned": int((~np.isnan(panel.close[-1]) & in_board).sum()),
+        "layer1_passed": int((result.layer1 & in_board).sum()),
+        "layer2_passed": int((result.layer2 & in_board).sum()),
+        "layer3_passed": int((result.layer3 & in_board).sum()),
+        "report_candidates": int((result.layer4 & in_board).sum()),
+    }
+    return market.envelope(
+        panel.as_of,
+        board=params.board,
+        summary=summary,
+        regime=regime["regime"],
+        regime_label=regime["label"],
+        trade_mode="允许开新仓" if regime["buy_allowed"] else "禁止开新仓（只管理持仓）",
+        top_candidates=top,
+        trigger_groups=trigger_groups(result, panel.codes),
+        top_sectors=[
+            {"industry": s["industry"], "strength": round(s["strength"], 3), "passed": s["count"]}
+            for s in result.sectors
+            if s.get("top")
+        ],
+        symbols_for_report=symbols,
+        next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
+        data_caveats=panel.caveats,
+    )
+
+
+def summarize_screen(result: dict[str, Any]) -> str:
+    summary = result["summary"]
+    return (
+        f"扫描 {summary['total_scanned']} 只，候选 {summary['report_candidates']} 只，"
+        f"市场状态 {result['regime']}（{result['trade_mode']}）"
+    )
+
+
+def _candidate(panel, result, j: int) -> dict[str, Any]:
+    from wyckoff.engine.triggers import TRIGGER_LABELS
+
+    code = panel.codes[j]
+    return {
+        "code": code,
+        "name": panel.stocks.loc[code, "name"],
+        "industry": panel.stocks.loc[code, "industry"],
+        "close": round(float(panel.close[-1, j]), 2),
+        "channels": result.channel_labels(j),
+        "triggers": [TRIGGER_LABELS[t] for t in result.trigger_labels(j)],
+        "trigger_keys": result.trigger_labels(j),
+        "score": round(float(result.score[j]), 1),
+    }
+
+
+def save_screen(
+    store, source: str, as_of: str, candidates: list[dict[str, Any]], open_days: np.ndarray
+) -> None:
+    """Candidates as recommendations; each trigger as a pending signal with its TTL."""
+    from wyckoff.engine.triggers import TRIGGER_LABELS, signal_expiry
+
+    recommendations = [
+        history_store.NewRecommendation(
+            c["code"], c["name"], c["channels"], c["triggers"], c["score"], c["close"]
+        )
+        for c in candidates
+    ]
+    signals = [
+        history_store.NewSignal(
+            c["code"],
+            c["name"],
+            TRIGGER_LABELS[key],
+            c["score"],
+            signal_expiry(key, as_of, open_days, DEFAULT_CONFIG),
+        )
+        for c in candidates
+        for key in c["trigger_keys"]
+    ]
+    history_store.save_screen(store, source, as_of, recommendations, signals)
+
+
+SCREEN_TOOL = ToolSpec(
+    name="screen_stocks",
+    description="全市场威科夫漏斗筛选（后台任务），返回候选股、信号分组和强势行业。",
+    params=ScreenParams,
+    func=screen_stocks,
+    title="全市场筛选",
+    background=True,
+    summarize=summarize_screen,
+    timeout_s=600,
+    output=results.ScreenResult,
+    mcp_tier=2,
+)
