@@ -394,3 +394,25 @@ def test_query_history_finds_saved_recommendations_newest_first(demo_home):
     assert [(s["code"], s["status"]) for s in signals] == [("600519", "pending")]
     archive = result(call(demo_home, "query_history", source="archive", code="000001"))
     assert archive["rows"] == [] and archive["note"] == "没有匹配的上下文压缩归档。"
+
+
+def test_a_market_store_from_the_previous_version_is_upgraded_not_a_crash(demo_home):
+    """A store written before the reference-price columns existed (no pre_close, share_factor,
+    bonus_ratio or per-date name): the first read adds them, and every command works."""
+    import duckdb
+
+    path = demo_home / "market-demo.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        code = conn.execute("SELECT code FROM bars LIMIT 1").fetchone()[0]
+        for table, column in [
+            ("bars", "pre_close"),
+            ("bars", "share_factor"),
+            ("bars", "bonus_ratio"),
+            ("daily_basic", "name"),
+        ]:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    screened = cli("screen", "--json")
+    assert screened.returncode == 0, screened.stderr
+    assert json.loads(screened.stdout)["source"] == "demo"
+    analyzed = cli("analyze", code)
+    assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr

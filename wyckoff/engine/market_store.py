@@ -67,9 +67,13 @@ _LOCK = threading.Lock()  # one DuckDB connection at a time per process
 LOCK_WAIT_S = 60.0
 
 
-def _lacks_tables(conn) -> bool:
-    present = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    return not set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA)) <= present
+def _outdated(conn) -> bool:
+    """Whether the file lacks a table or a column of SCHEMA (a file from an older version)."""
+    tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    columns = set(conn.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall())
+    wanted_tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
+    wanted_columns = set(re.findall(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", SCHEMA))
+    return not (wanted_tables <= tables and wanted_columns <= columns)
 
 
 class MarketStoreBusy(WyckoffError):
@@ -114,7 +118,7 @@ class MarketStore:
         conn = duckdb.connect(str(self.path), read_only=not write)
         if write:
             conn.execute(SCHEMA)
-        elif _lacks_tables(conn):  # a file from an older version: add the new tables first
+        elif _outdated(conn):  # a file from an older version: bring its schema up to date first
             conn.close()
             self._open(write=True).close()
             conn = duckdb.connect(str(self.path), read_only=True)
