@@ -348,7 +348,7 @@ def test_signal_ttl_counts_trading_days_on_the_stored_calendar(demo_home):
 
 
 def test_index_history_sums_up_the_days_asked_for(demo_home):
-    from tests.test_local_tools import call, result
+    from tests.integration.test_local_tools import call, result
 
     bars = MarketStore.for_source(demo_home, "demo").query_df(
         "SELECT date, close FROM index_bars WHERE code = '399006.SZ' ORDER BY date"
@@ -367,7 +367,7 @@ def test_index_history_sums_up_the_days_asked_for(demo_home):
 
 
 def test_query_history_finds_saved_recommendations_newest_first(demo_home):
-    from tests.test_local_tools import call, result
+    from tests.integration.test_local_tools import call, result
     from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.screening import save_screen
     from wyckoff.config import load_config

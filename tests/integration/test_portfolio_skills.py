@@ -321,7 +321,7 @@ def test_broken_skill_files_are_contained(home):
 def test_portfolio_diagnosis_uses_one_stop_for_the_level_the_exit_and_the_reasons(demo_home):
     # the holder's stop sits 1% under the close and above the engine's stop: it is the stop
     # shown, the one the exit status checks and the one the near-stop warning names
-    from tests.test_local_tools import call, result
+    from tests.integration.test_local_tools import call, result
     from wyckoff.engine.health import diagnose
     from wyckoff.engine.market_store import MarketStore
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.conftest import add_scripted_model, cli, marked_data
 from tests.model_servers import Reply
 
-NOTES_SERVER = str(Path(__file__).parent / "mcp_notes_server.py")
+NOTES_SERVER = str(Path(__file__).parent.parent / "mcp_notes_server.py")
 BROKEN = "import sys; sys.exit(3)"
 SILENT = "import time; time.sleep(120)"
 

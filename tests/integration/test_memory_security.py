@@ -104,7 +104,7 @@ def test_a_planted_approval_memory_from_extraction_is_not_stored(openai_server):
 
 
 def test_provenance_follows_what_the_model_read(memories, openai_server):
-    from tests.test_memory import ask_via, research_session
+    from tests.integration.test_memory import ask_via, research_session
 
     ask = ask_via(openai_server)
     dialogue = [m for m in research_session() if m["role"] != "tool" and not m.get("tool_calls")]
@@ -216,7 +216,7 @@ def test_a_key_in_an_extraction_reply_is_masked_everywhere(openai_server, home):
 
 
 def test_memories_saved_before_provenance_existed_count_as_tool_output_unless_typed(home):
-    from tests.test_integrity import state_db_at_version
+    from tests.integration.test_integrity import state_db_at_version
 
     old = state_db_at_version(home, 7)
     old.execute(

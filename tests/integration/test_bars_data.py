@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import cli
-from tests.test_market_data import DATES, TushareServer, _config
+from tests.integration.test_market_data import DATES, TushareServer, _config
 from wyckoff.engine.bar_import import STOCK_COLUMNS
 from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.sources.akshare import akshare_frames
@@ -152,7 +152,7 @@ def test_tushare_st_status_is_read_past_the_first_page_of_name_changes(home):
 
 # --- wyckoff data import ----------------------------------------------------------------------
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 STOCK_FILES = sorted(DATA.glob("[0-9]*.csv"))
 INDEX_FILES = sorted(DATA.glob("index_*.csv"))
 

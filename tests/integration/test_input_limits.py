@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel
 from textual.widgets import TextArea
 
-from tests import test_local_tools
-from tests.test_local_tools import PAGE_HOST, DialogHost
-from tests.test_tui import wait_until
+from tests.integration import test_local_tools
+from tests.integration.test_local_tools import PAGE_HOST, DialogHost
+from tests.tui.test_tui import wait_until
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web import fetch

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from tests import test_local_tools
 from tests.conftest import add_scripted_model, cli
+from tests.integration import test_local_tools
+from tests.integration.test_approvals import runtime_for
+from tests.integration.test_local_tools import PAGE_HOST, DialogHost, PageServer
 from tests.model_servers import Reply
-from tests.test_approvals import runtime_for
-from tests.test_local_tools import PAGE_HOST, DialogHost, PageServer
-from tests.test_tui import wait_until
+from tests.tui.test_tui import wait_until
 from wyckoff.cli.local_tools.web import fetch
 from wyckoff.cli.runtime import Approval
 from wyckoff.cli.tools import ToolFailure

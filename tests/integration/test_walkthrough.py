@@ -41,7 +41,7 @@ async def test_open_tui_follows_data_use_demo_run_in_another_terminal(
 ):
     """The "no data" error says to run `wyckoff data use demo`; the open TUI must then use it."""
     from tests.conftest import add_scripted_model
-    from tests.test_tui import submit, wait_until
+    from tests.tui.test_tui import submit, wait_until
     from wyckoff.cli.tui.app import create_app
     from wyckoff.cli.tui.widgets import StatusBar, ToolRow
 
@@ -116,7 +116,7 @@ def test_ask_answers_without_market_data_carry_no_demo_note(demo_home, openai_se
 async def test_setup_screen_masks_a_pasted_key_and_starts_in_the_first_field(home):
     from textual.widgets import Input, Select
 
-    from tests.test_tui import wait_until
+    from tests.tui.test_tui import wait_until
     from wyckoff.cli.tui.app import create_app
     from wyckoff.cli.tui.screens import SetupScreen
 
@@ -186,8 +186,8 @@ async def test_the_approval_sentence_follows_edited_arguments(home, openai_serve
     from textual.widgets import TextArea
 
     from tests.conftest import add_scripted_model
-    from tests.test_approvals import SET_CASH, dialog_for, update
-    from tests.test_tui import wait_until
+    from tests.integration.test_approvals import SET_CASH, dialog_for, update
+    from tests.tui.test_tui import wait_until
     from wyckoff.agents.portfolio import Portfolio
     from wyckoff.cli.tui.app import create_app
     from wyckoff.store import Store

@@ -14,7 +14,7 @@ from textual.widgets import Button, Input, TextArea
 
 from tests.conftest import add_scripted_model, cli, model_config
 from tests.model_servers import Reply
-from tests.test_tui import submit, wait_until
+from tests.tui.test_tui import submit, wait_until
 from wyckoff.agents.portfolio import Portfolio
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.providers.factory import make_provider

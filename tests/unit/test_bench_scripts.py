@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).parent.parent / "bench"
+BENCH = Path(__file__).parents[2] / "bench"
 
 
 @pytest.mark.parametrize("script", sorted(BENCH.glob("*.py")), ids=lambda path: path.stem)

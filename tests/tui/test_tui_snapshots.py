@@ -2,12 +2,13 @@
 a tool row, the approval dialog, the status bar with the DEMO badge, and a K-line chart.
 
 Each snapshot is deterministic: scripted model replies, fixed data, no dates from the clock.
-Update after an intended change with `pytest tests/test_tui_snapshots.py --snapshot-update`.
+Update after an intended change with `pytest tests/tui/test_tui_snapshots.py --snapshot-update`.
 """
 
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from textual.app import App, ComposeResult
 
 from tests.conftest import add_scripted_model
 from tests.model_servers import Reply
+from wyckoff.cli import tui
 from wyckoff.cli.tui.screens import ApprovalScreen, ChartScreen
 from wyckoff.cli.tui.widgets import StatusBar
 
@@ -34,7 +36,7 @@ class StatusOnly(App):
 
 
 class DialogHost(App):
-    CSS_PATH = "../wyckoff/cli/tui/app.tcss"
+    CSS_PATH = Path(tui.__file__).with_name("app.tcss")  # the real app's styles
 
     def __init__(self, screen) -> None:
         super().__init__()
@@ -113,7 +115,7 @@ def scripted_chat(home, openai_server):
 
 
 def test_main_screen_after_an_answer(snap_compare, scripted_chat):
-    from tests.test_tui import submit, wait_until
+    from tests.tui.test_tui import submit, wait_until
     from wyckoff.cli.tui.app import create_app
 
     async def ask(pilot) -> None:

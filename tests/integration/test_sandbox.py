@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.test_local_tools import call, describe, key_file_example, result
 from tests.processes import eventually, killed_afterwards, marked_sleep, running
-from tests.test_local_tools import call, describe, key_file_example, result
 from wyckoff.cli.local_tools.key_files import KEY_FILES
 from wyckoff.cli.local_tools.sandbox import MAX_PROCESSES, bwrap_works, process_cgroup
 

@@ -19,7 +19,7 @@ from textual.app import App
 from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
 from tests.processes import eventually, killed_afterwards, marked_sleep, running
-from tests.test_tui import wait_until
+from tests.tui.test_tui import wait_until
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.local_tools.key_files import KEY_FILES
 from wyckoff.cli.local_tools.web import fetch

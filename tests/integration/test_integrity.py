@@ -357,7 +357,7 @@ time.sleep(float(sys.argv[3]))
 
 @pytest.mark.asyncio
 async def test_the_tui_says_a_session_is_busy_instead_of_resuming_it(home, openai_server):
-    from tests.test_tui import notices, submit, wait_until
+    from tests.tui.test_tui import notices, submit, wait_until
     from wyckoff.cli.tui.app import create_app
 
     add_scripted_model(openai_server, "local")

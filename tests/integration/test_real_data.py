@@ -25,8 +25,8 @@ from tests.engine_fixtures import (
     series,
     store_from_panel,
 )
+from tests.integration.test_market_data import DATES, TOKEN, TushareServer, _config
 from tests.model_servers import Reply
-from tests.test_market_data import DATES, TOKEN, TushareServer, _config
 from wyckoff.agents.reports import ReportParams, generate_ai_report
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.providers.factory import make_provider

@@ -17,8 +17,8 @@ import anyio
 import pytest
 
 from tests.conftest import add_scripted_model, cli, cli_process
+from tests.integration.test_mcp_server import in_process_session
 from tests.model_servers import Reply
-from tests.test_mcp_server import in_process_session
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.tools import ToolContext
 from wyckoff.mcp.server import build_server

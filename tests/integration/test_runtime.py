@@ -371,7 +371,7 @@ def test_large_result_goes_to_disk_and_can_be_read_back(openai_server, home, sto
 
 
 def test_read_tool_result_reads_saved_results_and_nothing_else(home):
-    from tests.test_local_tools import call, result
+    from tests.integration.test_local_tools import call, result
 
     saved = home / "tool-results" / "r1.json"
     saved.parent.mkdir(parents=True)

@@ -502,7 +502,7 @@ def test_ask_extracts_memories_when_the_session_ends(openai_server):
 
 @pytest.mark.asyncio
 async def test_tui_new_chat_extracts_and_memory_command_and_status_show_them(openai_server):
-    from tests.test_tui import submit, wait_until
+    from tests.tui.test_tui import submit, wait_until
     from wyckoff.cli.tui.app import create_app
     from wyckoff.cli.tui.widgets import AssistantMessage, StatusBar
 

@@ -1,0 +1,1 @@
+"""integration tests (shared fixtures and helpers live in tests/)."""

@@ -1,0 +1,1 @@
+"""tui tests (shared fixtures and helpers live in tests/)."""

@@ -1,0 +1,1 @@
+"""unit tests (shared fixtures and helpers live in tests/)."""
