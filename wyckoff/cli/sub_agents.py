@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
@@ -150,7 +151,7 @@ class SubAgentToolProxy(ToolRegistry):
     def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
         return self.parent.schemas(names if names is not None else self.names)
 
-    def validate(self, call: dict[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
+    def validate(self, call: Mapping[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
         if call["name"] not in self:
             return (
                 f"{self.agent} 子智能体不能使用工具 {call['name']}；"

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, InvalidStateError, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -337,7 +337,7 @@ class ToolRegistry:
             return f"{spec.title}（{name}）：{canonical_args(args)}"
         return spec.describe(params, context)
 
-    def validate(self, call: dict[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
+    def validate(self, call: Mapping[str, Any]) -> tuple[ToolSpec, BaseModel] | str:
         """The spec and parsed arguments of a call, or the error to send back to the model."""
         spec = self._specs.get(call["name"])
         if spec is None:

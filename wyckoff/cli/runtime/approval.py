@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from wyckoff.cli.events import ApprovedBy
+from wyckoff.cli.messages import ToolCall
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, canonical_args
 
 ConfirmDecision = Literal["allow", "always", "edit", "deny"]
@@ -51,7 +52,7 @@ class ApprovalPolicy:
         self.context.egress.reset()
 
     def approve(
-        self, call: dict[str, Any], spec: ToolSpec, host: str | None = None
+        self, call: ToolCall, spec: ToolSpec, host: str | None = None
     ) -> tuple[ApprovedBy, dict[str, Any] | None] | str:
         """How the call is approved (with edited arguments, if any), or the refusal to report.
         `host`: the call sends to a host not approved since the session read private data."""
@@ -76,7 +77,7 @@ class ApprovalPolicy:
         return self._ask(call, spec, host)
 
     def _ask(
-        self, call: dict[str, Any], spec: ToolSpec, host: str | None
+        self, call: ToolCall, spec: ToolSpec, host: str | None
     ) -> tuple[ApprovedBy, dict[str, Any] | None] | str:
         """The user's answer in the front end's dialog."""
         assert self.confirm is not None

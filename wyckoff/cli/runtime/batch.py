@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from wyckoff.cli.background import BackgroundTaskManager
-from wyckoff.cli.events import ApprovedBy, RuntimeEvent
+from wyckoff.cli.events import Approved, ApprovedBy, RuntimeEvent
+from wyckoff.cli.messages import History, ToolCall, ToolMessage
 from wyckoff.cli.runtime.approval import ApprovalPolicy
 from wyckoff.cli.runtime.turn import TurnCancelled, TurnState
 from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolRegistry, ToolSpec
@@ -21,8 +22,7 @@ from wyckoff.cli.tools import CancelEvent, ToolContext, ToolOutcome, ToolRegistr
 MAX_PARALLEL_TOOLS = 5
 
 Admitted = tuple[ToolSpec, Any, ApprovedBy | None]
-Runnable = tuple[dict[str, Any], ToolSpec, Any]
-EventStream = Generator[RuntimeEvent, None, Any]
+Runnable = tuple[ToolCall, ToolSpec, Any]
 
 
 @dataclass
@@ -55,7 +55,9 @@ class ToolBatchRunner:
         for event in list(self._call_cancels):
             event.set()
 
-    def execute(self, messages: list, calls: list[dict[str, Any]], turn: TurnState) -> EventStream:
+    def execute(
+        self, messages: History, calls: list[ToolCall], turn: TurnState
+    ) -> Iterator[RuntimeEvent]:
         """Run one batch: consecutive safe calls in parallel, others one by one, in order."""
         batch = BatchState()
         for group in partition(calls, self.registry):
@@ -67,8 +69,8 @@ class ToolBatchRunner:
             raise TurnCancelled()
 
     def _admit_group(
-        self, group: list[dict[str, Any]], turn: TurnState, batch: BatchState
-    ) -> EventStream:
+        self, group: list[ToolCall], turn: TurnState, batch: BatchState
+    ) -> Generator[RuntimeEvent, None, list[Runnable]]:
         """Announce each call of the group; returns those that may run (the others already
         have their outcome in `batch`)."""
         runnable: list[Runnable] = []
@@ -90,9 +92,7 @@ class ToolBatchRunner:
             runnable.append((call, spec, params))
         return runnable
 
-    def _admit(
-        self, call: dict[str, Any], turn: TurnState, batch: BatchState
-    ) -> Admitted | ToolOutcome:
+    def _admit(self, call: ToolCall, turn: TurnState, batch: BatchState) -> Admitted | ToolOutcome:
         """Whether a call runs: not after a cancel or a repeated call in this batch, and
         only when valid and approved."""
         if batch.stopped is None and self.cancel.is_set():
@@ -107,8 +107,8 @@ class ToolBatchRunner:
         return self._prepare(call)
 
     def _report_group(
-        self, messages: list, group: list[dict[str, Any]], batch: BatchState, turn: TurnState
-    ) -> EventStream:
+        self, messages: History, group: list[ToolCall], batch: BatchState, turn: TurnState
+    ) -> Iterator[RuntimeEvent]:
         """Each call's outcome in call order: traced, added to the history, announced."""
         for call in group:
             outcome = batch.outcomes[call["id"]]
@@ -121,7 +121,7 @@ class ToolBatchRunner:
                 self.context.egress.note_read(self.registry.get(call["name"]))
             yield outcome.event()
 
-    def _prepare(self, call: dict[str, Any]) -> Admitted | ToolOutcome:
+    def _prepare(self, call: ToolCall) -> Admitted | ToolOutcome:
         """Validate and approve a call: its spec, arguments and how it was approved, or an
         error outcome when it must not run."""
         checked = self.registry.validate(call)
@@ -143,7 +143,7 @@ class ToolBatchRunner:
             spec, params = checked
         return spec, params, by
 
-    def _approved_event(self, call: dict[str, Any], by: ApprovedBy) -> RuntimeEvent:
+    def _approved_event(self, call: ToolCall, by: ApprovedBy) -> Approved:
         """Announces a risky call about to run, as a sentence (headless prints it)."""
         args = call.get("args") or {}
         return {
@@ -154,10 +154,12 @@ class ToolBatchRunner:
             "description": self.registry.describe(call["name"], args, self.context),
         }
 
-    def _run_group(self, runnable: list[Runnable], turn: TurnState) -> EventStream:
+    def _run_group(
+        self, runnable: list[Runnable], turn: TurnState
+    ) -> Generator[RuntimeEvent, None, list[tuple[ToolCall, ToolOutcome]]]:
         """Run the group's calls at once; yields what they report while they run (a
         sub-agent's tagged events) and returns the outcomes in call order."""
-        reports: queue.Queue = queue.Queue()
+        reports: queue.Queue[RuntimeEvent | None] = queue.Queue()
         if len(runnable) == 1 and not runnable[0][1].reports_events:
             call, spec, params = runnable[0]
             return [(call, self._run_one(call, spec, params, turn, reports.put))]
@@ -183,7 +185,7 @@ class ToolBatchRunner:
 
     def _run_one(
         self,
-        call: dict,
+        call: ToolCall,
         spec: ToolSpec,
         params: Any,
         turn: TurnState,
@@ -193,9 +195,12 @@ class ToolBatchRunner:
         if self.cancel.is_set():
             cancel.set()
         self._call_cancels.add(cancel)
-        context = self.context.for_call(
-            cancel_event=cancel, on_event=lambda event: report({**event, "call_id": call["id"]})
-        )
+
+        def on_event(event: dict[str, Any]) -> None:
+            # a sub-agent's event with its tag: no TypedDict union spells the tag on every type
+            report(cast(RuntimeEvent, {**event, "call_id": call["id"]}))
+
+        context = self.context.for_call(cancel_event=cancel, on_event=on_event)
         try:
             if spec.background and self.background is not None:
                 return self._start_in_background(call, spec, params, turn, context)
@@ -204,7 +209,7 @@ class ToolBatchRunner:
             self._call_cancels.discard(cancel)
 
     def _start_in_background(
-        self, call: dict, spec: ToolSpec, params: Any, turn: TurnState, context: ToolContext
+        self, call: ToolCall, spec: ToolSpec, params: Any, turn: TurnState, context: ToolContext
     ) -> ToolOutcome:
         assert self.background is not None
         task = self.background.submit(spec, params, context, call["id"])
@@ -230,13 +235,13 @@ def _note_sub_agent_event(event: RuntimeEvent, turn: TurnState) -> RuntimeEvent:
     return event
 
 
-def tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
+def tool_message(call: ToolCall, content: str) -> ToolMessage:
     return {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": content}
 
 
-def partition(calls: list[dict[str, Any]], registry: ToolRegistry) -> list[list[dict[str, Any]]]:
+def partition(calls: list[ToolCall], registry: ToolRegistry) -> list[list[ToolCall]]:
     """Consecutive concurrency-safe calls form one group; every other call is alone."""
-    groups: list[list[dict[str, Any]]] = []
+    groups: list[list[ToolCall]] = []
     follows_safe = False
     for call in calls:
         spec = registry.get(call["name"])

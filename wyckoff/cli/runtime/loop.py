@@ -11,15 +11,22 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from wyckoff.cli.background import BackgroundTaskManager
-from wyckoff.cli.events import Compaction, RuntimeEvent, Usage, UsageTotals, usage_event
+from wyckoff.cli.events import (
+    Compaction,
+    DoneStatus,
+    RuntimeEvent,
+    Usage,
+    UsageTotals,
+    usage_event,
+)
 from wyckoff.cli.loop_guard import MAX_INCOMPLETE_TOOL_RETRIES, resolve_turn_expectation
-from wyckoff.cli.messages import History, Message, kind_of
+from wyckoff.cli.messages import AssistantMessage, History, Message, ToolCall, kind_of
 from wyckoff.cli.output import local_today
 from wyckoff.cli.providers.base import (
     LLMProvider,
@@ -34,11 +41,14 @@ from wyckoff.cli.runtime.approval import ApprovalPolicy, ConfirmCallback
 from wyckoff.cli.runtime.batch import ToolBatchRunner, tool_message
 from wyckoff.cli.runtime.turn import TurnCancelled, TurnState
 from wyckoff.cli.tokens import MessageTokenCache
-from wyckoff.cli.tools import ToolContext, ToolRegistry
+from wyckoff.cli.tools import Skills, ToolContext, ToolRegistry
 from wyckoff.cli.traces import TurnTrace
 from wyckoff.config import StreamRedactor, redact_text, redact_value
 from wyckoff.token_usage import TokenUsage
 from wyckoff.untrusted import PROMPT_RULE
+
+if TYPE_CHECKING:
+    from wyckoff.store import Store
 
 MAX_TOOL_ROUNDS = 15
 
@@ -55,7 +65,9 @@ SYSTEM_PROMPT = """你是 Wyckoff，一名严谨的 A 股研究助手，用威�
 
 今天是 {today}。"""
 
-STREAMED_EVENTS = ("text_delta", "thinking_delta")  # redacted piece by piece as they stream
+DeltaKind = Literal["text_delta", "thinking_delta"]
+# redacted piece by piece as they stream
+STREAMED_EVENTS: tuple[DeltaKind, ...] = ("text_delta", "thinking_delta")
 
 
 class AgentRuntime:
@@ -65,7 +77,7 @@ class AgentRuntime:
         registry: ToolRegistry,
         *,
         home: Path,
-        store=None,
+        store: Store | None = None,
         session_id: str | None = None,
         confirm: ConfirmCallback | None = None,
         ask_user: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -73,7 +85,7 @@ class AgentRuntime:
         approve_all: bool = False,
         background: BackgroundTaskManager | None = None,
         max_rounds: int = MAX_TOOL_ROUNDS,
-        skills: Any = None,
+        skills: Skills | None = None,
         skills_reminder: Callable[[], str] | None = None,
         memory_recall: Callable[[str], str] | None = None,
         memory_flush: Callable[[list[Message]], None] | None = None,
@@ -156,7 +168,8 @@ class AgentRuntime:
         if self.store is not None and session_id is not None:
             from wyckoff.usage_store import session_usage
 
-            totals.add(session_usage(self.store, session_id))
+            recorded = session_usage(self.store, session_id)  # counts as one usage event
+            totals.add(usage_event(recorded, recorded["cost"]))
         return totals
 
     def on_task_update(self, listener: Callable[[RuntimeEvent], None]) -> None:
@@ -217,15 +230,13 @@ class AgentRuntime:
         finally:
             self.context.consents.clear()
 
-    def _turn(
-        self, messages: list[dict[str, Any]], wait_for_background: bool
-    ) -> Iterator[RuntimeEvent]:
+    def _turn(self, messages: History, wait_for_background: bool) -> Iterator[RuntimeEvent]:
         self._cancel.clear()
-        session_id = getattr(messages, "session_id", None) or self.session_id
+        session_id: str | None = getattr(messages, "session_id", None) or self.session_id
         self.context.session_id = session_id
         self.context.config = self._turn_config()
         self.context.egress.note_history(
-            (m.get("name", "") for m in messages if m.get("role") == "tool"), self.registry.get
+            (m.get("name", "") for m in messages if m["role"] == "tool"), self.registry.get
         )
         turn = TurnState(session_id, self._new_trace(session_id), self.session_usage)
         self.last_trace = turn.trace
@@ -235,7 +246,8 @@ class AgentRuntime:
             user_input=_last_user_text(messages),
             model=self.provider.name,
         )
-        status, error = "completed", None
+        status: DoneStatus = "completed"
+        error: str | None = None
         try:
             while True:
                 status = yield from self._rounds(messages, turn)
@@ -270,7 +282,9 @@ class AgentRuntime:
 
     # --- the loop -----------------------------------------------------------------------
 
-    def _rounds(self, messages: list, turn: TurnState) -> Iterator[RuntimeEvent]:
+    def _rounds(
+        self, messages: History, turn: TurnState
+    ) -> Generator[RuntimeEvent, None, DoneStatus]:
         """Model/tool rounds until an answer; returns the status."""
         expectation = resolve_turn_expectation(messages)
         if expectation is not None and expectation.tool not in self.registry:
@@ -311,8 +325,8 @@ class AgentRuntime:
             yield from self.tools.execute(messages, calls, turn)
 
     def _model_round(
-        self, messages: list, turn: TurnState, round_number: int, memory_block: str
-    ) -> Iterator[RuntimeEvent]:
+        self, messages: History, turn: TurnState, round_number: int, memory_block: str
+    ) -> Generator[RuntimeEvent, None, AssistantMessage]:
         """One model call; returns the assistant message (appended by the caller)."""
         active = self.provider.active
         yield {
@@ -331,7 +345,7 @@ class AgentRuntime:
         return self._assistant_message(reply, turn, round_number, started)
 
     def _relay_stream(
-        self, messages: list, memory_block: str, reply: StreamAccumulator, turn: TurnState
+        self, messages: History, memory_block: str, reply: StreamAccumulator, turn: TurnState
     ) -> Iterator[RuntimeEvent]:
         """Pass the provider's chunks on as events while `reply` collects them."""
         shown = _ShownDeltas()
@@ -355,7 +369,7 @@ class AgentRuntime:
         yield from shown.flush()
 
     def _keep_partial_answer(
-        self, messages: list, reply: StreamAccumulator, turn: TurnState
+        self, messages: History, reply: StreamAccumulator, turn: TurnState
     ) -> None:
         """A cancelled reply's text so far stays in the history (without tool calls)."""
         text = redact_text(reply.text)
@@ -371,7 +385,7 @@ class AgentRuntime:
 
     def _assistant_message(
         self, reply: StreamAccumulator, turn: TurnState, round_number: int, started: float
-    ) -> dict[str, Any]:
+    ) -> AssistantMessage:
         reply.text, reply.thinking = redact_text(reply.text), redact_text(reply.thinking)
         if reply.thinking:
             turn.record("thinking", round=round_number, text=reply.thinking)
@@ -402,20 +416,22 @@ class AgentRuntime:
         turn.add_usage(event)
         return event
 
-    def _wire_messages(self, messages: list, memory_block: str) -> list[dict[str, Any]]:
+    def _wire_messages(self, messages: History, memory_block: str) -> list[Message]:
         """What the provider sees: the turn's user message carries recalled memories."""
         if not memory_block:
             return list(messages)
         index = _last_user_index(messages)
         wire = list(messages)
-        original = wire[index]["content"]
-        wire[index] = {
-            **wire[index],
-            "content": f"{memory_block}\n<current-user-message>\n{original}\n</current-user-message>",
-        }
+        request = wire[index]
+        if request["role"] == "user":  # always: a memory block is recalled for a user message
+            original = request["content"]
+            wire[index] = {
+                **request,
+                "content": f"{memory_block}\n<current-user-message>\n{original}\n</current-user-message>",
+            }
         return wire
 
-    def _memory_block(self, messages: list) -> str:
+    def _memory_block(self, messages: History) -> str:
         if self.memory_recall is None:
             return ""
         index = _last_user_index(messages)
@@ -423,7 +439,7 @@ class AgentRuntime:
 
     # --- compaction ---------------------------------------------------------------------
 
-    def _maybe_compact(self, messages: list, turn: TurnState) -> Iterator[RuntimeEvent]:
+    def _maybe_compact(self, messages: History, turn: TurnState) -> Iterator[RuntimeEvent]:
         from wyckoff.cli.compaction import needs_compaction
 
         if needs_compaction(
@@ -460,9 +476,10 @@ class AgentRuntime:
         )
         if result is None:
             return None
-        if hasattr(messages, "replace_all"):
+        if hasattr(messages, "replace_all"):  # a Conversation: the chat log is rewritten first
             messages.replace_all(result.messages)
         else:
+            assert isinstance(messages, list)  # every other History is a plain list
             messages[:] = result.messages
         return {
             "type": "compaction",
@@ -471,15 +488,15 @@ class AgentRuntime:
             "archive_ref": result.archive_ref,
         }
 
-    def _refuse_calls(self, messages: list, calls: list[dict[str, Any]], reason: str) -> None:
+    def _refuse_calls(self, messages: History, calls: list[ToolCall], reason: str) -> None:
         for call in calls:
             messages.append(tool_message(call, f"工具错误：{reason}"))
 
     # --- background notifications (headless) ----------------------------------------------
 
     def _continue_with_notifications(
-        self, messages: list, turn: TurnState
-    ) -> Iterator[RuntimeEvent]:
+        self, messages: History, turn: TurnState
+    ) -> Generator[RuntimeEvent, None, bool]:
         """Wait for this turn's background tasks; True when their notifications were added."""
         if self.background is None:
             return False
@@ -505,22 +522,30 @@ class _ShownDeltas:
     """Text and thinking as shown while they stream: each redacted piece by piece."""
 
     def __init__(self) -> None:
-        self.redactors = {"text_delta": StreamRedactor(), "thinking_delta": StreamRedactor()}
+        self.redactors: dict[DeltaKind, StreamRedactor] = {
+            "text_delta": StreamRedactor(),
+            "thinking_delta": StreamRedactor(),
+        }
 
     def feed(self, chunk: TextDelta | ThinkingDelta) -> Iterator[RuntimeEvent]:
         yield from _delta(chunk["type"], self.redactors[chunk["type"]].feed(chunk["text"]))
 
     def flush(self) -> Iterator[RuntimeEvent]:
-        for kind in ("thinking_delta", "text_delta"):
+        kinds: tuple[DeltaKind, ...] = ("thinking_delta", "text_delta")
+        for kind in kinds:
             yield from _delta(kind, self.redactors[kind].flush())
 
 
-def _delta(kind: str, text: str) -> Iterator[RuntimeEvent]:
-    if text:
-        yield {"type": kind, "text": text}
+def _delta(kind: DeltaKind, text: str) -> Iterator[RuntimeEvent]:
+    if not text:
+        return
+    if kind == "text_delta":
+        yield {"type": "text_delta", "text": text}
+    else:
+        yield {"type": "thinking_delta", "text": text}
 
 
-def _last_user_index(messages: list) -> int:
+def _last_user_index(messages: History) -> int:
     """The turn's request: the last user-role message that is not a retry prompt (a
     background notification starts a turn of its own)."""
     for index in range(len(messages) - 1, -1, -1):
@@ -530,6 +555,6 @@ def _last_user_index(messages: list) -> int:
     return -1
 
 
-def _last_user_text(messages: list) -> str:
+def _last_user_text(messages: History) -> str:
     index = _last_user_index(messages)
     return str(messages[index].get("content", "")) if index >= 0 else ""

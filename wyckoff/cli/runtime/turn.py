@@ -9,6 +9,7 @@ from typing import Any
 
 from wyckoff.cli.events import Usage, UsageTotals
 from wyckoff.cli.loop_guard import DoomLoopDetector
+from wyckoff.cli.messages import ToolCall
 from wyckoff.cli.traces import TurnTrace
 
 
@@ -22,7 +23,7 @@ class TurnState:
     trace: TurnTrace | None
     session_usage: UsageTotals = field(default_factory=UsageTotals)  # the runtime's, shared
     usage: UsageTotals = field(default_factory=UsageTotals)
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
     started_tasks: list[str] = field(default_factory=list)
     text: str = ""
     doom: DoomLoopDetector = field(default_factory=DoomLoopDetector)

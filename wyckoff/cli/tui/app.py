@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -45,6 +45,9 @@ from wyckoff.cli.tui.widgets import (
 )
 from wyckoff.config import effective_config
 
+if TYPE_CHECKING:
+    from wyckoff.cli.agent import Agent
+
 TEXT_FLUSH_S = 0.1
 WELCOME = "Wyckoff · A 股威科夫投研智能体。输入问题后回车；/help 查看命令；Esc 取消当前回答；Ctrl+Q 退出。"
 
@@ -74,7 +77,7 @@ class WyckoffApp(App):
     ) -> None:
         super().__init__()
         self.model_id, self.session_id, self.continue_latest = model_id, session_id, continue_latest
-        self.agent = None
+        self.agent: Agent | None = None
         self.turn_running = False
         self.pending_notifications = False
         self.transcript = Transcript(self)
@@ -148,7 +151,7 @@ class WyckoffApp(App):
             *(command.name for command in COMMANDS),
             *(f"/{name}" for name in agent.skills.skills),
         ]
-        self.transcript.show_history(list(agent.conversation))
+        self.transcript.show_history(agent)
         self.refresh_status()
         if self.queued_text:
             text, self.queued_text = self.queued_text, None
@@ -388,7 +391,7 @@ class WyckoffApp(App):
     def resume(self, session_id: str | None) -> None:
         if session_id and self._switch_session("resume", session_id):
             self.action_clear_screen()
-            self.transcript.show_history(list(self.agent.conversation))
+            self.transcript.show_history(self.agent)
             self.show_notice(f"已恢复会话 {session_id}。")
 
     def fork(self) -> None:

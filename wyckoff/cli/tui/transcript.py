@@ -8,7 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from wyckoff.cli.messages import kind_of, shown_text
+from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
 from wyckoff.cli.tui.delegation import DelegationView
 from wyckoff.cli.tui.widgets import (
     WAITING_FOR_MODEL,
@@ -19,6 +19,7 @@ from wyckoff.cli.tui.widgets import (
 )
 
 if TYPE_CHECKING:
+    from wyckoff.cli.agent import Agent
     from wyckoff.cli.tui.app import WyckoffApp
 
 
@@ -122,9 +123,11 @@ class Transcript:
 
     # --- a resumed session -----------------------------------------------------------------
 
-    def show_history(self, messages: list[dict[str, Any]]) -> None:
+    def show_history(self, agent: Agent) -> None:
+        """The agent's conversation so far (a resumed session), each tool call a finished row."""
         from textual.widgets import Markdown
 
+        messages = list(agent.conversation)
         observations = {
             m.get("tool_call_id"): str(m.get("content") or "")
             for m in messages
@@ -136,18 +139,20 @@ class Transcript:
                 self.app.mount_chat(UserMessage(shown_text(message)))
             elif role == "assistant" and content:
                 self.app.mount_chat(Markdown(content, classes="assistant-message"))
-            for call in message.get("tool_calls") or []:
+            for call in tool_calls_of(message):
                 row = ToolRow(
                     call["id"],
                     call["name"],
-                    self.app.agent.tool_title(call["name"]),
+                    agent.tool_title(call["name"]),
                     call.get("args") or {},
                 )
                 self.app.mount_chat(row)
-                outcome, failed = self._history_outcome(call, observations.get(call["id"], ""))
+                outcome, failed = self._history_outcome(
+                    agent, call, observations.get(call["id"], "")
+                )
                 row.finish(outcome, 0.0, failed=failed)
 
-    def _history_outcome(self, call: dict[str, Any], observation: str) -> tuple[str, bool]:
+    def _history_outcome(self, agent: Agent, call: ToolCall, observation: str) -> tuple[str, bool]:
         """A resumed call's row: the tool's summary of what it returned, or that it failed
         (not the error text, which was written for the model)."""
         if observation.startswith("工具错误："):
@@ -158,7 +163,7 @@ class Transcript:
             value = json.loads(observation[start : end + 1]) if start >= 0 else None
         except json.JSONDecodeError:  # a result too long to keep whole, or plain text
             value = None
-        summary = self.app.agent.tool_summary(call["name"], value)
+        summary = agent.tool_summary(call["name"], value)
         return f"{summary or '完成'}（历史）", False
 
 
@@ -183,6 +188,8 @@ def chart_code_of(event: dict[str, Any]) -> str | None:
     if event["name"] != "analyze_stock":
         return None
     try:
-        return json.loads(event["result"]).get("code")
-    except (json.JSONDecodeError, AttributeError):
+        result = json.loads(event["result"])
+    except json.JSONDecodeError:
         return None
+    code = result.get("code") if isinstance(result, dict) else None
+    return code if isinstance(code, str) else None
