@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -258,6 +259,7 @@ def test_the_network_is_refused_unless_the_approval_allows_it(home, ws, tcp_serv
     address = f"127.0.0.1:{tcp_server.sock.getsockname()[1]}"
     assert "不能联网" in describe(home, "exec_command", command=connect(address))
     refused = result(call(home, "exec_command", command=connect(address)))
+    assert "ConnectionRefusedError" in refused["stderr"]  # it ran, in a network of its own
     assert "connected" not in refused["stdout"] and tcp_server.connections == 0
     assert "可以联网" in describe(home, "exec_command", command=connect(address), network=True)
     allowed = result(call(home, "exec_command", command=connect(address), network=True))
@@ -328,3 +330,29 @@ def test_abstract_unix_sockets_outside_are_unreachable(home, ws, monkeypatch, sa
         assert "connected" not in outcome["stdout"] and listener.connections == 0
     finally:
         listener.close()
+
+
+@needs_bwrap
+def test_commands_start_when_wyckoff_itself_is_installed_under_tmp(home, ws, tmp_path):
+    """A checkout or virtualenv in /tmp (CI does this) stays runnable inside the sandbox,
+    whose /tmp is private: the launcher runs again in there, networked or not."""
+    venv = Path("/tmp") / f"wyckoff-venv-{os.getpid()}"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        script = (
+            "import os, sys; sys.path.insert(0, os.environ['WYCKOFF_SRC']);"
+            "from tests.integration.test_local_tools import call, result;"
+            "from pathlib import Path;"
+            "home = Path(os.environ['WYCKOFF_HOME']);"
+            "print([result(call(home, 'exec_command', command='echo ok', network=n))['stdout']"
+            " for n in (False, True)])"
+        )
+        env = {**os.environ, "WYCKOFF_SRC": str(Path(__file__).parents[2])}
+        env["PYTHONPATH"] = os.pathsep.join(sys.path)
+        ran = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", script],
+            cwd=ws, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+    assert ran.stdout.strip() == "['ok\\n', 'ok\\n']", ran.stderr[-500:]

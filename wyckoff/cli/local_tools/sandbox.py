@@ -131,6 +131,8 @@ def bwrap_arguments(cwd: Path, temp_dir: str, network: bool) -> list[str]:
     args += ["--proc", "/proc", "--bind", temp_dir, "/tmp", "--tmpfs", "/run"]
     if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
         args += ["--tmpfs", "/var/run"]
+    for path in launcher_paths():
+        args += ["--ro-bind", path, path]
     resolver = os.path.realpath("/etc/resolv.conf")
     if network and resolver.startswith(("/run/", "/var/run/")) and os.path.exists(resolver):
         args += ["--ro-bind", resolver, resolver]  # often a link into /run (systemd-resolved)
@@ -146,6 +148,16 @@ def bwrap_arguments(cwd: Path, temp_dir: str, network: bool) -> list[str]:
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", str(cwd)]
     return args
+
+
+def launcher_paths() -> list[str]:
+    """This interpreter and confine.py, where they lie under a folder the sandbox replaces
+    (/tmp, /run): the launcher runs again inside bwrap, so a checkout or virtualenv in /tmp
+    must stay visible there (read-only), or every such command fails to start."""
+    wanted = {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable)}
+    wanted |= {os.path.dirname(os.path.realpath(sys.executable)), str(CONFINE_SCRIPT.parent)}
+    replaced = ("/tmp/", "/run/", "/var/run/")
+    return sorted(p for p in wanted if p.startswith(replaced) and os.path.isdir(p))
 
 
 def hidden_key_paths(root: Path) -> list[str]:
