@@ -104,6 +104,8 @@ class ScreenResult(MarketResult):
     regime_label: str
     trade_mode: str
     top_candidates: list[Candidate]
+    total: int
+    shown: int
     trigger_groups: dict[str, list[str]]
     top_sectors: list[dict[str, Any]]
     symbols_for_report: list[str]

@@ -57,6 +57,8 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
         regime_label=regime["label"],
         trade_mode="允许开新仓" if regime["buy_allowed"] else "禁止开新仓（只管理持仓）",
         top_candidates=top,
+        total=len(ranked),
+        shown=len(top),
         trigger_groups=trigger_groups(result, panel.codes),
         top_sectors=[
             {"industry": s["industry"], "strength": round(s["strength"], 3), "passed": s["count"]}

@@ -24,7 +24,8 @@ data_app = typer.Typer(
 )
 JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
 SCREEN_LEGEND = """说明：
-  评分  综合相对强度、入选通道数、是否触发信号和 RPS120 的排序分，越高越靠前；只用于本次筛选内排序，不是百分制或概率。
+  排序  先列触发信号的股票，再按评分从高到低；未触发的排在所有触发的之后，哪怕评分更高。
+  评分  综合相对强度、入选通道数、是否触发信号和 RPS120 的排序分；只用于本次筛选内排序，不是百分制或概率。
   Spring  弹簧：跌破区间支撑后放量收回。
   LPS     最后支撑点：缩量回踩 20 日均线不破。
   EVR     努力与结果：放量但价格几乎不动（可能有资金承接）。
@@ -150,7 +151,7 @@ def screen(
     )
     typer.echo(f"市场状态：{result['regime_label']}（{result['trade_mode']}）")
     print_table(
-        "候选股",
+        "候选股（先列触发信号的，再按评分从高到低）",
         ["代码", "名称", "行业", "收盘", "通道", "信号", "评分"],
         [
             [
@@ -165,6 +166,8 @@ def screen(
             for c in result["top_candidates"]
         ],
     )
+    if result["shown"] < result["total"]:
+        typer.echo(f"第三层共 {result['total']} 只，只显示排序前 {result['shown']} 只。")
     if result["top_sectors"]:
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
     if result["top_candidates"]:
