@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, model_validator
 from wyckoff import portfolio_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
-from wyckoff.agents.stock_lookup import normalize, resolve_stock
+from wyckoff.agents.stock_lookup import StockNotResolved, normalize, resolve_stock
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
@@ -240,13 +240,21 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
 
 
 def held_code(positions: list[dict[str, Any]], stock: str) -> str:
-    """The code of the held position `stock` names (its code or name); else the text as given,
-    so the caller reports that nothing like it is held."""
-    wanted = normalize(stock).split(".")[0]
-    for position in positions:
-        if wanted in (position["code"], normalize(position["name"])):
-            return position["code"]
-    return stock
+    """The code of the held position `stock` names, by the same rules as everywhere else
+    (code, `600519.SH`, full-width digits, name, unique fragment); else PortfolioError."""
+    import pandas as pd
+
+    held = pd.DataFrame(positions, columns=["code", "name"])
+    try:
+        return resolve_stock(held, stock)
+    except StockNotResolved as failure:
+        listed = "".join(f"\n  {line}" for line in failure.candidates)
+        hint = (
+            "，请用代码或完整名称指定其中一只："
+            if listed
+            else "。用 `wyckoff portfolio list` 查看持仓。"
+        )
+        raise PortfolioError(f"持仓里找不到唯一对应 '{stock}' 的股票{hint}{listed}") from None
 
 
 def validate_shares(shares: int) -> None:
