@@ -248,13 +248,14 @@ def held_code(positions: list[dict[str, Any]], stock: str) -> str:
     try:
         return resolve_stock(held, stock)
     except StockNotResolved as failure:
+        if not failure.candidates:
+            raise PortfolioError(
+                f"持仓里没有 {stock}。用 `wyckoff portfolio list` 查看持仓。"
+            ) from None
         listed = "".join(f"\n  {line}" for line in failure.candidates)
-        hint = (
-            "，请用代码或完整名称指定其中一只："
-            if listed
-            else "。用 `wyckoff portfolio list` 查看持仓。"
-        )
-        raise PortfolioError(f"持仓里找不到唯一对应 '{stock}' 的股票{hint}{listed}") from None
+        raise PortfolioError(
+            f"持仓里没有唯一对应 {stock} 的股票，请用代码或完整名称指定其中一只：{listed}"
+        ) from None
 
 
 def validate_shares(shares: int) -> None:
