@@ -439,7 +439,7 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
     if params.action == "set_cash":
         before = f"从 {book.cash():,.2f} 元" if book else ""
         return f"把现金{before}改为 {params.cash:,.2f} 元"
-    code = params.code.strip().split(".")[0]
+    code = _named_code(params, book)
     label = f"{code} {stock_names().get(code, '（A 股代码表中没有这个代码）')}"
     held = _held(book, code)
     if params.action == "remove":
@@ -467,6 +467,19 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
         if value is not None
     ]
     return f"修改持仓 {label}：{'，'.join(changes) or '没有改动'}"
+
+
+def _named_code(params: UpdatePortfolioParams, book: Portfolio | None) -> str:
+    """The code the tool will act on, found as the tool finds it; the text itself when it
+    names none (the tool then refuses with the reason)."""
+    try:
+        if params.action == "add":
+            return validate_stock(params.code, params.name)[0]
+        if book is not None:
+            return held_code(book.positions(), params.code)
+    except (PortfolioError, StockNotResolved):
+        pass
+    return params.code.strip().split(".")[0]
 
 
 def _held(book: Portfolio | None, code: str) -> dict[str, Any] | None:
