@@ -342,3 +342,14 @@ def test_portfolio_diagnosis_uses_one_stop_for_the_level_the_exit_and_the_reason
     assert row["exit_status"]["status"] == "hold" and shown in row["exit_status"]["detail"]
     assert any(shown in reason for reason in row["reasons"] if "止损" in reason)
     assert not any(f"{engine['stop']['stop']:.2f}" in reason for reason in row["reasons"])
+
+
+def test_the_approval_names_the_holding_the_agent_will_remove_by_a_fragment(agent_on_demo, home):
+    cli("portfolio", "add", "600519", "--shares", "100", "--cost", "1500")
+    context = _context(home, agent_on_demo)
+    args = {"action": "remove", "code": "茅台"}
+    shown = context.registry.describe("update_portfolio", args, context)
+    assert shown == "删除持仓 600519 贵州茅台（100 股）"
+    agent_on_demo.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="已删除。"))
+    applied = cli("ask", "茅台清仓了", "--approve", "update_portfolio")
+    assert applied.returncode == 0 and positions(home) == []

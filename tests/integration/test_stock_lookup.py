@@ -58,3 +58,27 @@ def test_portfolio_add_accepts_a_name_and_refuses_an_ambiguous_one(home):
     assert ambiguous.returncode == 2 and "平安银行" in ambiguous.stderr
     removed = cli("portfolio", "rm", "贵州茅台")
     assert removed.returncode == 0 and "已删除：600519 贵州茅台" in removed.stderr
+
+
+@pytest.mark.parametrize("typed", ["茅台", "600519.SH", "６００５１９", "贵州茅台"])
+def test_portfolio_rm_finds_the_held_position_by_any_spelling_and_undo_restores_it(home, typed):
+    cli("portfolio", "add", "600519", "--shares", "100", "--cost", "1500")
+    removed = cli("portfolio", "rm", typed)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(cli("portfolio", "list", "--json").stdout)["positions"] == []
+    assert cli("portfolio", "undo").returncode == 0
+    listed = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+    assert [(p["code"], p["shares"]) for p in listed] == [("600519", 100)]
+
+
+@pytest.mark.parametrize(("typed", "listed"), [("五粮液", ""), ("银行", "600000.SH 浦发银行")])
+def test_portfolio_rm_of_an_unheld_or_ambiguous_name_exits_2_and_changes_nothing(
+    home, typed, listed
+):
+    for code in ("600519", "000001", "600000"):
+        cli("portfolio", "add", code, "--shares", "100", "--cost", "10")
+    before = cli("portfolio", "list", "--json").stdout
+    refused = cli("portfolio", "rm", typed)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "持仓里没有" in refused.stderr and typed in refused.stderr and listed in refused.stderr
+    assert cli("portfolio", "list", "--json").stdout == before

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, model_validator
 from wyckoff import portfolio_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
-from wyckoff.agents.stock_lookup import normalize, resolve_stock
+from wyckoff.agents.stock_lookup import StockNotResolved, normalize, resolve_stock
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
@@ -240,13 +240,22 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
 
 
 def held_code(positions: list[dict[str, Any]], stock: str) -> str:
-    """The code of the held position `stock` names (its code or name); else the text as given,
-    so the caller reports that nothing like it is held."""
-    wanted = normalize(stock).split(".")[0]
-    for position in positions:
-        if wanted in (position["code"], normalize(position["name"])):
-            return position["code"]
-    return stock
+    """The code of the held position `stock` names, by the same rules as everywhere else
+    (code, `600519.SH`, full-width digits, name, unique fragment); else PortfolioError."""
+    import pandas as pd
+
+    held = pd.DataFrame(positions, columns=["code", "name"])
+    try:
+        return resolve_stock(held, stock)
+    except StockNotResolved as failure:
+        if not failure.candidates:
+            raise PortfolioError(
+                f"持仓里没有 {stock}。用 `wyckoff portfolio list` 查看持仓。"
+            ) from None
+        listed = "".join(f"\n  {line}" for line in failure.candidates)
+        raise PortfolioError(
+            f"持仓里没有唯一对应 {stock} 的股票，请用代码或完整名称指定其中一只：{listed}"
+        ) from None
 
 
 def validate_shares(shares: int) -> None:
@@ -430,7 +439,7 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
     if params.action == "set_cash":
         before = f"从 {book.cash():,.2f} 元" if book else ""
         return f"把现金{before}改为 {params.cash:,.2f} 元"
-    code = params.code.strip().split(".")[0]
+    code = _named_code(params, book)
     label = f"{code} {stock_names().get(code, '（A 股代码表中没有这个代码）')}"
     held = _held(book, code)
     if params.action == "remove":
@@ -458,6 +467,19 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
         if value is not None
     ]
     return f"修改持仓 {label}：{'，'.join(changes) or '没有改动'}"
+
+
+def _named_code(params: UpdatePortfolioParams, book: Portfolio | None) -> str:
+    """The code the tool will act on, found as the tool finds it; the text itself when it
+    names none (the tool then refuses with the reason)."""
+    try:
+        if params.action == "add":
+            return validate_stock(params.code, params.name)[0]
+        if book is not None:
+            return held_code(book.positions(), params.code)
+    except (PortfolioError, StockNotResolved):
+        pass
+    return params.code.strip().split(".")[0]
 
 
 def _held(book: Portfolio | None, code: str) -> dict[str, Any] | None:
