@@ -555,6 +555,11 @@ def test_background_task_notification_continues_the_loop(openai_server, home, st
     assert [kind_of(m) for m in resumed if m["role"] == "user"] == [None, "notification"]
     assert ChatLog(store).require(conversation.session_id)["title"] == "全市场筛选一下"
     assert any(u["stage"] == "扫描" and u["progress"] for u in updates)
+    states = [u["state"] for u in updates]  # queued, running while it reports, then how it ended
+    assert states == ["排队中", "运行中", "运行中", "运行中", "完成"]
+    assert [u["seq"] for u in updates] == list(range(5)) and {u["title"] for u in updates} == {
+        "全市场筛选"
+    }
     assert not any("sk-test" in u["detail"] for u in updates)  # keys cut out as in every event
     row = store.conn.execute("SELECT status, notified, result FROM background_tasks").fetchone()
     assert (row["status"], row["notified"]) == ("completed", 1) and "000858" in row["result"]

@@ -354,10 +354,61 @@ async def test_background_panel_and_notification_turn(configured, home, install_
             pilot, lambda: len(configured.requests) >= 3 and not app.turn_running, timeout=60
         )
         assert app.query(AssistantMessage).last().text == "筛选完成，候选如下（演示数据）。"
-        assert not app.query_one(BackgroundPanel).display
+        await wait_until(pilot, lambda: not app.query_one(BackgroundPanel).display)
         notification = configured.bodies[2]["messages"][-1]["content"]
         assert notification.startswith("[SYSTEM NOTIFICATION - NOT USER INPUT]")
         assert "DEMO" in str(app.query_one(StatusBar).render())
+
+
+def task_update(seq: int, status: str, state: str, stage: str = "", progress=None) -> dict:
+    """A background task's update as the task manager sends it."""
+    return {
+        "type": "task_update",
+        "task_id": "task_0123456789",
+        "tool": "run_backtest",
+        "title": "策略回测",
+        "seq": seq,
+        "status": status,
+        "state": state,
+        "stage": stage,
+        "detail": "",
+        "progress": progress,
+        "elapsed_s": 1.0,
+    }
+
+
+def task_label(app) -> str:
+    return str(app.query_one(".task-line Static").render())
+
+
+@pytest.mark.asyncio
+async def test_background_panel_states_in_order_and_progress_never_goes_back(configured):
+    from wyckoff.cli.tui.app import RuntimeEventPosted
+    from wyckoff.cli.tui.widgets import TaskLine
+
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        # the task reports its first step before the update that it was queued is shown
+        for event in (
+            task_update(1, "running", "运行中", "加载行情", 0.02),
+            task_update(0, "running", "排队中"),
+        ):
+            app.post_message(RuntimeEventPosted(event))
+        await wait_until(pilot, lambda: app.query(TaskLine) and "加载行情" in task_label(app))
+        await wait_for_ticks(pilot, 3)
+        assert task_label(app) == "⏳ 策略回测 · 运行中 加载行情"  # the tool's Chinese title
+        # the daily loop restarts its own fraction at 1%: the bar stays at 2%
+        app.post_message(RuntimeEventPosted(task_update(2, "running", "运行中", "逐日回测", 0.01)))
+        await wait_until(pilot, lambda: "逐日回测" in task_label(app))
+        assert app.query_one(TaskLine).bar.progress == 0.02
+        app.post_message(RuntimeEventPosted(task_update(3, "completed", "完成", "完成", 1.0)))
+        await wait_until(pilot, lambda: "完成" in task_label(app))
+        assert task_label(app) == "✓ 策略回测 · 完成"
+        await wait_until(pilot, lambda: not app.query_one(BackgroundPanel).display)
+        app.post_message(RuntimeEventPosted(task_update(2, "running", "运行中", "逐日回测", 0.5)))
+        await wait_for_ticks(pilot, 3)  # a late update of an ended task brings nothing back
+        assert not app.query(TaskLine) and not app.query_one(BackgroundPanel).display
 
 
 @pytest.mark.asyncio

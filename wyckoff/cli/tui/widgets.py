@@ -174,42 +174,74 @@ class StatusBar(Static):
         self.update(Text.assemble(*parts))
 
 
+TASK_MARKS = {"running": "⏳", "completed": "✓", "failed": "✗", "cancelled": "·"}
+
+
 class TaskLine(Vertical):
-    def __init__(self, task_id: str, tool: str) -> None:
-        super().__init__(classes="task-line", id=f"task-{task_id}")
-        self.label = Static(Text(tool))
+    """One background task: its Chinese title, state (排队中 → 运行中 → 完成/失败/已取消),
+    stage and a progress bar that never goes backwards. Updates can arrive out of order
+    (they come from the task's thread and the one that started it): an update older than
+    the one shown (by the task's own `seq`) is dropped."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__(classes="task-line", id=f"task-{event['task_id']}")
+        self.label = Static()
         self.bar = ProgressBar(total=1.0, show_eta=False)
+        self.event = event
+        self.progress = 0.0
 
     def compose(self):
         yield self.label
         yield self.bar
 
+    def on_mount(self) -> None:
+        self._render_task()
+
     def show(self, event: dict[str, Any]) -> None:
-        self.label.update(Text(f"⏳ {event['tool']} · {event['stage']} {event['detail']}".strip()))
-        if event.get("progress") is not None:
-            self.bar.update(progress=float(event["progress"]))
+        if event["seq"] <= self.event["seq"]:
+            return
+        self.event = event
+        if self.is_mounted:
+            self._render_task()
+
+    def _render_task(self) -> None:
+        event = self.event
+        self.progress = max(self.progress, event.get("progress") or 0.0)
+        mark = TASK_MARKS.get(event["status"], "⏳")
+        step = "" if event["status"] != "running" else f" {event['stage']} {event['detail']}"
+        self.label.update(Text(f"{mark} {event['title']} · {event['state']}{step}".rstrip()))
+        self.bar.update(progress=self.progress)
 
 
 class BackgroundPanel(Vertical):
-    """Running background tasks with their stage and progress; hidden when there are none."""
+    """Background tasks with their state and progress; an ended task stays FINISHED_SHOWN_S
+    with how it ended, and the panel is hidden when no task is left."""
+
+    FINISHED_SHOWN_S = 3.0
 
     def on_mount(self) -> None:
         self.display = False
+        self.ended: set[str] = set()  # a late update of these never brings their line back
 
     def update_task(self, event: dict[str, Any]) -> None:
         task_id = event["task_id"]
-        existing = self.query(f"#task-{task_id}")
-        if event["status"] != "running":
-            existing.remove()
-            self.display = len(self.query(TaskLine)) > len(existing)
+        if task_id in self.ended:
             return
+        existing = self.query(f"#task-{task_id}")
         if existing:
-            existing.first(TaskLine).show(event)
+            line = existing.first(TaskLine)
+            line.show(event)
         else:
-            line = TaskLine(task_id, event["tool"])
+            line = TaskLine(event)
             self.mount(line)
-            self.call_after_refresh(line.show, event)
+        if event["status"] != "running":
+            self.ended.add(task_id)
+            self.set_timer(self.FINISHED_SHOWN_S, lambda: self._drop(line))
         self.display = True
+
+    def _drop(self, line: TaskLine) -> None:
+        line.remove()
+        self.display = any(other is not line for other in self.query(TaskLine))
 
 
 class PromptInput(TextArea):
