@@ -251,8 +251,14 @@ async def test_approval_with_edited_arguments(configured, home):
         )
         await click_button(pilot, "#edit")
         await wait_until(pilot, lambda: not app.turn_running)
+        row = str(app.query_one(ToolRow).render())  # the row shows what ran, not the request
+        assert '"shares": 300' in row and '"shares": 100' not in row
+        session = app.agent.conversation.session_id
     (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
     assert position["shares"] == 300
+    exported = json.loads(cli("session", "export", session, "--format", "json").stdout)
+    (call,) = [c for m in exported["messages"] for c in m.get("tool_calls") or []]
+    assert call["args"]["shares"] == 300  # the saved history, which a resume sends the model
 
 
 @pytest.mark.asyncio

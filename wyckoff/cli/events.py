@@ -94,6 +94,7 @@ class Approved(TypedDict):
     name: str
     by: ApprovedBy
     description: str
+    args: dict[str, Any]  # the arguments it runs with (the user's, when edited)
 
 
 class Usage(TokenUsage):

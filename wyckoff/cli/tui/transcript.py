@@ -89,6 +89,11 @@ class Transcript:
         self.rows[event["id"]] = row
         self.app.mount_chat(row)
 
+    async def _approved(self, event: dict[str, Any]) -> None:
+        row = self.rows.get(event["id"])
+        if row is not None:
+            row.show_args(event["args"])  # edited in the dialog: the row shows what runs
+
     async def _tool_finished(self, event: dict[str, Any]) -> None:
         row = self.rows.get(event["id"])
         if row is None:
@@ -173,6 +178,7 @@ HANDLERS: dict[str, Callable[[Transcript, dict[str, Any]], Awaitable[None]]] = {
     "model_start": Transcript._model_start,
     "tool_calls": Transcript._tool_calls,
     "tool_start": Transcript._tool_start,
+    "approved": Transcript._approved,
     "tool_result": Transcript._tool_finished,
     "tool_error": Transcript._tool_finished,
     "retry": Transcript._retry,

@@ -93,6 +93,11 @@ class ToolRow(Static):
         self.chart_code: str | None = None
         self._spinner: Timer | None = None
 
+    def show_args(self, args: dict[str, Any]) -> None:
+        self.args = args
+        if self.is_mounted:
+            self._render_row()
+
     def on_mount(self) -> None:
         # A fast tool can finish before the row is mounted: then there is nothing to spin.
         if self.outcome is None:
