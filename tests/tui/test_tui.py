@@ -79,7 +79,7 @@ async def click_button(pilot, selector: str) -> None:
 
 
 def notices(app) -> list[str]:
-    return [str(n.render()) for n in app.query(Notice)]
+    return [n.text.plain for n in app.query(Notice)]
 
 
 def waiting_rows(app) -> list[str]:
@@ -251,7 +251,7 @@ async def test_approval_with_edited_arguments(configured, home):
         )
         await click_button(pilot, "#edit")
         await wait_until(pilot, lambda: not app.turn_running)
-        row = str(app.query_one(ToolRow).render())  # the row shows what ran, not the request
+        row = app.query_one(ToolRow).text.plain  # the row shows what ran, not the request
         assert '"shares": 300' in row and '"shares": 100' not in row
         session = app.agent.conversation.session_id
     (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
@@ -384,7 +384,7 @@ def task_update(seq: int, status: str, state: str, stage: str = "", progress=Non
 
 
 def task_label(app) -> str:
-    return str(app.query_one(".task-line Static").render())
+    return app.query_one(".task-line WrappedStatic").text.plain
 
 
 @pytest.mark.asyncio
@@ -725,3 +725,81 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
             "delegate_to_research",
             "delegate_to_analysis",
         ]
+
+
+@pytest.mark.asyncio
+async def test_ctrl_c_says_how_to_quit_in_chinese(configured):
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: list(app._notifications))
+        (note,) = list(app._notifications)
+        assert (note.title, note.message) == ("要退出吗？", "按 Ctrl+Q 退出；Esc 取消当前回答。")
+        assert app.is_running  # Ctrl+C itself does not quit
+
+
+@pytest.mark.asyncio
+async def test_a_resumed_denied_call_says_it_was_denied(configured, home):
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await reach_approval(pilot)
+        await click_button(pilot, "#deny")
+        await wait_until(pilot, lambda: not app.turn_running)
+        session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        app.resume(session)
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        row = app.query_one(ToolRow)
+    assert row.outcome == "已拒绝（历史）" and row.failed
+
+
+def top_notice(app) -> str:
+    """The first notice whose text shows at the top of the chat."""
+    chat = app.query_one("#chat")
+    return next(n.text.plain for n in app.query(Notice) if n.region.bottom > chat.region.y)
+
+
+@pytest.mark.asyncio
+async def test_a_resize_keeps_what_the_user_scrolled_to(configured):
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        for n in range(40):
+            app.show_notice(f"第 {n} 条：" + "一段会随窗口宽度换行的长文字，" * 8)
+        await pilot.pause()
+        chat = app.query_one("#chat")
+        chat.scroll_to(y=chat.max_scroll_y // 2, animate=False)
+        await pilot.pause()
+        shown = top_notice(app)
+        for size in ((80, 24), (160, 45)):
+            await pilot.resize_terminal(*size)
+            await wait_for_ticks(pilot, 2)
+            assert top_notice(app) == shown  # the same content, though every line moved
+        chat.scroll_end(animate=False)
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await wait_for_ticks(pilot, 2)
+        assert chat.scroll_y == chat.max_scroll_y  # at the end, it stays at the end
+
+
+@pytest.mark.asyncio
+async def test_no_line_of_a_tool_row_or_notice_starts_with_a_comma_or_full_stop(configured):
+    outcome = "，".join(["现持", "贵州茅台", "三百股", "成本一千五", "浮盈", "百分之三"] * 3) + "。"
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        row = ToolRow("c1", "update_portfolio", "修改持仓", {"action": "add", "code": "600519"})
+        app.mount_chat(row)
+        row.finish(outcome, 0.1)
+        app.show_notice(outcome * 2)
+        starts = set()
+        for width in range(60, 100, 3):
+            await pilot.resize_terminal(width, 30)
+            await pilot.pause()
+            for widget in (row, app.query(Notice).last()):
+                lines = [widget.render_line(y).text.strip() for y in range(widget.size.height)]
+                assert "百分之三。" in "".join(lines)  # everything is still shown
+                starts |= {line[:1] for line in lines}
+        assert not starts & {"，", "。"}

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
+from wyckoff.cli.runtime.approval import DENIED
 from wyckoff.cli.tui.delegation import DelegationView
 from wyckoff.cli.tui.widgets import (
     WAITING_FOR_MODEL,
@@ -160,6 +161,8 @@ class Transcript:
     def _history_outcome(self, agent: Agent, call: ToolCall, observation: str) -> tuple[str, bool]:
         """A resumed call's row: the tool's summary of what it returned, or that it failed
         (not the error text, which was written for the model)."""
+        if observation.startswith(f"工具错误：{DENIED}"):
+            return "已拒绝（历史）", True
         if observation.startswith("工具错误："):
             return "未成功（历史）", True
         # the JSON object the tool returned, also when it is stored inside a data marker

@@ -5,18 +5,70 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, ProgressBar, Static, TextArea
+
+from wyckoff.cli.tui.wrap import WrappedStatic
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 WAITING_FOR_MODEL = "等待模型回复"
 LOADING_AGENT = "正在加载模型与工具"
+
+
+@dataclass(frozen=True)
+class ScrollAnchor:
+    """What the chat shows at its top: a message and how far down it, at a width."""
+
+    widget: Widget | None  # None: the view is at the end
+    fraction: float
+    width: int
+
+
+class ChatView(VerticalScroll):
+    """The chat. A resize reflows every message; the view then shows the same content at
+    its top as before (or stays at the end), not the same line number."""
+
+    def __init__(self, *children: Widget, id: str) -> None:
+        super().__init__(*children, id=id)
+        self.anchor_at: ScrollAnchor | None = None
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.anchor_at is None or self.anchor_at.width == self.size.width:
+            self.anchor_at = self._top_anchor()  # not mid-resize, when the line is stale
+
+    def _top_anchor(self) -> ScrollAnchor:
+        width = self.size.width
+        if self.scroll_y >= self.max_scroll_y:
+            return ScrollAnchor(None, 0.0, width)
+        for child in self.children:
+            region = child.virtual_region_with_margin
+            if region.bottom > self.scroll_y:
+                offset = self.scroll_y - region.y
+                return ScrollAnchor(child, offset / max(region.height, 1), width)
+        return ScrollAnchor(None, 0.0, width)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._keep_anchor)
+
+    def _keep_anchor(self) -> None:
+        anchor, self.anchor_at = self.anchor_at, None
+        if anchor is None or anchor.widget is None or anchor.widget.parent is not self:
+            self.scroll_end(animate=False, immediate=True)
+        else:
+            region = anchor.widget.virtual_region_with_margin
+            self.scroll_to(
+                y=round(region.y + anchor.fraction * region.height), animate=False, immediate=True
+            )
+        self.anchor_at = self._top_anchor()
 
 
 class UserMessage(Static):
@@ -43,7 +95,7 @@ class ThinkingBlock(Collapsible):
         self.body.update(Text(self.text))
 
 
-class Notice(Static):
+class Notice(WrappedStatic):
     """A quiet one-line remark (retry, fallback, compaction), or an error in red."""
 
     def __init__(self, text: str, error: bool = False) -> None:
@@ -76,7 +128,7 @@ class WaitingRow(Static):
         )
 
 
-class ToolRow(Static):
+class ToolRow(WrappedStatic):
     """One tool call: title and arguments, a spinner while it runs, then outcome and time."""
 
     class Selected(Message):
@@ -124,7 +176,7 @@ class ToolRow(Static):
         args = json.dumps(self.args, ensure_ascii=False)
         args = args if len(args) <= 60 else args[:59] + "…"
         if self.outcome is None:
-            self.update(
+            self.show_text(
                 Text.assemble(
                     (f"{SPINNER[self.frame % len(SPINNER)]} ", "yellow"),
                     (self.title, "bold"),
@@ -134,7 +186,7 @@ class ToolRow(Static):
             return
         mark, style = ("✗", "red") if self.failed else ("✓", "green")
         hint = f"  [点击或 /chart {self.chart_code} 看 K 线]" if self.chart_code else ""
-        self.update(
+        self.show_text(
             Text.assemble(
                 (f"{mark} ", style),
                 (self.title, "bold"),
@@ -190,7 +242,7 @@ class TaskLine(Vertical):
 
     def __init__(self, event: dict[str, Any]) -> None:
         super().__init__(classes="task-line", id=f"task-{event['task_id']}")
-        self.label = Static()
+        self.label = WrappedStatic()
         self.bar = ProgressBar(total=1.0, show_eta=False)
         self.event = event
         self.progress = 0.0
@@ -214,7 +266,7 @@ class TaskLine(Vertical):
         self.progress = max(self.progress, event.get("progress") or 0.0)
         mark = TASK_MARKS.get(event["status"], "⏳")
         step = "" if event["status"] != "running" else f" {event['stage']} {event['detail']}"
-        self.label.update(Text(f"{mark} {event['title']} · {event['state']}{step}".rstrip()))
+        self.label.show_text(Text(f"{mark} {event['title']} · {event['state']}{step}".rstrip()))
         self.bar.update(progress=self.progress)
 
 
