@@ -216,7 +216,7 @@ async def test_approval_dialog_allow_and_deny(configured, home, button, held):
         await submit(pilot, "记录买入 100 股茅台")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "修改持仓" in str(app.screen.query_one("Label").render())
-        await pilot.click(button)
+        await click_button(pilot, button)
         await wait_until(pilot, lambda: not app.turn_running)
         row = app.query_one(ToolRow)
         assert row.failed == (held == 0)
