@@ -803,3 +803,16 @@ async def test_no_line_of_a_tool_row_or_notice_starts_with_a_comma_or_full_stop(
                 assert "百分之三。" in "".join(lines)  # everything is still shown
                 starts |= {line[:1] for line in lines}
         assert not starts & {"，", "。"}
+
+
+@pytest.mark.asyncio
+async def test_the_thinking_block_holds_the_rounds_reasoning_once(configured):
+    from wyckoff.cli.tui.widgets import ThinkingBlock
+
+    configured.script(Reply(thinking="先看大盘，再看个股。", text="中性。", pieces=4))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        (block,) = app.query(ThinkingBlock)
+        assert block.text == "先看大盘，再看个股。"  # streamed, then the whole: shown once

@@ -61,6 +61,14 @@ class ModelStart(TypedDict):
     model: str
 
 
+class Thinking(TypedDict):
+    """A model round's whole reasoning, once the round ends (after its thinking_deltas)."""
+
+    type: Literal["thinking"]
+    round: int
+    text: str
+
+
 class ToolStart(TypedDict):
     type: Literal["tool_start"]
     id: str
@@ -148,6 +156,7 @@ RuntimeEvent = (
     ModelStart
     | TextDelta
     | ThinkingDelta
+    | Thinking
     | ToolCalls
     | ToolStart
     | ToolResult

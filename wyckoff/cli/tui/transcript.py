@@ -72,11 +72,19 @@ class Transcript:
     async def _text_delta(self, event: dict[str, Any]) -> None:
         await self.write_text(event["text"])
 
-    async def _thinking_delta(self, event: dict[str, Any]) -> None:
+    def _thinking_block(self) -> ThinkingBlock:
         if self.thinking is None:
             self.thinking = ThinkingBlock()
             self.app.mount_chat(self.thinking)
-        self.thinking.add(event["text"])
+        return self.thinking
+
+    async def _thinking_delta(self, event: dict[str, Any]) -> None:
+        self._thinking_block().add(event["text"])
+
+    async def _thinking(self, event: dict[str, Any]) -> None:
+        """The round's whole reasoning replaces the pieces streamed (or is the first sign
+        of it, from a provider that does not stream thinking)."""
+        self._thinking_block().show(event["text"])
 
     async def _model_start(self, event: dict[str, Any]) -> None:
         await self.end_text()
@@ -178,6 +186,7 @@ class Transcript:
 HANDLERS: dict[str, Callable[[Transcript, dict[str, Any]], Awaitable[None]]] = {
     "text_delta": Transcript._text_delta,
     "thinking_delta": Transcript._thinking_delta,
+    "thinking": Transcript._thinking,
     "model_start": Transcript._model_start,
     "tool_calls": Transcript._tool_calls,
     "tool_start": Transcript._tool_start,

@@ -91,7 +91,10 @@ class ThinkingBlock(Collapsible):
         self.text = ""
 
     def add(self, text: str) -> None:
-        self.text += text
+        self.show(self.text + text)
+
+    def show(self, text: str) -> None:
+        self.text = text
         self.body.update(Text(self.text))
 
 
