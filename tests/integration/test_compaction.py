@@ -185,10 +185,9 @@ def test_cl100k_is_loaded_offline_and_the_heuristic_is_close():
     assert abs(guess - exact) / exact < 0.25
 
 
-def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
-    anthropic_server, home
-):
-    from wyckoff.cli.builtin_tools import default_registry
+def run_over_saved_history(server, home, messages: list[dict], window: int, registry):
+    """Save `messages` as a session and run one turn over it with a `window`-token model;
+    returns the turn's events and the conversation."""
     from wyckoff.cli.chat_log import ChatLog, Conversation
     from wyckoff.cli.providers.factory import make_provider
     from wyckoff.cli.runtime import AgentRuntime
@@ -197,15 +196,23 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     home.mkdir(parents=True, exist_ok=True)
     store = Store.in_home(home)
     conversation = Conversation.start(ChatLog(store))
-    for message in research_conversation(60):
+    for message in messages:
         conversation.append(message)
-    conversation.append({"role": "user", "content": "总结一下今天的研究"})
+    provider = make_provider(model_config(server, context_window=window), stream_timeout_s=5)
+    runtime = AgentRuntime(provider, registry, home=home, store=store)
+    return list(runtime.run_stream(conversation)), conversation
+
+
+def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
+    anthropic_server, home
+):
+    from wyckoff.cli.builtin_tools import default_registry
+
     anthropic_server.script(Reply(text=SUMMARY), Reply(text="今天研究了 60 只股票。"))
-    provider = make_provider(
-        model_config(anthropic_server, context_window=24_000), stream_timeout_s=5
+    history = [*research_conversation(60), {"role": "user", "content": "总结一下今天的研究"}]
+    events, conversation = run_over_saved_history(
+        anthropic_server, home, history, 24_000, default_registry()
     )
-    runtime = AgentRuntime(provider, default_registry(), home=home, store=store)
-    events = list(runtime.run_stream(conversation))
     (event,) = [e for e in events if e["type"] == "compaction"]
     assert event["before"] > event["after"] and event["archive_ref"].startswith("archive://")
     assert events[-1]["status"] == "completed", events[-1]
@@ -213,7 +220,8 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     assert check_tool_pairing(main_request["messages"]) is None
     assert "[对话摘要]" in json.dumps(main_request["messages"][0], ensure_ascii=False)
     # The chat log mirrors the compacted history; the originals are in the archive.
-    assert ChatLog(store).load(conversation.session_id)[0]["content"].startswith("[对话摘要]")
+    saved = conversation.chat_log.load(conversation.session_id)
+    assert saved[0]["content"].startswith("[对话摘要]")
     trace = next((home / "scratchpad").glob("*.jsonl")).read_text(encoding="utf-8")
     assert '"type": "compaction"' in trace
 
@@ -329,23 +337,12 @@ def test_a_cut_inside_the_first_turns_tool_results_moves_past_them():
 
 
 def test_a_12k_window_compacts_a_first_turn_of_large_tool_results(anthropic_server, home):
-    from wyckoff.cli.chat_log import ChatLog, Conversation
-    from wyckoff.cli.providers.factory import make_provider
-    from wyckoff.cli.runtime import AgentRuntime
     from wyckoff.cli.tools import ToolRegistry
-    from wyckoff.store import Store
 
-    home.mkdir(parents=True, exist_ok=True)
-    store = Store.in_home(home)
-    conversation = Conversation.start(ChatLog(store))
-    for message in first_turn_with_large_tool_results():
-        conversation.append(message)
     anthropic_server.script(Reply(text=SUMMARY), Reply(text="等待 LPS 确认后再建仓。"))
-    provider = make_provider(
-        model_config(anthropic_server, context_window=12_000), stream_timeout_s=5
+    events, _ = run_over_saved_history(
+        anthropic_server, home, first_turn_with_large_tool_results(), 12_000, ToolRegistry()
     )
-    runtime = AgentRuntime(provider, ToolRegistry(), home=home, store=store)
-    events = list(runtime.run_stream(conversation))
     (event,) = [e for e in events if e["type"] == "compaction"]
     assert (event["before"], event["after"]) == (6, 3)  # summary, the answer, the question
     assert events[-1]["status"] == "completed" and events[-1]["text"] == "等待 LPS 确认后再建仓。"
