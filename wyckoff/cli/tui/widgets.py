@@ -86,7 +86,7 @@ class AssistantMessage(Markdown):
 
 class ThinkingBlock(Collapsible):
     def __init__(self) -> None:
-        self.body = Static("", classes="thinking-text")
+        self.body = WrappedStatic(classes="thinking-text")
         super().__init__(self.body, title="思考过程", collapsed=True, classes="thinking")
         self.text = ""
 
@@ -95,7 +95,7 @@ class ThinkingBlock(Collapsible):
 
     def show(self, text: str) -> None:
         self.text = text
-        self.body.update(Text(self.text))
+        self.body.show_text(Text(self.text))
 
 
 class Notice(WrappedStatic):
