@@ -816,3 +816,17 @@ async def test_the_thinking_block_holds_the_rounds_reasoning_once(configured):
         await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
         (block,) = app.query(ThinkingBlock)
         assert block.text == "先看大盘，再看个股。"  # streamed, then the whole: shown once
+
+
+@pytest.mark.parametrize("width", range(6, 40))  # three characters and wider
+def test_chinese_lines_break_before_the_character_ahead_of_closing_punctuation(width):
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from wyckoff.cli.tui.wrap import NO_LINE_START, wrap_text
+
+    text = "他说：“先看大盘。”然后，再看个股。」最后看 600519 的 K 线，好吗？好！" * 2
+    lines = wrap_text(Text(text), width).plain.split("\n")
+    assert "".join(lines) == text  # nothing lost or added
+    assert all(cell_len(line) <= width for line in lines)
+    assert not any(line[:1] in NO_LINE_START for line in lines[1:])
