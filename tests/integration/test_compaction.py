@@ -17,6 +17,7 @@ from wyckoff.cli.compaction import (
     needs_compaction,
     reserve_tokens,
     shrink_tool_result,
+    tail_budget,
     threshold,
 )
 from wyckoff.cli.providers.claude import to_claude_messages
@@ -184,10 +185,9 @@ def test_cl100k_is_loaded_offline_and_the_heuristic_is_close():
     assert abs(guess - exact) / exact < 0.25
 
 
-def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
-    anthropic_server, home
-):
-    from wyckoff.cli.builtin_tools import default_registry
+def run_over_saved_history(server, home, messages: list[dict], window: int, registry):
+    """Save `messages` as a session and run one turn over it with a `window`-token model;
+    returns the turn's events and the conversation."""
     from wyckoff.cli.chat_log import ChatLog, Conversation
     from wyckoff.cli.providers.factory import make_provider
     from wyckoff.cli.runtime import AgentRuntime
@@ -196,15 +196,23 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     home.mkdir(parents=True, exist_ok=True)
     store = Store.in_home(home)
     conversation = Conversation.start(ChatLog(store))
-    for message in research_conversation(60):
+    for message in messages:
         conversation.append(message)
-    conversation.append({"role": "user", "content": "总结一下今天的研究"})
+    provider = make_provider(model_config(server, context_window=window), stream_timeout_s=5)
+    runtime = AgentRuntime(provider, registry, home=home, store=store)
+    return list(runtime.run_stream(conversation)), conversation
+
+
+def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
+    anthropic_server, home
+):
+    from wyckoff.cli.builtin_tools import default_registry
+
     anthropic_server.script(Reply(text=SUMMARY), Reply(text="今天研究了 60 只股票。"))
-    provider = make_provider(
-        model_config(anthropic_server, context_window=24_000), stream_timeout_s=5
+    history = [*research_conversation(60), {"role": "user", "content": "总结一下今天的研究"}]
+    events, conversation = run_over_saved_history(
+        anthropic_server, home, history, 24_000, default_registry()
     )
-    runtime = AgentRuntime(provider, default_registry(), home=home, store=store)
-    events = list(runtime.run_stream(conversation))
     (event,) = [e for e in events if e["type"] == "compaction"]
     assert event["before"] > event["after"] and event["archive_ref"].startswith("archive://")
     assert events[-1]["status"] == "completed", events[-1]
@@ -212,7 +220,8 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     assert check_tool_pairing(main_request["messages"]) is None
     assert "[对话摘要]" in json.dumps(main_request["messages"][0], ensure_ascii=False)
     # The chat log mirrors the compacted history; the originals are in the archive.
-    assert ChatLog(store).load(conversation.session_id)[0]["content"].startswith("[对话摘要]")
+    saved = conversation.chat_log.load(conversation.session_id)
+    assert saved[0]["content"].startswith("[对话摘要]")
     trace = next((home / "scratchpad").glob("*.jsonl")).read_text(encoding="utf-8")
     assert '"type": "compaction"' in trace
 
@@ -283,3 +292,62 @@ def test_three_successive_compactions_keep_earlier_anchors_and_every_archive_ref
         (home / "context_archive" / "s6" / (refs[2].rsplit("/", 1)[1] + ".json")).read_text()
     )
     assert metadata["earlier_refs"] == refs[:2]  # fmt: skip
+
+
+def first_turn_with_large_tool_results() -> list[dict]:
+    """A first turn whose batch of tool results alone fills a 12K window's tail budget, then
+    the answer and the next question."""
+    bars = [
+        {"date": f"2026-{1 + d // 28:02d}-{1 + d % 28:02d}", "close": 10 + d} for d in range(400)
+    ]
+    big = {"source": "demo", "code": "600519", "name": "贵州茅台", "bars": bars}
+    return [
+        {"role": "user", "content": "诊断 600519 和 000858，对比一下。"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "call_a", "name": "analyze_stock", "args": {"code": "600519"}},
+                {"id": "call_b", "name": "analyze_stock", "args": {"code": "000858"}},
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_a",
+            "name": "analyze_stock",
+            "content": json.dumps(big, ensure_ascii=False),
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_b",
+            "name": "analyze_stock",
+            "content": json.dumps({**big, "code": "000858", "bars": bars[:10]}),
+        },
+        {"role": "assistant", "content": "600519 健康度良好；000858 处于吸筹 B 段。"},
+        {"role": "user", "content": "那 000858 什么时候可以建仓？"},
+    ]
+
+
+def test_a_cut_inside_the_first_turns_tool_results_moves_past_them():
+    messages = first_turn_with_large_tool_results()
+    start = find_tail_start(messages, tail_budget(12_000))
+    assert start == 4  # after both results (back to the call would leave nothing to compact)
+    compacted = [{"role": "user", "content": "[对话摘要]"}, *messages[start:]]
+    assert check_tool_pairing(to_claude_messages(compacted)) is None
+
+
+def test_a_12k_window_compacts_a_first_turn_of_large_tool_results(anthropic_server, home):
+    from wyckoff.cli.tools import ToolRegistry
+
+    anthropic_server.script(Reply(text=SUMMARY), Reply(text="等待 LPS 确认后再建仓。"))
+    events, _ = run_over_saved_history(
+        anthropic_server, home, first_turn_with_large_tool_results(), 12_000, ToolRegistry()
+    )
+    (event,) = [e for e in events if e["type"] == "compaction"]
+    assert (event["before"], event["after"]) == (6, 3)  # summary, the answer, the question
+    assert events[-1]["status"] == "completed" and events[-1]["text"] == "等待 LPS 确认后再建仓。"
+    request = anthropic_server.bodies[1]["messages"]
+    assert check_tool_pairing(request) is None and "[对话摘要]" in json.dumps(
+        request[0], ensure_ascii=False
+    )
+    assert [m["role"] for m in request] == ["user", "assistant", "user"]

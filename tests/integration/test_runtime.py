@@ -125,6 +125,7 @@ def test_multi_round_tool_loop(openai_server, home, store):
         "model_start",
         "text_delta",
         "thinking_delta",
+        "thinking",
         "tool_calls",
         "tool_start",
         "tool_result",
@@ -136,6 +137,28 @@ def test_multi_round_tool_loop(openai_server, home, store):
         "done",
     }
     assert {e["type"] for e in events} <= known
+
+
+def test_a_round_with_reasoning_ends_with_the_whole_of_it(openai_server, home, store):
+    openai_server.script(
+        Reply(thinking="先看大盘，再看个股。", text="", tool_calls=[("lookup", {"code": "1"})]),
+        Reply(text="中性。"),
+    )
+    lookup = ToolSpec(
+        name="lookup", description="查", params=CodeParams, func=lambda p, c: {}, title="查询"
+    )
+    events = run(
+        make_runtime(openai_server, home, store, tools=[lookup]),
+        [{"role": "user", "content": "大盘怎么样"}],
+    )
+    kinds = [e["type"] for e in events]
+    (thinking,) = of_type(events, "thinking")  # one per round that reasoned
+    assert thinking == {"type": "thinking", "round": 1, "text": "先看大盘，再看个股。"}
+    streamed = "".join(e["text"] for e in of_type(events, "thinking_delta"))
+    assert streamed == thinking["text"]
+    # after the round's streamed reasoning, before its tools run
+    assert kinds.index("thinking") > max(i for i, k in enumerate(kinds) if k == "thinking_delta")
+    assert kinds.index("thinking") < kinds.index("tool_start")
 
 
 def test_parallel_safe_calls_overlap_and_unsafe_ones_do_not(openai_server, home, store):
@@ -304,8 +327,11 @@ def test_loop_guard_warns_after_two_retries(openai_server, home, store):
     messages = [{"role": "user", "content": "帮我审一下持仓"}]
     events = run(make_runtime(openai_server, home, store, tools=[portfolio]), messages)
     assert len(of_type(events, "retry")) == 2
-    assert events[-1]["text"].startswith("还是猜") and "可能不可靠" in events[-1]["text"]
-    assert "可能不可靠" in messages[-1]["content"]
+    warning = "⚠️ 注意：本回答没有调用 portfolio 工具核实数据，可能不可靠。\n\n"
+    assert events[-1]["text"] == warning + "还是猜"  # the warning first, as designed
+    assert messages[-1]["content"] == warning + "还是猜"
+    shown = "".join(e["text"] for e in of_type(events, "text_delta"))
+    assert shown.endswith(warning + "还是猜")  # also on screen, as it streamed
 
 
 def test_recalled_memories_never_trigger_the_guard():
@@ -555,6 +581,11 @@ def test_background_task_notification_continues_the_loop(openai_server, home, st
     assert [kind_of(m) for m in resumed if m["role"] == "user"] == [None, "notification"]
     assert ChatLog(store).require(conversation.session_id)["title"] == "全市场筛选一下"
     assert any(u["stage"] == "扫描" and u["progress"] for u in updates)
+    states = [u["state"] for u in updates]  # queued, running while it reports, then how it ended
+    assert states == ["排队中", "运行中", "运行中", "运行中", "完成"]
+    assert [u["seq"] for u in updates] == list(range(5)) and {u["title"] for u in updates} == {
+        "全市场筛选"
+    }
     assert not any("sk-test" in u["detail"] for u in updates)  # keys cut out as in every event
     row = store.conn.execute("SELECT status, notified, result FROM background_tasks").fetchone()
     assert (row["status"], row["notified"]) == ("completed", 1) and "000858" in row["result"]

@@ -79,7 +79,7 @@ async def click_button(pilot, selector: str) -> None:
 
 
 def notices(app) -> list[str]:
-    return [str(n.render()) for n in app.query(Notice)]
+    return [n.text.plain for n in app.query(Notice)]
 
 
 def waiting_rows(app) -> list[str]:
@@ -216,7 +216,7 @@ async def test_approval_dialog_allow_and_deny(configured, home, button, held):
         await submit(pilot, "记录买入 100 股茅台")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "修改持仓" in str(app.screen.query_one("Label").render())
-        await pilot.click(button)
+        await click_button(pilot, button)
         await wait_until(pilot, lambda: not app.turn_running)
         row = app.query_one(ToolRow)
         assert row.failed == (held == 0)
@@ -251,8 +251,14 @@ async def test_approval_with_edited_arguments(configured, home):
         )
         await click_button(pilot, "#edit")
         await wait_until(pilot, lambda: not app.turn_running)
+        row = app.query_one(ToolRow).text.plain  # the row shows what ran, not the request
+        assert '"shares": 300' in row and '"shares": 100' not in row
+        session = app.agent.conversation.session_id
     (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
     assert position["shares"] == 300
+    exported = json.loads(cli("session", "export", session, "--format", "json").stdout)
+    (call,) = [c for m in exported["messages"] for c in m.get("tool_calls") or []]
+    assert call["args"]["shares"] == 300  # the saved history, which a resume sends the model
 
 
 @pytest.mark.asyncio
@@ -354,10 +360,61 @@ async def test_background_panel_and_notification_turn(configured, home, install_
             pilot, lambda: len(configured.requests) >= 3 and not app.turn_running, timeout=60
         )
         assert app.query(AssistantMessage).last().text == "筛选完成，候选如下（演示数据）。"
-        assert not app.query_one(BackgroundPanel).display
+        await wait_until(pilot, lambda: not app.query_one(BackgroundPanel).display)
         notification = configured.bodies[2]["messages"][-1]["content"]
         assert notification.startswith("[SYSTEM NOTIFICATION - NOT USER INPUT]")
         assert "DEMO" in str(app.query_one(StatusBar).render())
+
+
+def task_update(seq: int, status: str, state: str, stage: str = "", progress=None) -> dict:
+    """A background task's update as the task manager sends it."""
+    return {
+        "type": "task_update",
+        "task_id": "task_0123456789",
+        "tool": "run_backtest",
+        "title": "策略回测",
+        "seq": seq,
+        "status": status,
+        "state": state,
+        "stage": stage,
+        "detail": "",
+        "progress": progress,
+        "elapsed_s": 1.0,
+    }
+
+
+def task_label(app) -> str:
+    return app.query_one(".task-line WrappedStatic").text.plain
+
+
+@pytest.mark.asyncio
+async def test_background_panel_states_in_order_and_progress_never_goes_back(configured):
+    from wyckoff.cli.tui.app import RuntimeEventPosted
+    from wyckoff.cli.tui.widgets import TaskLine
+
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        # the task reports its first step before the update that it was queued is shown
+        for event in (
+            task_update(1, "running", "运行中", "加载行情", 0.02),
+            task_update(0, "running", "排队中"),
+        ):
+            app.post_message(RuntimeEventPosted(event))
+        await wait_until(pilot, lambda: app.query(TaskLine) and "加载行情" in task_label(app))
+        await wait_for_ticks(pilot, 3)
+        assert task_label(app) == "⏳ 策略回测 · 运行中 加载行情"  # the tool's Chinese title
+        # the daily loop restarts its own fraction at 1%: the bar stays at 2%
+        app.post_message(RuntimeEventPosted(task_update(2, "running", "运行中", "逐日回测", 0.01)))
+        await wait_until(pilot, lambda: "逐日回测" in task_label(app))
+        assert app.query_one(TaskLine).bar.progress == 0.02
+        app.post_message(RuntimeEventPosted(task_update(3, "completed", "完成", "完成", 1.0)))
+        await wait_until(pilot, lambda: "完成" in task_label(app))
+        assert task_label(app) == "✓ 策略回测 · 完成"
+        await wait_until(pilot, lambda: not app.query_one(BackgroundPanel).display)
+        app.post_message(RuntimeEventPosted(task_update(2, "running", "运行中", "逐日回测", 0.5)))
+        await wait_for_ticks(pilot, 3)  # a late update of an ended task brings nothing back
+        assert not app.query(TaskLine) and not app.query_one(BackgroundPanel).display
 
 
 @pytest.mark.asyncio
@@ -668,3 +725,108 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
             "delegate_to_research",
             "delegate_to_analysis",
         ]
+
+
+@pytest.mark.asyncio
+async def test_ctrl_c_says_how_to_quit_in_chinese(configured):
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: list(app._notifications))
+        (note,) = list(app._notifications)
+        assert (note.title, note.message) == ("要退出吗？", "按 Ctrl+Q 退出；Esc 取消当前回答。")
+        assert app.is_running  # Ctrl+C itself does not quit
+
+
+@pytest.mark.asyncio
+async def test_a_resumed_denied_call_says_it_was_denied(configured, home):
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await reach_approval(pilot)
+        await click_button(pilot, "#deny")
+        await wait_until(pilot, lambda: not app.turn_running)
+        session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        app.resume(session)
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        row = app.query_one(ToolRow)
+    assert row.outcome == "已拒绝（历史）" and row.failed
+
+
+def top_notice(app) -> str:
+    """The first notice whose text shows at the top of the chat."""
+    chat = app.query_one("#chat")
+    return next(n.text.plain for n in app.query(Notice) if n.region.bottom > chat.region.y)
+
+
+@pytest.mark.asyncio
+async def test_a_resize_keeps_what_the_user_scrolled_to(configured):
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        for n in range(40):
+            app.show_notice(f"第 {n} 条：" + "一段会随窗口宽度换行的长文字，" * 8)
+        await pilot.pause()
+        chat = app.query_one("#chat")
+        chat.scroll_to(y=chat.max_scroll_y // 2, animate=False)
+        await pilot.pause()
+        shown = top_notice(app)
+        for size in ((80, 24), (160, 45)):
+            await pilot.resize_terminal(*size)
+            await wait_for_ticks(pilot, 2)
+            assert top_notice(app) == shown  # the same content, though every line moved
+        chat.scroll_end(animate=False)
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await wait_for_ticks(pilot, 2)
+        assert chat.scroll_y == chat.max_scroll_y  # at the end, it stays at the end
+
+
+@pytest.mark.asyncio
+async def test_no_line_of_a_tool_row_or_notice_starts_with_a_comma_or_full_stop(configured):
+    outcome = "，".join(["现持", "贵州茅台", "三百股", "成本一千五", "浮盈", "百分之三"] * 3) + "。"
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        row = ToolRow("c1", "update_portfolio", "修改持仓", {"action": "add", "code": "600519"})
+        app.mount_chat(row)
+        row.finish(outcome, 0.1)
+        app.show_notice(outcome * 2)
+        starts = set()
+        for width in range(60, 100, 3):
+            await pilot.resize_terminal(width, 30)
+            await pilot.pause()
+            for widget in (row, app.query(Notice).last()):
+                lines = [widget.render_line(y).text.strip() for y in range(widget.size.height)]
+                assert "百分之三。" in "".join(lines)  # everything is still shown
+                starts |= {line[:1] for line in lines}
+        assert not starts & {"，", "。"}
+
+
+@pytest.mark.asyncio
+async def test_the_thinking_block_holds_the_rounds_reasoning_once(configured):
+    from wyckoff.cli.tui.widgets import ThinkingBlock
+
+    configured.script(Reply(thinking="先看大盘，再看个股。", text="中性。", pieces=4))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        (block,) = app.query(ThinkingBlock)
+        assert block.text == "先看大盘，再看个股。"  # streamed, then the whole: shown once
+
+
+@pytest.mark.parametrize("width", range(6, 40))  # three characters and wider
+def test_chinese_lines_break_before_the_character_ahead_of_closing_punctuation(width):
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from wyckoff.cli.tui.wrap import NO_LINE_START, wrap_text
+
+    text = "他说：“先看大盘。”然后，再看个股。」最后看 600519 的 K 线，好吗？好！" * 2
+    lines = wrap_text(Text(text), width).plain.split("\n")
+    assert "".join(lines) == text  # nothing lost or added
+    assert all(cell_len(line) <= width for line in lines)
+    assert not any(line[:1] in NO_LINE_START for line in lines[1:])

@@ -97,6 +97,46 @@ def test_approval_dialog(snap_compare):
     assert snap_compare(DialogHost(ApprovalScreen(request)), terminal_size=(100, 30))
 
 
+LONG_REQUEST = {
+    "id": "c2",
+    "name": "run_command",
+    "title": "运行命令",
+    "description": "运行命令：python backtest.py（在工作目录里）\n"
+    + "\n".join(f"+ 第 {n} 行改动" for n in range(40)),
+    "args": {"command": "python backtest.py", "notes": ["很长的参数"] * 60},
+}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_approval_sentence_and_every_button_stay_in_view(size):
+    app = DialogHost(ApprovalScreen(LONG_REQUEST))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        dialog = screen.query_one("#dialog").region
+        inside = lambda selector: dialog.contains_region(screen.query_one(selector).region)  # noqa: E731
+        assert inside("#action") and "将要执行：运行命令" in str(
+            screen.query_one("#action").render()
+        )
+        assert all(inside(f"#{button}") for button in ("allow", "always", "edit", "deny"))
+        assert app.focused.id == "deny" and screen.region.contains_region(dialog)
+        body = screen.query_one("#approval-body")
+        assert dialog.contains_region(body.region)  # the long detail scrolls in its own box
+        assert screen.query_one("#args").region.height <= 10
+        while not screen.armed:
+            await pilot.pause(0.05)
+        await pilot.press("e")  # editing the arguments brings their box into view
+        await pilot.pause()
+        assert app.focused.id == "args" and body.region.contains_region(
+            screen.query_one("#args").region
+        )
+
+
+def test_approval_dialog_at_80_by_24_with_a_long_detail(snap_compare):
+    assert snap_compare(DialogHost(ApprovalScreen(LONG_REQUEST)), terminal_size=(80, 24))
+
+
 def test_kline_chart(snap_compare):
     assert snap_compare(DialogHost(ChartScreen(chart_data())), terminal_size=(110, 32))
 

@@ -31,27 +31,42 @@ OWNER_GONE = (
     "进程已退出：运行这个后台任务的 Wyckoff 进程在任务完成前退出了，没有结果，需要时请重新发起。"
 )
 
+# what each status is called on screen (a running task is 排队中 until it reports, see `state`)
+TASK_STATES = {"running": "运行中", "completed": "完成", "failed": "失败", "cancelled": "已取消"}
+
 
 @dataclass
 class TaskState:
     id: str
     session_id: str | None
     tool: str
+    title: str  # the tool's Chinese title, for people
     args: dict[str, Any]
     status: str = "running"  # running | completed | failed | cancelled
-    stage: str = "排队中"
+    stage: str = ""  # the tool's own step ("全市场漏斗"), empty until it reports one
     detail: str = ""
     progress: float | None = None
+    seq: int = 0  # counts the task's changes: a front end drops an update older than one shown
     started: float = field(default_factory=time.monotonic)
     elapsed_s: float = 0.0
     outcome: ToolOutcome | None = None
     cancel_event: CancelEvent = field(default_factory=CancelEvent)
 
+    @property
+    def state(self) -> str:
+        """排队中 until the task reports a stage or progress, then 运行中, then how it ended."""
+        if self.status != "running":
+            return TASK_STATES[self.status]
+        return "运行中" if self.stage or self.progress is not None else "排队中"
+
     def snapshot(self) -> dict[str, Any]:
         return {
             "task_id": self.id,
             "tool": self.tool,
+            "title": self.title,
+            "seq": self.seq,
             "status": self.status,
+            "state": self.state,
             "stage": self.stage,
             "detail": self.detail,
             "progress": self.progress,
@@ -98,6 +113,7 @@ class BackgroundTaskManager:
             id=f"task_{uuid.uuid4().hex[:10]}",
             session_id=context.session_id,
             tool=spec.name,
+            title=spec.title,
             args=params.model_dump(mode="json"),
         )
         with self.store.transaction() as conn:
@@ -117,13 +133,13 @@ class BackgroundTaskManager:
         task_context = context.for_call(
             cancel_event=task.cancel_event, on_progress=lambda update: self._progress(task, update)
         )
+        self._emit(task.snapshot())  # queued, before the task's thread can report anything
         threading.Thread(
             target=self._run,
             args=(spec, params, task_context, task, call_id),
             name=f"bg-{spec.name}",
             daemon=True,
         ).start()
-        self._emit(task)
         return task
 
     def _run(
@@ -146,8 +162,11 @@ class BackgroundTaskManager:
         with self._lock:
             task.stage = update.get("stage") or task.stage
             task.detail = update.get("detail") or ""
-            task.progress = update.get("fraction")
-        self._emit(task)
+            if update.get("fraction") is not None:
+                task.progress = update["fraction"]
+            task.seq += 1
+            event = task.snapshot()
+        self._emit(event)
 
     def _finish(self, task: TaskState, status: str, outcome: ToolOutcome, elapsed: float) -> None:
         with self.store.transaction() as conn:
@@ -167,11 +186,13 @@ class BackgroundTaskManager:
             task.status, task.outcome, task.elapsed_s = status, outcome, elapsed
             task.stage = "完成" if outcome.ok else "失败"
             task.progress = 1.0
+            task.seq += 1
+            event = task.snapshot()
             self._changed.notify_all()
-        self._emit(task)
+        self._emit(event)
 
-    def _emit(self, task: TaskState) -> None:
-        event = {"type": "task_update", **task.snapshot()}
+    def _emit(self, snapshot: dict[str, Any]) -> None:
+        event = {"type": "task_update", **snapshot}
         for listener in list(self._listeners):
             listener(event)
 
@@ -278,19 +299,11 @@ def check_background_tasks(
     return {"tasks": rows}
 
 
-TASK_STATUS_LABELS = {
-    "running": "运行中",
-    "completed": "已完成",
-    "failed": "失败",
-    "cancelled": "已取消",
-}
-
-
 def summarize_tasks(result: dict[str, Any]) -> str:
     tasks = result["tasks"]
     if not tasks:
         return "没有后台任务"
-    statuses = [TASK_STATUS_LABELS.get(t["status"], t["status"]) for t in tasks]
+    statuses = [TASK_STATES.get(t["status"], t["status"]) for t in tasks]
     counts = "、".join(f"{label} {statuses.count(label)}" for label in dict.fromkeys(statuses))
     return f"{len(tasks)} 个后台任务：{counts}"
 

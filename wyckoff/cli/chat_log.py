@@ -104,6 +104,17 @@ class ChatLog:
                 (title_needed, str(shown_text(message))[:80], session_id),
             )
 
+    def rewrite_calls(self, session_id: str, message: Message) -> None:
+        """The session's last assistant message, stored again with `message`'s tool calls
+        (an approved call ran with the arguments the user edited)."""
+        calls = without_secrets(message).get("tool_calls")
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE messages SET tool_calls = ? WHERE session_id = ? AND seq = (SELECT"
+                " MAX(seq) FROM messages WHERE session_id = ? AND role = 'assistant')",
+                (_json_or_none(calls), session_id, session_id),
+            )
+
     def load(self, session_id: str) -> list[Message]:
         """The session's messages, repaired so every tool call has a result."""
         self.require(session_id)
@@ -218,6 +229,13 @@ class Conversation:
         self._messages.append(message)
         if self.chat_log is not None and self.session_id is not None:
             self.chat_log.append(self.session_id, message)
+
+    def calls_edited(self) -> None:
+        """The last assistant message's calls were changed in place (a call approved with
+        edited arguments): the saved copy says what ran."""
+        if self.chat_log is not None and self.session_id is not None:
+            last = next(m for m in reversed(self._messages) if m["role"] == "assistant")
+            self.chat_log.rewrite_calls(self.session_id, last)
 
     def replace_all(self, messages: list[Message]) -> None:
         """The whole history at once (a compaction), written in one transaction first."""

@@ -95,7 +95,9 @@ def tail_budget(window: int) -> int:
 
 def find_tail_start(messages: History, budget: int) -> int:
     """Index where the kept tail starts: the newest `budget` tokens, at least 4 messages, never
-    on a tool result, widened so every tool result keeps its assistant call."""
+    on a tool result, widened so every tool result keeps its assistant call. A cut inside the
+    first turn's tool results moves past them instead (back to the call would leave nothing
+    to compact, every turn, while those results fill a small window)."""
     start, used = len(messages), 0
     while start > 0:
         cost = count_message(messages[start - 1])
@@ -103,9 +105,23 @@ def find_tail_start(messages: History, budget: int) -> int:
             break
         used += cost
         start -= 1
+    cut = start
     while 0 < start < len(messages) and messages[start]["role"] == "tool":
         start -= 1
-    return expand_for_tool_refs(messages, start)
+    start = expand_for_tool_refs(messages, start)
+    if start <= 1:
+        return past_tool_results(messages, cut) or start
+    return start
+
+
+def past_tool_results(messages: History, cut: int) -> int | None:
+    """The first message after the tool results at `cut` (a safe place to start the tail:
+    they are answered whole in the head), or None when they run to the end."""
+    while cut < len(messages) and messages[cut]["role"] == "tool":
+        cut += 1
+    if cut >= len(messages) or cut == 0 or messages[cut - 1]["role"] != "tool":
+        return None
+    return cut
 
 
 def expand_for_tool_refs(messages: History, start: int) -> int:

@@ -4,8 +4,8 @@ The TUI, `wyckoff ask --output stream-json`, sub-agents and tests read exactly t
 Consumers ignore types they do not know. Beyond DESIGN.md's table the runtime emits
 `background_wait` (headless ask waits for the background tasks it started), `approved`
 (a risky call is about to run: how it was approved and the action as a sentence; headless
-ask prints it to stderr), and the BackgroundTaskManager sends `task_update` (stage,
-detail, progress) to its listeners. Every event leaves the runtime with known keys cut out.
+ask prints it to stderr), and the BackgroundTaskManager sends `task_update` (state,
+stage, detail, progress, numbered by `seq`) to its listeners. Every event leaves the runtime with known keys cut out.
 
 Sub-agents (cli/sub_agents.py): while a `delegate_to_*` call runs, the runtime yields its
 child's `text_delta`, `tool_start`, `tool_result`, `tool_error`, `approved` and `usage`
@@ -61,6 +61,14 @@ class ModelStart(TypedDict):
     model: str
 
 
+class Thinking(TypedDict):
+    """A model round's whole reasoning, once the round ends (after its thinking_deltas)."""
+
+    type: Literal["thinking"]
+    round: int
+    text: str
+
+
 class ToolStart(TypedDict):
     type: Literal["tool_start"]
     id: str
@@ -94,6 +102,7 @@ class Approved(TypedDict):
     name: str
     by: ApprovedBy
     description: str
+    args: dict[str, Any]  # the arguments it runs with (the user's, when edited)
 
 
 class Usage(TokenUsage):
@@ -133,7 +142,10 @@ class TaskUpdate(TypedDict):
     type: Literal["task_update"]
     task_id: str
     tool: str
-    status: str
+    title: str  # the tool's Chinese title
+    seq: int  # the task's change count: a consumer drops an update older than one it showed
+    status: str  # running | completed | failed | cancelled
+    state: str  # 排队中 | 运行中 | 完成 | 失败 | 已取消
     stage: str
     detail: str
     progress: float | None
@@ -144,6 +156,7 @@ RuntimeEvent = (
     ModelStart
     | TextDelta
     | ThinkingDelta
+    | Thinking
     | ToolCalls
     | ToolStart
     | ToolResult

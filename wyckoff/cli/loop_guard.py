@@ -96,7 +96,8 @@ class Expectation:
         )
 
     def warning(self) -> str:
-        return f"\n\n⚠️ 注意：本回答没有调用 {self.tool} 工具核实数据，可能不可靠。"
+        """Put before the answer: it was written without the required tool."""
+        return f"⚠️ 注意：本回答没有调用 {self.tool} 工具核实数据，可能不可靠。\n\n"
 
 
 def user_text(message: Message) -> str:

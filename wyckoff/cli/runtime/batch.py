@@ -61,7 +61,7 @@ class ToolBatchRunner:
         """Run one batch: consecutive safe calls in parallel, others one by one, in order."""
         batch = BatchState()
         for group in partition(calls, self.registry):
-            runnable = yield from self._admit_group(group, turn, batch)
+            runnable = yield from self._admit_group(messages, group, turn, batch)
             for call, outcome in (yield from self._run_group(runnable, turn)):
                 batch.outcomes[call["id"]] = outcome
             yield from self._report_group(messages, group, batch, turn)
@@ -69,7 +69,7 @@ class ToolBatchRunner:
             raise TurnCancelled()
 
     def _admit_group(
-        self, group: list[ToolCall], turn: TurnState, batch: BatchState
+        self, messages: History, group: list[ToolCall], turn: TurnState, batch: BatchState
     ) -> Generator[RuntimeEvent, None, list[Runnable]]:
         """Announce each call of the group; returns those that may run (the others already
         have their outcome in `batch`)."""
@@ -87,6 +87,10 @@ class ToolBatchRunner:
                 batch.outcomes[call["id"]] = admitted
                 continue
             spec, params, approved_by = admitted
+            if approved_by == "edit":  # the saved history says what ran, as the model sees
+                calls_edited = getattr(messages, "calls_edited", None)  # a Conversation's
+                if calls_edited is not None:
+                    calls_edited()
             if approved_by is not None:
                 yield self._approved_event(call, approved_by)
             runnable.append((call, spec, params))
@@ -152,6 +156,7 @@ class ToolBatchRunner:
             "name": call["name"],
             "by": by,
             "description": self.registry.describe(call["name"], args, self.context),
+            "args": args,
         }
 
     def _run_group(

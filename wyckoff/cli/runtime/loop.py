@@ -25,7 +25,11 @@ from wyckoff.cli.events import (
     UsageTotals,
     usage_event,
 )
-from wyckoff.cli.loop_guard import MAX_INCOMPLETE_TOOL_RETRIES, resolve_turn_expectation
+from wyckoff.cli.loop_guard import (
+    MAX_INCOMPLETE_TOOL_RETRIES,
+    Expectation,
+    resolve_turn_expectation,
+)
 from wyckoff.cli.messages import AssistantMessage, History, Message, ToolCall, kind_of
 from wyckoff.cli.output import local_today
 from wyckoff.cli.providers.base import (
@@ -296,20 +300,28 @@ class AgentRuntime:
         while True:
             round_number += 1
             yield from self._maybe_compact(messages, turn)
-            message = yield from self._model_round(messages, turn, round_number, memory_block)
+            # Out of retries, the answer waits for the round's end: if the required tool is
+            # still missing, the warning goes before it (as the design says), not after.
+            hold_text = (
+                unmet(expectation, turn) is not None and retries >= MAX_INCOMPLETE_TOOL_RETRIES
+            )
+            message = yield from self._model_round(
+                messages, turn, round_number, memory_block, hold_text
+            )
             calls = message.get("tool_calls") or []
+            missed = unmet(expectation, turn)
+            if not calls and missed is not None:
+                if retries < MAX_INCOMPLETE_TOOL_RETRIES:
+                    retries += 1
+                    messages.append(message)
+                    messages.append(missed.retry_message())
+                    yield {"type": "retry", "reason": missed.reason, "attempt": retries}
+                    continue
+                turn.text = missed.warning() + turn.text
+                message["content"] = missed.warning() + message["content"]
+            if hold_text and message["content"]:
+                yield {"type": "text_delta", "text": message["content"]}
             if not calls:
-                if expectation is not None and not expectation.satisfied_by(turn.calls):
-                    if retries < MAX_INCOMPLETE_TOOL_RETRIES:
-                        retries += 1
-                        messages.append(message)
-                        messages.append(expectation.retry_message())
-                        yield {"type": "retry", "reason": expectation.reason, "attempt": retries}
-                        continue
-                    warning = expectation.warning()
-                    turn.text += warning
-                    message["content"] += warning
-                    yield {"type": "text_delta", "text": warning}
                 messages.append(message)
                 return "completed"
             messages.append(message)
@@ -325,9 +337,15 @@ class AgentRuntime:
             yield from self.tools.execute(messages, calls, turn)
 
     def _model_round(
-        self, messages: History, turn: TurnState, round_number: int, memory_block: str
+        self,
+        messages: History,
+        turn: TurnState,
+        round_number: int,
+        memory_block: str,
+        hold_text: bool = False,
     ) -> Generator[RuntimeEvent, None, AssistantMessage]:
-        """One model call; returns the assistant message (appended by the caller)."""
+        """One model call; returns the assistant message (appended by the caller). With
+        `hold_text` its answer text is not streamed (the caller yields it)."""
         active = self.provider.active
         yield {
             "type": "model_start",
@@ -338,16 +356,25 @@ class AgentRuntime:
         started = time.monotonic()
         reply = StreamAccumulator()
         try:
-            yield from self._relay_stream(messages, memory_block, reply, turn)
+            yield from self._relay_stream(messages, memory_block, reply, turn, hold_text)
         except StreamCancelled:
             self._keep_partial_answer(messages, reply, turn)
             raise
-        return self._assistant_message(reply, turn, round_number, started)
+        message = self._assistant_message(reply, turn, round_number, started)
+        if reply.thinking:  # the round's whole reasoning, redacted as a whole
+            yield {"type": "thinking", "round": round_number, "text": reply.thinking}
+        return message
 
     def _relay_stream(
-        self, messages: History, memory_block: str, reply: StreamAccumulator, turn: TurnState
+        self,
+        messages: History,
+        memory_block: str,
+        reply: StreamAccumulator,
+        turn: TurnState,
+        hold_text: bool,
     ) -> Iterator[RuntimeEvent]:
-        """Pass the provider's chunks on as events while `reply` collects them."""
+        """Pass the provider's chunks on as events (answer text not, with `hold_text`)
+        while `reply` collects them."""
         shown = _ShownDeltas()
         stream = self.provider.chat_stream(
             self._wire_messages(messages, memory_block),
@@ -357,7 +384,9 @@ class AgentRuntime:
         )
         for chunk in stream:
             reply.add(chunk)
-            if chunk["type"] == "text_delta" or chunk["type"] == "thinking_delta":
+            if chunk["type"] == "thinking_delta" or (
+                chunk["type"] == "text_delta" and not hold_text
+            ):
                 yield from shown.feed(chunk)
             elif chunk["type"] == "usage":
                 yield self._account(usage_of(chunk), turn)
@@ -543,6 +572,13 @@ def _delta(kind: DeltaKind, text: str) -> Iterator[RuntimeEvent]:
         yield {"type": "text_delta", "text": text}
     else:
         yield {"type": "thinking_delta", "text": text}
+
+
+def unmet(expectation: Expectation | None, turn: TurnState) -> Expectation | None:
+    """The turn's required tool, while the turn has not called it."""
+    if expectation is None or expectation.satisfied_by(turn.calls):
+        return None
+    return expectation
 
 
 def _last_user_index(messages: History) -> int:

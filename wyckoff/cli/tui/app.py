@@ -17,7 +17,6 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
-from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import AwaitMount
 from textual.widgets import Static
@@ -36,6 +35,7 @@ from wyckoff.cli.tui.widgets import (
     LOADING_AGENT,
     WAITING_FOR_MODEL,
     BackgroundPanel,
+    ChatView,
     Notice,
     PromptInput,
     StatusBar,
@@ -96,7 +96,7 @@ class WyckoffApp(App):
 
     def compose(self) -> ComposeResult:
         yield BackgroundPanel(id="background")
-        yield VerticalScroll(Static(WELCOME, classes="notice"), id="chat")
+        yield ChatView(Static(WELCOME, classes="notice"), id="chat")
         yield PromptInput([command.name for command in COMMANDS])
         yield StatusBar(id="status")
 
@@ -327,6 +327,10 @@ class WyckoffApp(App):
         if self.pending_notifications:
             self.continue_with_notifications()
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C does not quit (it copies in the prompt): say how to, in Chinese."""
+        self.notify("按 Ctrl+Q 退出；Esc 取消当前回答。", title="要退出吗？")
+
     def action_cancel_turn(self) -> None:
         if self.turn_running and self.agent is not None:
             self.agent.cancel()
@@ -433,7 +437,7 @@ class WyckoffApp(App):
     # --- rendering helpers -----------------------------------------------------------------
 
     def mount_chat(self, widget) -> AwaitMount:
-        chat = self.query_one("#chat", VerticalScroll)
+        chat = self.query_one("#chat", ChatView)
         mounted = chat.mount(widget)
         chat.scroll_end(animate=False)
         return mounted

@@ -8,9 +8,10 @@ from typing import Any
 
 from rich.text import Text
 from textual.containers import Horizontal
-from textual.widgets import Collapsible, Static
+from textual.widgets import Collapsible
 
 from wyckoff.cli.tui.widgets import ToolRow
+from wyckoff.cli.tui.wrap import WrappedStatic
 
 
 class DelegationBlock(Collapsible):
@@ -21,7 +22,7 @@ class DelegationBlock(Collapsible):
         self.agent, self.call_id = agent, call_id
         self.text = ""
         self.status: str | None = None
-        self.body = Static("", classes="delegate-text")
+        self.body = WrappedStatic(classes="delegate-text")
         self.rows: dict[str, ToolRow] = {}
         super().__init__(
             self.body, title=f"{agent} 子智能体 · 运行中", collapsed=False, classes="delegation"
@@ -29,7 +30,7 @@ class DelegationBlock(Collapsible):
 
     def add_text(self, text: str) -> None:
         self.text += text
-        self.body.update(Text(self.text))
+        self.body.show_text(Text(self.text))
 
     def start_tool(self, event: dict[str, Any]) -> None:
         row = ToolRow(event["id"], event["name"], event["title"], event["args"])

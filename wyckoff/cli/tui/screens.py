@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
@@ -30,6 +30,7 @@ class ApprovalScreen(ModalScreen[Approval]):
 
     AUTO_FOCUS = "#deny"
     ARM_DELAY_S = 0.5
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # buttons in two rows, or one
     BINDINGS = [
         Binding("y", "answer('allow')", "允许一次"),
         Binding("a", "answer('always')", "总是允许"),
@@ -45,13 +46,32 @@ class ApprovalScreen(ModalScreen[Approval]):
 
     def on_mount(self) -> None:
         self.set_timer(self.ARM_DELAY_S, self.arm)
+        self.call_after_refresh(self.fit_to_screen)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_to_screen)
+
+    def fit_to_screen(self) -> None:
+        """The body (detail and arguments) gets the rows the title, the sentence and the
+        buttons leave, and scrolls within them: those stay in view at 80×24, and the
+        arguments' box fits whole when it is scrolled to."""
+        dialog, body = self.query_one("#dialog"), self.query_one("#approval-body")
+        chrome = dialog.outer_size.height - dialog.size.height
+        fixed = sum(
+            child.outer_size.height + child.styles.margin.height
+            for child in dialog.children
+            if child is not body and child.display
+        )
+        rows = max(4, self.size.height - chrome - fixed)
+        body.styles.max_height = rows
+        self.query_one("#args").styles.max_height = rows - 1  # under its hint line
 
     def arm(self) -> None:
         """From now on y/a/e answer the dialog."""
         self.armed = True
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
+        with Vertical(id="dialog", classes="approval"):
             yield Label(
                 Text.assemble(
                     ("需要你的批准：", "bold"), self.request["title"], f"（{self.request['name']}）"
@@ -59,19 +79,17 @@ class ApprovalScreen(ModalScreen[Approval]):
             )
             sentence, _, detail = self.request["description"].partition("\n")
             yield action_sentence(sentence)
-            if detail:  # a command's parts or a write's diff, scrolled apart from the buttons
-                with VerticalScroll(id="action-detail"):
-                    yield Static(detail_text(detail))
-            yield Static(
-                "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
-            )
-            yield TextArea(
-                raw_arguments(self.request["args"]),
-                language="json",
-                id="args",
-            )
+            # only this part gives way on a small screen: the sentence and buttons stay in view
+            with VerticalScroll(id="approval-body"):
+                if detail:  # a command's parts or a write's diff, scrolled in its own box
+                    with VerticalScroll(id="action-detail"):
+                        yield Static(detail_text(detail))
+                yield Static(
+                    "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
+                )
+                yield TextArea(raw_arguments(self.request["args"]), language="json", id="args")
             yield Static("", id="error", classes="error")
-            with Horizontal(id="buttons"):
+            with Grid(id="buttons"):
                 yield Button("允许一次 (y)", id="allow", variant="success")
                 always = self.request.get("always_label") or "本会话总是允许"
                 yield Button(Text(f"{always} (a)"), id="always")

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
+from wyckoff.cli.runtime.approval import DENIED
 from wyckoff.cli.tui.delegation import DelegationView
 from wyckoff.cli.tui.widgets import (
     WAITING_FOR_MODEL,
@@ -71,11 +72,19 @@ class Transcript:
     async def _text_delta(self, event: dict[str, Any]) -> None:
         await self.write_text(event["text"])
 
-    async def _thinking_delta(self, event: dict[str, Any]) -> None:
+    def _thinking_block(self) -> ThinkingBlock:
         if self.thinking is None:
             self.thinking = ThinkingBlock()
             self.app.mount_chat(self.thinking)
-        self.thinking.add(event["text"])
+        return self.thinking
+
+    async def _thinking_delta(self, event: dict[str, Any]) -> None:
+        self._thinking_block().add(event["text"])
+
+    async def _thinking(self, event: dict[str, Any]) -> None:
+        """The round's whole reasoning replaces the pieces streamed (or is the first sign
+        of it, from a provider that does not stream thinking)."""
+        self._thinking_block().show(event["text"])
 
     async def _model_start(self, event: dict[str, Any]) -> None:
         await self.end_text()
@@ -88,6 +97,11 @@ class Transcript:
         row = ToolRow(event["id"], event["name"], event["title"], event["args"])
         self.rows[event["id"]] = row
         self.app.mount_chat(row)
+
+    async def _approved(self, event: dict[str, Any]) -> None:
+        row = self.rows.get(event["id"])
+        if row is not None:
+            row.show_args(event["args"])  # edited in the dialog: the row shows what runs
 
     async def _tool_finished(self, event: dict[str, Any]) -> None:
         row = self.rows.get(event["id"])
@@ -155,6 +169,8 @@ class Transcript:
     def _history_outcome(self, agent: Agent, call: ToolCall, observation: str) -> tuple[str, bool]:
         """A resumed call's row: the tool's summary of what it returned, or that it failed
         (not the error text, which was written for the model)."""
+        if observation.startswith(f"工具错误：{DENIED}"):
+            return "已拒绝（历史）", True
         if observation.startswith("工具错误："):
             return "未成功（历史）", True
         # the JSON object the tool returned, also when it is stored inside a data marker
@@ -170,9 +186,11 @@ class Transcript:
 HANDLERS: dict[str, Callable[[Transcript, dict[str, Any]], Awaitable[None]]] = {
     "text_delta": Transcript._text_delta,
     "thinking_delta": Transcript._thinking_delta,
+    "thinking": Transcript._thinking,
     "model_start": Transcript._model_start,
     "tool_calls": Transcript._tool_calls,
     "tool_start": Transcript._tool_start,
+    "approved": Transcript._approved,
     "tool_result": Transcript._tool_finished,
     "tool_error": Transcript._tool_finished,
     "retry": Transcript._retry,

@@ -5,18 +5,70 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, ProgressBar, Static, TextArea
+
+from wyckoff.cli.tui.wrap import WrappedStatic
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 WAITING_FOR_MODEL = "等待模型回复"
 LOADING_AGENT = "正在加载模型与工具"
+
+
+@dataclass(frozen=True)
+class ScrollAnchor:
+    """What the chat shows at its top: a message and how far down it, at a width."""
+
+    widget: Widget | None  # None: the view is at the end
+    fraction: float
+    width: int
+
+
+class ChatView(VerticalScroll):
+    """The chat. A resize reflows every message; the view then shows the same content at
+    its top as before (or stays at the end), not the same line number."""
+
+    def __init__(self, *children: Widget, id: str) -> None:
+        super().__init__(*children, id=id)
+        self.anchor_at: ScrollAnchor | None = None
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.anchor_at is None or self.anchor_at.width == self.size.width:
+            self.anchor_at = self._top_anchor()  # not mid-resize, when the line is stale
+
+    def _top_anchor(self) -> ScrollAnchor:
+        width = self.size.width
+        if self.scroll_y >= self.max_scroll_y:
+            return ScrollAnchor(None, 0.0, width)
+        for child in self.children:
+            region = child.virtual_region_with_margin
+            if region.bottom > self.scroll_y:
+                offset = self.scroll_y - region.y
+                return ScrollAnchor(child, offset / max(region.height, 1), width)
+        return ScrollAnchor(None, 0.0, width)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._keep_anchor)
+
+    def _keep_anchor(self) -> None:
+        anchor, self.anchor_at = self.anchor_at, None
+        if anchor is None or anchor.widget is None or anchor.widget.parent is not self:
+            self.scroll_end(animate=False, immediate=True)
+        else:
+            region = anchor.widget.virtual_region_with_margin
+            self.scroll_to(
+                y=round(region.y + anchor.fraction * region.height), animate=False, immediate=True
+            )
+        self.anchor_at = self._top_anchor()
 
 
 class UserMessage(Static):
@@ -34,16 +86,19 @@ class AssistantMessage(Markdown):
 
 class ThinkingBlock(Collapsible):
     def __init__(self) -> None:
-        self.body = Static("", classes="thinking-text")
+        self.body = WrappedStatic(classes="thinking-text")
         super().__init__(self.body, title="思考过程", collapsed=True, classes="thinking")
         self.text = ""
 
     def add(self, text: str) -> None:
-        self.text += text
-        self.body.update(Text(self.text))
+        self.show(self.text + text)
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.body.show_text(Text(self.text))
 
 
-class Notice(Static):
+class Notice(WrappedStatic):
     """A quiet one-line remark (retry, fallback, compaction), or an error in red."""
 
     def __init__(self, text: str, error: bool = False) -> None:
@@ -76,7 +131,7 @@ class WaitingRow(Static):
         )
 
 
-class ToolRow(Static):
+class ToolRow(WrappedStatic):
     """One tool call: title and arguments, a spinner while it runs, then outcome and time."""
 
     class Selected(Message):
@@ -92,6 +147,11 @@ class ToolRow(Static):
         self.failed = False
         self.chart_code: str | None = None
         self._spinner: Timer | None = None
+
+    def show_args(self, args: dict[str, Any]) -> None:
+        self.args = args
+        if self.is_mounted:
+            self._render_row()
 
     def on_mount(self) -> None:
         # A fast tool can finish before the row is mounted: then there is nothing to spin.
@@ -119,7 +179,7 @@ class ToolRow(Static):
         args = json.dumps(self.args, ensure_ascii=False)
         args = args if len(args) <= 60 else args[:59] + "…"
         if self.outcome is None:
-            self.update(
+            self.show_text(
                 Text.assemble(
                     (f"{SPINNER[self.frame % len(SPINNER)]} ", "yellow"),
                     (self.title, "bold"),
@@ -129,7 +189,7 @@ class ToolRow(Static):
             return
         mark, style = ("✗", "red") if self.failed else ("✓", "green")
         hint = f"  [点击或 /chart {self.chart_code} 看 K 线]" if self.chart_code else ""
-        self.update(
+        self.show_text(
             Text.assemble(
                 (f"{mark} ", style),
                 (self.title, "bold"),
@@ -174,42 +234,74 @@ class StatusBar(Static):
         self.update(Text.assemble(*parts))
 
 
+TASK_MARKS = {"running": "⏳", "completed": "✓", "failed": "✗", "cancelled": "·"}
+
+
 class TaskLine(Vertical):
-    def __init__(self, task_id: str, tool: str) -> None:
-        super().__init__(classes="task-line", id=f"task-{task_id}")
-        self.label = Static(Text(tool))
+    """One background task: its Chinese title, state (排队中 → 运行中 → 完成/失败/已取消),
+    stage and a progress bar that never goes backwards. Updates can arrive out of order
+    (they come from the task's thread and the one that started it): an update older than
+    the one shown (by the task's own `seq`) is dropped."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__(classes="task-line", id=f"task-{event['task_id']}")
+        self.label = WrappedStatic()
         self.bar = ProgressBar(total=1.0, show_eta=False)
+        self.event = event
+        self.progress = 0.0
 
     def compose(self):
         yield self.label
         yield self.bar
 
+    def on_mount(self) -> None:
+        self._render_task()
+
     def show(self, event: dict[str, Any]) -> None:
-        self.label.update(Text(f"⏳ {event['tool']} · {event['stage']} {event['detail']}".strip()))
-        if event.get("progress") is not None:
-            self.bar.update(progress=float(event["progress"]))
+        if event["seq"] <= self.event["seq"]:
+            return
+        self.event = event
+        if self.is_mounted:
+            self._render_task()
+
+    def _render_task(self) -> None:
+        event = self.event
+        self.progress = max(self.progress, event.get("progress") or 0.0)
+        mark = TASK_MARKS.get(event["status"], "⏳")
+        step = "" if event["status"] != "running" else f" {event['stage']} {event['detail']}"
+        self.label.show_text(Text(f"{mark} {event['title']} · {event['state']}{step}".rstrip()))
+        self.bar.update(progress=self.progress)
 
 
 class BackgroundPanel(Vertical):
-    """Running background tasks with their stage and progress; hidden when there are none."""
+    """Background tasks with their state and progress; an ended task stays FINISHED_SHOWN_S
+    with how it ended, and the panel is hidden when no task is left."""
+
+    FINISHED_SHOWN_S = 3.0
 
     def on_mount(self) -> None:
         self.display = False
+        self.ended: set[str] = set()  # a late update of these never brings their line back
 
     def update_task(self, event: dict[str, Any]) -> None:
         task_id = event["task_id"]
-        existing = self.query(f"#task-{task_id}")
-        if event["status"] != "running":
-            existing.remove()
-            self.display = len(self.query(TaskLine)) > len(existing)
+        if task_id in self.ended:
             return
+        existing = self.query(f"#task-{task_id}")
         if existing:
-            existing.first(TaskLine).show(event)
+            line = existing.first(TaskLine)
+            line.show(event)
         else:
-            line = TaskLine(task_id, event["tool"])
+            line = TaskLine(event)
             self.mount(line)
-            self.call_after_refresh(line.show, event)
+        if event["status"] != "running":
+            self.ended.add(task_id)
+            self.set_timer(self.FINISHED_SHOWN_S, lambda: self._drop(line))
         self.display = True
+
+    def _drop(self, line: TaskLine) -> None:
+        line.remove()
+        self.display = any(other is not line for other in self.query(TaskLine))
 
 
 class PromptInput(TextArea):

@@ -1,0 +1,57 @@
+"""Line breaking for Chinese text: Textual folds a run without spaces at the exact width,
+so a line can begin with `，` or `。`. `wrap_text` breaks at spaces where it can and never
+starts a line with closing punctuation (the character before moves down with it)."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import Static
+
+NO_LINE_START = frozenset("，。、；：！？）》」』】〉…%,.;:!?)]}")
+
+
+def line_breaks(line: str, width: int) -> list[int]:
+    """Where to break one line (no newlines) so each piece fits `width` cells."""
+    breaks: list[int] = []
+    start, cells = 0, 0
+    for index, char in enumerate(line):
+        char_cells = cell_len(char)
+        if cells + char_cells > width and index > start:
+            space = line.rfind(" ", start, index)
+            cut = space + 1 if space >= start and space + 1 > start else index
+            while cut - 1 > start and line[cut] in NO_LINE_START:
+                cut -= 1
+            breaks.append(cut)
+            start, cells = cut, cell_len(line[cut:index])
+        cells += char_cells
+    return breaks
+
+
+def wrap_text(text: Text, width: int) -> Text:
+    """`text` with a newline at each break, its styles kept."""
+    offsets: list[int] = []
+    position = 0
+    for line in text.plain.split("\n"):
+        offsets += [position + cut for cut in line_breaks(line, width)]
+        position += len(line) + 1
+    if not offsets:
+        return text
+    return Text("\n").join(text.divide(offsets))
+
+
+class WrappedStatic(Static):
+    """A Static whose text is broken by `wrap_text` at its current width."""
+
+    def __init__(self, text: Text | str = "", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.text = Text(text) if isinstance(text, str) else text
+        self.show_text(self.text)
+
+    def show_text(self, text: Text) -> None:
+        self.text = text
+        width = self.size.width
+        self.update(wrap_text(text, width) if width > 0 else text)
+
+    def on_resize(self) -> None:
+        self.show_text(self.text)
