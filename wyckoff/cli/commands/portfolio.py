@@ -10,7 +10,7 @@ from wyckoff.cli.output import local_time, local_today, print_json, print_notice
 from wyckoff.store import Store
 
 app = typer.Typer(
-    help="持仓 / portfolio: list, add, rm, cash, history, undo.",
+    help="持仓 / portfolio: list, add, rm, cash, buy, sell, history, undo.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -120,3 +120,41 @@ def history(json_output: Annotated[bool, typer.Option("--json")] = False) -> Non
 def undo() -> None:
     """撤销最近一次改动 / undo the newest change."""
     _done(_book().undo())
+
+
+# --- the ledger: fills with fees -------------------------------------------------------------
+
+StockArg = Annotated[str, typer.Argument(help="6 位代码或股票名称")]
+SharesArg = Annotated[int, typer.Argument(help="成交股数")]
+PriceArg = Annotated[str, typer.Argument(help="成交价（元，最多 3 位小数）")]
+DateOpt = Annotated[str | None, typer.Option("--date", help="成交日期 YYYYMMDD，默认今天")]
+TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM")]
+
+
+def _ledger():
+    from wyckoff.agents.ledger import Ledger, broker_fees
+    from wyckoff.config import load_config, wyckoff_home
+
+    return Ledger(Store.in_home(wyckoff_home()), broker_fees(load_config()))
+
+
+def _filled(change: dict) -> None:
+    from wyckoff.agents.ledger import describe_fill
+
+    print_notice(describe_fill(change))
+
+
+@app.command("buy")
+def buy(
+    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
+) -> None:
+    """记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill."""
+    _filled(_ledger().buy(stock, shares, price, day or local_today().strftime("%Y%m%d"), at))
+
+
+@app.command("sell")
+def sell(
+    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
+) -> None:
+    """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
+    _filled(_ledger().sell(stock, shares, price, day or local_today().strftime("%Y%m%d"), at))

@@ -1,0 +1,193 @@
+"""The trade ledger through the CLI and the agent's tool: fills with A-share fees to the
+cent, lot sizes, T+1, over-selling, and undo restoring every amount exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import cli
+from tests.integration.test_integrity import state_db_at_version
+
+
+def book() -> dict:
+    return json.loads(cli("portfolio", "list", "--json").stdout)
+
+
+def done(*args: str) -> str:
+    """Run a command that must succeed; what it said."""
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+def refused(*args: str) -> str:
+    """Run a command that must be refused: exit 2, one sentence, no traceback; its message."""
+    result = cli(*args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    return line
+
+
+def test_the_issue_fee_example_to_the_cent(home):
+    cli("portfolio", "cash", "100000")
+    bought = done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    assert "佣金 5.00，过户费 0.10（费用合计 5.10）" in bought
+    assert "现金 100,000.00 → 89,994.90" in bought
+    assert book()["cash"] == 89994.90
+    sold = done(
+        "portfolio", "sell", "茅台", "500", "11.00", "--date", "20260106", "--time", "10:31"
+    )
+    assert "佣金 5.00，印花税 2.75，过户费 0.06（费用合计 7.81）" in sold
+    assert "现金 89,994.90 → 95,487.09" in sold  # +5,492.19
+    assert "已实现盈亏 489.64" in sold
+    (held,) = book()["positions"]
+    assert (held["shares"], held["cost_cents"]) == (500, 500255)
+
+
+def test_stamp_duty_and_transfer_fee_follow_the_fill_date(home):
+    cli("portfolio", "cash", "1000000")
+    done("portfolio", "buy", "000001", "10000", "10", "--date", "20220105")
+    before_cut = done("portfolio", "sell", "000001", "5000", "10", "--date", "20230825")
+    assert "印花税 50.00，过户费 0.50" in before_cut  # 0.1% before 2023-08-28
+    after_cut = done("portfolio", "sell", "000001", "5000", "10", "--date", "20230828")
+    assert "印花税 25.00，过户费 0.50" in after_cut  # 0.05% from 2023-08-28
+    old_transfer = done("portfolio", "buy", "600519", "10000", "10", "--date", "20220428")
+    assert "过户费 2.00" in old_transfer  # 0.002% before 2022-04-29
+
+
+def test_the_broker_commission_comes_from_wyckoff_json_and_is_validated(home):
+    config = {
+        "ledger": {
+            "broker": "低佣",
+            "brokers": {"低佣": {"commission_rate": 0.0001, "min_commission": 0}},
+        }
+    }
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "wyckoff.json").write_text(json.dumps(config, ensure_ascii=False))
+    cli("portfolio", "cash", "100000")
+    bought = done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    assert "佣金 1.00，过户费 0.10" in bought
+    config["ledger"]["commission_rate"] = 0.01
+    (home / "wyckoff.json").write_text(json.dumps(config, ensure_ascii=False))
+    message = refused("portfolio", "buy", "600519", "100", "10", "--date", "20260105")
+    assert "wyckoff.json" in message and "commission_rate" in message
+    assert book()["positions"][0]["shares"] == 1000
+
+
+def test_t_plus_1_and_over_selling_are_refused_and_change_nothing(home):
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10", "--date", "20260105")
+    done("portfolio", "buy", "600519", "500", "10", "--date", "20260106")
+    before = book()
+    message = refused("portfolio", "sell", "600519", "1100", "11", "--date", "20260106")
+    assert "T+1" in message and "最多可卖 1000 股" in message
+    message = refused("portfolio", "sell", "600519", "1600", "11", "--date", "20260107")
+    assert "超过持有的 1500 股" in message
+    assert "持仓里没有" in refused("portfolio", "sell", "000001", "100", "11", "--date", "20260107")
+    assert "现金不足" in refused("portfolio", "buy", "000001", "100000", "10", "--date", "20260107")
+    assert "周末" in refused("portfolio", "buy", "000001", "100", "10", "--date", "20260103")
+    assert "按时间顺序" in refused("portfolio", "sell", "600519", "100", "11", "--date", "20260102")
+    assert book() == before
+    assert cli("portfolio", "sell", "600519", "1000", "11", "--date", "20260106").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "bad", "good", "message"),
+    [("600519", "150", "200", "100 的正整数倍"), ("688001", "100", "201", "至少 200 股")],
+)
+def test_lot_sizes_of_the_main_board_and_the_star_market(home, code, bad, good, message):
+    cli("portfolio", "cash", "100000")
+    assert message in refused("portfolio", "buy", code, bad, "10", "--date", "20260105")
+    assert cli("portfolio", "buy", code, good, "10", "--date", "20260105").returncode == 0
+
+
+def test_an_odd_lot_is_sold_only_when_it_closes_the_position(home):
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "688001", "201", "10", "--date", "20260105")
+    assert "一次卖完" in refused("portfolio", "sell", "688001", "101", "11", "--date", "20260106")
+    assert cli("portfolio", "sell", "688001", "201", "11", "--date", "20260106").returncode == 0
+    assert book()["positions"] == []
+
+
+def test_undo_restores_the_book_exactly_after_each_action(home):
+    states = [book()]
+    for args in (
+        ["cash", "100000"],
+        ["add", "000001", "--shares", "300", "--cost", "9.87", "--buy-dt", "20260102"],
+        ["buy", "000001", "200", "10.13", "--date", "20260105"],
+        ["buy", "688001", "233", "31.415", "--date", "20260105"],
+        ["sell", "000001", "100", "10.5", "--date", "20260106"],
+        ["sell", "688001", "233", "30.01", "--date", "20260107"],
+        ["sell", "平安银行", "400", "10.77", "--date", "20260108"],
+    ):
+        assert cli("portfolio", *args).returncode == 0
+        states.append(book())
+    assert states[-1]["positions"] == []
+    while len(states) > 1:
+        states.pop()
+        assert cli("portfolio", "undo").returncode == 0
+        assert book() == states[-1]
+    assert "没有可撤销" in refused("portfolio", "undo")
+
+
+def test_a_state_db_of_position_commands_keeps_its_positions_and_cash(home):
+    old = state_db_at_version(home, 8)  # before the ledger
+    old.execute(
+        "INSERT INTO positions VALUES ('600519', '贵州茅台', 200, 1533.333, '20260105', NULL)"
+    )
+    old.execute("INSERT INTO portfolio_cash VALUES (1, 12345.67)")
+    old.close()
+    assert book() == {
+        "positions": [
+            {
+                "code": "600519",
+                "name": "贵州茅台",
+                "shares": 200,
+                "cost_price": 1533.333,
+                "buy_dt": "20260105",
+                "stop_loss": None,
+                "cost_cents": 30666660,
+            }
+        ],
+        "cash": 12345.67,
+    }
+    sold = done("portfolio", "sell", "600519", "200", "1600", "--date", "20260106")
+    assert "已实现盈亏 13,090.20" in sold  # 320,000.00 - 243.20 fees - 306,666.60 basis
+
+
+def test_the_agent_records_a_fill_after_an_approval_that_names_its_fees(home, openai_server):
+    from tests.conftest import add_scripted_model
+    from tests.model_servers import Reply
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.store import Store
+
+    add_scripted_model(openai_server)
+    cli("portfolio", "cash", "100000")
+    args = {
+        "action": "buy",
+        "code": "茅台",
+        "shares": 1000,
+        "price": 10.0,
+        "trade_date": "20260105",
+    }
+    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    assert context.registry.describe("update_portfolio", args, context) == (
+        "买入 600519 贵州茅台 1000 股 @ 10.00（20260105）：成交金额 10,000.00，"
+        "佣金 5.00，过户费 0.10（费用合计 5.10）；共付 10,005.10 元，现金 100,000.00 → 89,994.90"
+    )
+    openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="已记录。"))
+    assert "--approve update_portfolio" in cli("ask", "记录买入茅台").stderr
+    assert book()["positions"] == []
+    openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="已记录。"))
+    assert cli("ask", "记录买入茅台", "--approve", "update_portfolio").returncode == 0
+    assert book()["cash"] == 89994.90
+    (entry, *_) = json.loads(cli("portfolio", "history", "--json").stdout)["history"]
+    assert (entry["actor"], entry["action"]) == ("agent", "buy")
+    t1 = {**args, "action": "sell"}
+    openai_server.script(Reply(tool_calls=[("update_portfolio", t1)]), Reply(text="卖不了。"))
+    cli("ask", "卖掉茅台", "--approve", "update_portfolio")
+    assert book()["cash"] == 89994.90  # T+1: the tool refused the same-day sell
