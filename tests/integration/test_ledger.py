@@ -191,3 +191,48 @@ def test_the_agent_records_a_fill_after_an_approval_that_names_its_fees(home, op
     openai_server.script(Reply(tool_calls=[("update_portfolio", t1)]), Reply(text="卖不了。"))
     cli("ask", "卖掉茅台", "--approve", "update_portfolio")
     assert book()["cash"] == 89994.90  # T+1: the tool refused the same-day sell
+
+
+# --- a small imported market: known closes, ex-dates and the CSI 300 -------------------------
+
+DAYS = ["2026-01-05", "2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"]
+
+
+def import_market(home, tmp_path, closes: dict[str, list[float]], pre_closes=None, csi300=None):
+    """`wyckoff data import` of daily bars with these closes (and reference prior closes,
+    the previous close by default), and of the CSI 300 when given."""
+    lines = ["code,date,open,high,low,close,pre_close,volume,amount"]
+    for code, series in closes.items():
+        for t, (day, close) in enumerate(zip(DAYS, series, strict=True)):
+            pre = (pre_closes or {}).get((code, day)) or (series[t - 1] if t else close)
+            lines.append(f"{code},{day},{close},{close},{close},{close},{pre},100000,{close * 1e5}")
+    (tmp_path / "bars.csv").write_text("\n".join(lines))
+    done("data", "import", str(tmp_path / "bars.csv"))
+    if csi300:
+        rows = [
+            f"000300.SH,{d},{c},{c},{c},{c},1e9,1e12" for d, c in zip(DAYS, csi300, strict=True)
+        ]
+        (tmp_path / "index.csv").write_text(
+            "\n".join(["code,date,open,high,low,close,volume,amount", *rows])
+        )
+        done("data", "import", str(tmp_path / "index.csv"), "--index")
+
+
+def test_show_reports_realized_and_unrealized_profit_per_position_and_in_total(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12], "000001": [5, 5, 5, 5, 5]})
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "sell", "600519", "500", "11.00", "--date", "20260106")
+    done("portfolio", "buy", "000001", "1000", "5", "--date", "20260105")
+    done("portfolio", "sell", "000001", "1000", "5.5", "--date", "20260107")
+    report = json.loads(cli("portfolio", "show", "--json").stdout)
+    (moutai,) = report["positions"]
+    assert (moutai["close"], moutai["close_date"]) == (12.0, "20260109")
+    assert (moutai["unrealized_cents"], moutai["realized_cents"]) == (600000 - 500255, 48964)
+    assert report["closed"] == [
+        {"code": "000001", "name": "平安银行", "shares": 0, "realized_cents": 48714}
+    ]
+    assert report["realized_cents"] == 48964 + 48714
+    assert report["equity_cents"] == report["cash_cents"] + 600000
+    shown = done("portfolio", "show")
+    assert "浮动盈亏 997.45" in shown and "已实现盈亏 976.78" in shown and "已清仓" in shown

@@ -158,3 +158,59 @@ def sell(
 ) -> None:
     """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
     _filled(_ledger().sell(stock, shares, price, day or local_today().strftime("%Y%m%d"), at))
+
+
+def _market():
+    from wyckoff.agents.ledger_report import open_market
+    from wyckoff.config import load_config, wyckoff_home
+
+    return open_market(wyckoff_home(), load_config())
+
+
+@app.command("show")
+def show(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """持仓盈亏：按最新收盘价的浮动盈亏与已实现盈亏 / positions with P&L."""
+    from wyckoff.agents.ledger_report import profit_and_loss
+    from wyckoff.ledger.money import yuan
+
+    market, missing = _market()
+    report = profit_and_loss(_book().store, market)
+    if json_output:
+        print_json({**report, "note": missing})
+        return
+
+    def money(cents: int | None) -> str:
+        return "-" if cents is None else yuan(cents)
+
+    rows = [
+        [
+            r["code"],
+            r["name"],
+            r["shares"],
+            f"{r['cost_cents'] / r['shares'] / 100:.3f}",
+            "-" if r["close"] is None else f"{r['close']:.2f}（{r['close_date']}）",
+            money(r["value_cents"]),
+            money(r["unrealized_cents"]),
+            money(r["realized_cents"]),
+        ]
+        for r in report["positions"]
+    ]
+    rows += [
+        [r["code"], r["name"], "已清仓", "", "", "", "", money(r["realized_cents"])]
+        for r in report["closed"]
+    ]
+    print_table(
+        "持仓盈亏",
+        ["代码", "名称", "股数", "成本价", "收盘价", "市值", "浮动盈亏", "已实现盈亏"],
+        rows,
+    )
+    typer.echo(
+        f"现金 {yuan(report['cash_cents'])}，市值 {yuan(report['value_cents'])}，"
+        f"总资产 {yuan(report['equity_cents'])}；浮动盈亏 {yuan(report['unrealized_cents'])}，"
+        f"已实现盈亏 {yuan(report['realized_cents'])}"
+    )
+    if missing or report["unpriced"]:
+        print_notice(
+            missing
+            or f"本地行情库没有 {'、'.join(report['unpriced'])} 的收盘价，未计入市值和浮动盈亏。"
+        )
