@@ -218,3 +218,8 @@ def restore(store: Store, before: dict[str, Any], after: dict[str, Any]) -> None
     store.conn.executemany(
         "DELETE FROM corporate_actions WHERE id = ?", [(i,) for i in after.get("action_ids", [])]
     )
+
+
+def corporate_actions(store: Store) -> list[dict[str, Any]]:
+    rows = store.conn.execute("SELECT * FROM corporate_actions ORDER BY ex_date, code").fetchall()
+    return [dict(r) for r in rows]

@@ -236,3 +236,32 @@ def test_show_reports_realized_and_unrealized_profit_per_position_and_in_total(h
     assert report["equity_cents"] == report["cash_cents"] + 600000
     shown = done("portfolio", "show")
     assert "浮动盈亏 997.45" in shown and "已实现盈亏 976.78" in shown and "已清仓" in shown
+
+
+def test_nav_values_each_day_at_its_close_beside_the_csi_300(home, tmp_path):
+    csi300 = [4000, 4040, 3960, 4000, 4080]
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=csi300)
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "sell", "600519", "500", "11.00", "--date", "20260106")
+    report = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert [(d["date"], d["nav_cents"]) for d in report["days"]] == [
+        ("20260105", 8999490 + 1000000),
+        ("20260106", 9548709 + 550000),
+        ("20260107", 9548709 + 600000),
+        ("20260108", 9548709 + 600000),
+        ("20260109", 9548709 + 600000),
+    ]
+    assert [d["csi300_pct"] for d in report["days"]] == [0.0, 1.0, -1.0, 0.0, 2.0]
+    assert report["note"] is None
+    chart = done("portfolio", "nav", "--chart")
+    top, *_, legend = chart.strip("\n").splitlines()
+    assert top.strip().startswith("+2.00% ┤") and legend.strip() == "● 账户  ○ 沪深300"
+
+
+def test_nav_says_so_when_the_store_has_no_csi_300(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]})
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    shown = done("portfolio", "nav")
+    assert "20260109" in shown and "沪深300（000300.SH）" in shown and "无法对比" in shown

@@ -214,3 +214,54 @@ def show(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
             missing
             or f"本地行情库没有 {'、'.join(report['unpriced'])} 的收盘价，未计入市值和浮动盈亏。"
         )
+
+
+@app.command("nav")
+def nav(
+    chart: Annotated[bool, typer.Option("--chart", help="画出净值与沪深300的走势")] = False,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """每日净值：按每天收盘价估值，旁边是同期沪深300 / daily NAV beside the CSI 300."""
+    from wyckoff.agents.ledger_report import daily_nav
+    from wyckoff.errors import UsageError
+    from wyckoff.ledger.chart import line_chart
+    from wyckoff.ledger.money import yuan
+
+    market, missing = _market()
+    if market is None:
+        raise UsageError(f"{missing}（每日净值要用每天的收盘价。）")
+    report = daily_nav(_book().store, market)
+    if json_output:
+        print_json(report)
+        return
+    days = report["days"]
+    if chart and days:
+        typer.echo(
+            line_chart(
+                {
+                    "账户": [d["return_pct"] for d in days],
+                    "沪深300": [d["csi300_pct"] for d in days],
+                }
+            )
+        )
+    elif days:
+        print_table(
+            "每日净值",
+            ["日期", "总资产", "现金", "累计收益", "沪深300"],
+            [
+                [
+                    d["date"],
+                    yuan(d["nav_cents"]),
+                    yuan(d["cash_cents"]),
+                    _pct(d["return_pct"]),
+                    _pct(d["csi300_pct"]),
+                ]
+                for d in days
+            ],
+        )
+    if report["note"]:
+        print_notice(report["note"])
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}%"
