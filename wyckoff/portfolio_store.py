@@ -142,8 +142,13 @@ def shares_bought_on(store: Store, code: str, day: str) -> int:
     return int(row[0])
 
 
-def last_fill_date(store: Store, code: str) -> str | None:
-    row = store.conn.execute("SELECT max(trade_date) FROM fills WHERE code = ?", (code,)).fetchone()
+def last_event_date(store: Store, code: str) -> str | None:
+    """The date of the stock's newest fill or applied ex-date."""
+    row = store.conn.execute(
+        "SELECT max(day) FROM (SELECT trade_date AS day FROM fills WHERE code = ?"
+        " UNION ALL SELECT ex_date FROM corporate_actions WHERE code = ?)",
+        (code, code),
+    ).fetchone()
     return row[0]
 
 

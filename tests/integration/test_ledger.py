@@ -265,3 +265,41 @@ def test_nav_says_so_when_the_store_has_no_csi_300(home, tmp_path):
     done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
     shown = done("portfolio", "nav")
     assert "20260109" in shown and "沪深300（000300.SH）" in shown and "无法对比" in shown
+
+
+# --- corporate actions --------------------------------------------------------------------------
+
+
+def test_a_10_for_10_bonus_doubles_the_shares_and_keeps_the_value(home, tmp_path):
+    # 2026-01-07 is the ex-date: the exchange's reference prior close is half the last close
+    import_market(
+        home, tmp_path, {"600519": [20, 20, 10, 10, 10]}, pre_closes={("600519", DAYS[2]): 10}
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "20", "--date", "20260105")
+    cost = book()["positions"][0]["cost_cents"]
+    shown = done("portfolio", "show")
+    assert "除权除息 20260107：600519 贵州茅台 1000 股，送转 1000 股" in shown
+    (held,) = book()["positions"]
+    assert (held["shares"], held["cost_cents"]) == (2000, cost)
+    nav = json.loads(cli("portfolio", "nav", "--json").stdout)["days"]
+    assert nav[1]["nav_cents"] == nav[2]["nav_cents"]  # 1000 x 20.00 = 2000 x 10.00
+    assert "已撤销最近一次分红送转" in done("portfolio", "undo")
+    assert book()["positions"][0]["shares"] == 1000
+
+
+def test_a_cash_dividend_is_credited_and_taxed_by_holding_period_when_sold(home, tmp_path):
+    # 10派5 on 2026-01-07: pre_close 10.00 - 0.50
+    import_market(
+        home, tmp_path, {"000001": [10, 10, 9.5, 9.5, 9.5]}, pre_closes={("000001", DAYS[2]): 9.5}
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "000001", "1000", "10", "--date", "20260105")
+    cash = book()["cash"]
+    assert "现金分红 500.00 元" in done("portfolio", "show")
+    assert book()["cash"] == cash + 500
+    # held 4 days (up to 1 month): 20% of the 500.00 dividend, withheld on the sale
+    sold = done("portfolio", "sell", "000001", "1000", "9.5", "--date", "20260109")
+    assert "红利税 100.00" in sold
+    fees = 5_00 + 4_75 + 10  # commission (minimum), stamp duty 0.05%, transfer fee 0.001%
+    assert round(book()["cash"] * 100) == round(cash * 100) + 500_00 + 950_000 - fees - 100_00

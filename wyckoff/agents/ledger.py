@@ -12,7 +12,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import portfolio_store
-from wyckoff.agents.portfolio_rules import held_code, validate_date, validate_stock
+from wyckoff.agents.corporate_actions import catch_up, lots_of
+from wyckoff.agents.portfolio_rules import held_code, validate_date, validate_stock, with_basis
 from wyckoff.errors import UsageError
 from wyckoff.ledger import lots
 from wyckoff.ledger.fees import BrokerFees, Fees, Side, fill_fees
@@ -21,6 +22,7 @@ from wyckoff.portfolio_store import Position
 
 if TYPE_CHECKING:
     from wyckoff.config import WyckoffConfig
+    from wyckoff.engine.market_store import MarketStore
     from wyckoff.store import Store
 
 
@@ -52,9 +54,15 @@ def trade_time(text: str | None) -> str | None:
 class Ledger:
     """Buys and sells recorded against the portfolio tables."""
 
-    def __init__(self, store: Store, broker: BrokerFees) -> None:
+    def __init__(self, store: Store, broker: BrokerFees, market: MarketStore | None = None) -> None:
         self.store = store
         self.broker = broker
+        self.market = market  # when given, ex-dates of the stock are applied before a fill
+
+    def _caught_up(self, code: str, day: str) -> None:
+        """The stock's ex-dates up to the fill's day applied first (later ones come later)."""
+        if self.market is not None:
+            catch_up(self.store, self.market, [code], until=day)
 
     def buy(
         self,
@@ -68,6 +76,7 @@ class Ledger:
         code, name = validate_stock(stock, None)
         lots.check_buy(code, shares)
         fill = self._priced(code, name, "buy", shares, price, trade_day(day), trade_time(at))
+        self._caught_up(code, fill["trade_date"])
         cost = fill["value_cents"] + _fees(fill).total
         with self.store.transaction():
             self._in_order(fill)
@@ -95,6 +104,7 @@ class Ledger:
     ) -> dict[str, Any]:
         code = held_code(portfolio_store.positions(self.store), stock)
         day = trade_day(day)
+        self._caught_up(code, day)
         with self.store.transaction():
             held = portfolio_store.position(self.store, code)
             if held is None:  # sold out by another process meanwhile
@@ -103,7 +113,8 @@ class Ledger:
             lots.check_sell(code, shares, held["shares"])
             fill = self._priced(code, held["name"], "sell", shares, price, day, trade_time(at))
             self._in_order(fill)
-            proceeds = fill["value_cents"] - _fees(fill).total
+            fill["dividend_tax_cents"] = self._dividend_tax(held, shares, day)
+            proceeds = fill["value_cents"] - _charges(fill)
             sold_basis = _sold_basis(held, shares)
             fill["realized_cents"] = proceeds - sold_basis
             before = portfolio_store.snapshot(self.store, [code])
@@ -112,7 +123,7 @@ class Ledger:
             else:
                 portfolio_store.write_position(
                     self.store,
-                    _with_basis(held, held["shares"] - shares, held["cost_cents"] - sold_basis),
+                    with_basis(held, held["shares"] - shares, held["cost_cents"] - sold_basis),
                 )
             portfolio_store.write_cash_cents(self.store, before["cash_cents"] + proceeds)
             return self._record(actor, fill, before)
@@ -121,12 +132,22 @@ class Ledger:
         self, side: Side, stock: str, shares: int, price: str | float, day: str
     ) -> dict[str, Any]:
         """The fill a buy or sell would record, priced with its fees; nothing is written."""
+        name = ""
         if side == "buy":
             code, name = validate_stock(stock, None)
         else:
             code = held_code(portfolio_store.positions(self.store), stock)
-            name = portfolio_store.position(self.store, code)["name"]
-        return self._priced(code, name, side, shares, price, trade_day(day), None)
+        held = portfolio_store.position(self.store, code)
+        fill = self._priced(
+            code, held["name"] if held else name, side, shares, price, trade_day(day), None
+        )
+        if side == "sell" and held:
+            fill["dividend_tax_cents"] = self._dividend_tax(held, shares, fill["trade_date"])
+        return fill
+
+    def _dividend_tax(self, held: Position, shares: int, day: str) -> int:
+        """The tax on the dividends the sold shares (oldest first) received while held."""
+        return lots_of(self.store, held).sell(datetime.strptime(day, "%Y%m%d").date(), shares)
 
     def _priced(
         self,
@@ -159,10 +180,10 @@ class Ledger:
 
     def _in_order(self, fill: dict[str, Any]) -> None:
         """Fills of a stock are recorded in time order, so cost and T+1 follow the trades."""
-        last = portfolio_store.last_fill_date(self.store, fill["code"])
+        last = portfolio_store.last_event_date(self.store, fill["code"])
         if last and last > fill["trade_date"]:
             raise UsageError(
-                f"{fill['code']} 已记录了 {last} 的成交，不能再记更早的 {fill['trade_date']}；"
+                f"{fill['code']} 已记录了 {last} 的成交或除权，不能再记更早的 {fill['trade_date']}；"
                 "请按时间顺序记录（可先 `wyckoff portfolio undo` 撤销较晚的成交）。"
             )
 
@@ -179,6 +200,11 @@ def _fees(fill: dict[str, Any]) -> Fees:
     return Fees(fill["commission_cents"], fill["stamp_cents"], fill["transfer_cents"])
 
 
+def _charges(fill: dict[str, Any]) -> int:
+    """What a fill costs beyond its value: the fees and, on a sell, the dividend tax."""
+    return _fees(fill).total + fill["dividend_tax_cents"]
+
+
 def _bought(held: Position | None, fill: dict[str, Any], cost: int) -> Position:
     if held is None:
         opened = Position(
@@ -190,18 +216,8 @@ def _bought(held: Position | None, fill: dict[str, Any], cost: int) -> Position:
             stop_loss=None,
             cost_cents=0,
         )
-        return _with_basis(opened, fill["shares"], cost)
-    return _with_basis(held, held["shares"] + fill["shares"], held["cost_cents"] + cost)
-
-
-def _with_basis(held: Position, shares: int, cost_cents: int) -> Position:
-    """The position with `shares` costing `cost_cents` in all (average cost shown to 0.0001)."""
-    return {
-        **held,
-        "shares": shares,
-        "cost_cents": cost_cents,
-        "cost_price": round(cost_cents / shares / 100, 4),
-    }
+        return with_basis(opened, fill["shares"], cost)
+    return with_basis(held, held["shares"] + fill["shares"], held["cost_cents"] + cost)
 
 
 def _sold_basis(held: Position, shares: int) -> int:
@@ -224,7 +240,7 @@ def _check_t_plus_1(store: Store, held: Position, shares: int, day: str) -> None
 def describe_quote(fill: dict[str, Any], cash: float) -> str:
     """A fill about to be recorded, as the approval dialog shows it: the fees and the cash."""
     verb, sign = ("买入", -1) if fill["side"] == "buy" else ("卖出", 1)
-    net = fill["value_cents"] - sign * _fees(fill).total
+    net = fill["value_cents"] - sign * _charges(fill)
     cash_cents = round(cash * 100)
     return (
         f"{verb} {fill['code']} {fill['name']} {fill['shares']} 股 @ "

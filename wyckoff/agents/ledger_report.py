@@ -16,11 +16,14 @@ if TYPE_CHECKING:
     from wyckoff.store import Store
 
 
-def open_market(home, config) -> tuple[MarketStore | None, str | None]:
-    """The configured market store, or None and the reason (no data yet)."""
+def open_market(home, config, build: bool = True) -> tuple[MarketStore | None, str | None]:
+    """The configured market store, or None and the reason (no data yet); the demo market
+    is built on first use only when `build`."""
     from wyckoff.agents.market_data import MarketData
 
     market = MarketData(home, config)
+    if not build and (not market.store.path.exists() or market.store.is_empty()):
+        return None, None
     try:
         market.ready()
     except ToolFailure as failure:
@@ -79,12 +82,17 @@ def _latest(frame) -> dict[str, tuple[str, float]]:
 
 
 def _realized(store: Store) -> dict[str, tuple[str, int]]:
-    """code -> (name, realized P&L in cents over all its sells)."""
+    """code -> (name, realized P&L in cents): its sells (after fees and dividend tax) and
+    the cash dividends it paid."""
     totals: dict[str, tuple[str, int]] = {}
-    for fill in portfolio_store.fills(store):
-        if fill["realized_cents"] is not None:
-            _, before = totals.get(fill["code"], (fill["name"], 0))
-            totals[fill["code"]] = (fill["name"], before + fill["realized_cents"])
+    names = {f["code"]: f["name"] for f in portfolio_store.fills(store)}
+    names.update({p["code"]: p["name"] for p in portfolio_store.positions(store)})
+    gains = [(f["code"], f["realized_cents"]) for f in portfolio_store.fills(store)]
+    gains += [(a["code"], a["cash_cents"]) for a in portfolio_store.corporate_actions(store)]
+    for code, cents in gains:
+        if cents is not None:
+            _, before = totals.get(code, (names.get(code, code), 0))
+            totals[code] = (names.get(code, code), before + cents)
     return totals
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from wyckoff import portfolio_store
 from wyckoff.agents import results
 from wyckoff.agents.ledger import Ledger, broker_fees, describe_fill, describe_quote
+from wyckoff.agents.ledger_report import open_market
 from wyckoff.agents.market_data import MarketData
 from wyckoff.agents.portfolio_rules import (
     PortfolioError,
@@ -393,7 +394,9 @@ def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dic
 
 
 def _fill(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
-    ledger = Ledger(context.store, broker_fees(context.read_config()))
+    config = context.read_config()
+    market, _ = open_market(context.home, config, build=False)
+    ledger = Ledger(context.store, broker_fees(config), market)
     record = ledger.buy if params.action == "buy" else ledger.sell
     day = params.trade_date or local_today().strftime("%Y%m%d")
     return record(params.code, params.shares, params.price, day, params.trade_time, actor="agent")

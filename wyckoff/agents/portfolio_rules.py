@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.agents.stock_lookup import StockNotResolved, normalize, resolve_stock
 from wyckoff.cli.output import local_today
 from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from wyckoff.portfolio_store import Position
 
 MAX_SHARES = 10**12  # beyond any listed company's share count
 MAX_AMOUNT = 1e13  # prices and cash: beyond any real account
@@ -88,3 +91,13 @@ def validate_date(text: str, label: str = "买入日期") -> str:
     if day < FIRST_TRADING_DAY:
         raise PortfolioError(f"{label} {text} 早于 A 股开市（1990-12-19），请检查。")
     return cleaned
+
+
+def with_basis(held: Position, shares: int, cost_cents: int) -> Position:
+    """The position with `shares` costing `cost_cents` in all (average cost shown to 0.0001)."""
+    return {
+        **held,
+        "shares": shares,
+        "cost_cents": cost_cents,
+        "cost_price": round(cost_cents / shares / 100, 4),
+    }

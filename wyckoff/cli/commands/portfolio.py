@@ -133,9 +133,12 @@ TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM"
 
 def _ledger():
     from wyckoff.agents.ledger import Ledger, broker_fees
+    from wyckoff.agents.ledger_report import open_market
     from wyckoff.config import load_config, wyckoff_home
 
-    return Ledger(Store.in_home(wyckoff_home()), broker_fees(load_config()))
+    config = load_config()
+    market, _ = open_market(wyckoff_home(), config, build=False)
+    return Ledger(Store.in_home(wyckoff_home()), broker_fees(config), market)
 
 
 def _filled(change: dict) -> None:
@@ -161,10 +164,16 @@ def sell(
 
 
 def _market():
+    """The market store with the held stocks' ex-dates applied (said), or None and why."""
+    from wyckoff.agents.corporate_actions import catch_up, describe_action
     from wyckoff.agents.ledger_report import open_market
     from wyckoff.config import load_config, wyckoff_home
 
-    return open_market(wyckoff_home(), load_config())
+    market, missing = open_market(wyckoff_home(), load_config())
+    if market is not None:
+        for action in catch_up(_book().store, market):
+            print_notice(describe_action(action))
+    return market, missing
 
 
 @app.command("show")
