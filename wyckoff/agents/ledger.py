@@ -59,7 +59,7 @@ class Ledger:
         self.broker = broker
         self.market = market  # when given, ex-dates of the stock are applied before a fill
 
-    def _caught_up(self, code: str, day: str) -> None:
+    def caught_up(self, code: str, day: str) -> None:
         """The stock's ex-dates up to the fill's day applied first (later ones come later)."""
         if self.market is not None:
             catch_up(self.store, self.market, [code], until=day)
@@ -74,24 +74,9 @@ class Ledger:
         actor: str = "cli",
     ) -> dict[str, Any]:
         code, name = validate_stock(stock, None)
-        lots.check_buy(code, shares)
-        fill = self._priced(code, name, "buy", shares, price, trade_day(day), trade_time(at))
-        self._caught_up(code, fill["trade_date"])
-        cost = fill["value_cents"] + _fees(fill).total
-        with self.store.transaction():
-            self._in_order(fill)
-            cash = portfolio_store.cash_cents(self.store)
-            if cost > cash:
-                raise UsageError(
-                    f"现金不足：这笔买入需 {yuan(cost)} 元（含费用），现金只有 {yuan(cash)} 元；"
-                    "先用 `wyckoff portfolio cash 金额` 设置现金。"
-                )
-            before = portfolio_store.snapshot(self.store, [code])
-            held = portfolio_store.position(self.store, code)
-            after_position = _bought(held, fill, cost)
-            portfolio_store.write_position(self.store, after_position)
-            portfolio_store.write_cash_cents(self.store, cash - cost)
-            return self._record(actor, fill, before)
+        fill = self.priced(code, name, "buy", shares, price_mills(price), trade_day(day))
+        fill["trade_time"] = trade_time(at)
+        return self._recorded(actor, fill)
 
     def sell(
         self,
@@ -103,63 +88,31 @@ class Ledger:
         actor: str = "cli",
     ) -> dict[str, Any]:
         code = held_code(portfolio_store.positions(self.store), stock)
-        day = trade_day(day)
-        self._caught_up(code, day)
-        with self.store.transaction():
-            held = portfolio_store.position(self.store, code)
-            if held is None:  # sold out by another process meanwhile
-                raise UsageError(f"持仓里没有 {stock}，不能卖出。")
-            _check_t_plus_1(self.store, held, shares, day)
-            lots.check_sell(code, shares, held["shares"])
-            fill = self._priced(code, held["name"], "sell", shares, price, day, trade_time(at))
-            self._in_order(fill)
-            fill["dividend_tax_cents"] = self._dividend_tax(held, shares, day)
-            proceeds = fill["value_cents"] - _charges(fill)
-            sold_basis = _sold_basis(held, shares)
-            fill["realized_cents"] = proceeds - sold_basis
-            before = portfolio_store.snapshot(self.store, [code])
-            if shares == held["shares"]:
-                portfolio_store.delete_position(self.store, code)
-            else:
-                portfolio_store.write_position(
-                    self.store,
-                    with_basis(held, held["shares"] - shares, held["cost_cents"] - sold_basis),
-                )
-            portfolio_store.write_cash_cents(self.store, before["cash_cents"] + proceeds)
-            return self._record(actor, fill, before)
+        held = portfolio_store.position(self.store, code)
+        name = held["name"] if held else code
+        fill = self.priced(code, name, "sell", shares, price_mills(price), trade_day(day))
+        fill["trade_time"] = trade_time(at)
+        return self._recorded(actor, fill)
 
     def quote(
         self, side: Side, stock: str, shares: int, price: str | float, day: str
     ) -> dict[str, Any]:
         """The fill a buy or sell would record, priced with its fees; nothing is written."""
-        name = ""
         if side == "buy":
             code, name = validate_stock(stock, None)
         else:
             code = held_code(portfolio_store.positions(self.store), stock)
         held = portfolio_store.position(self.store, code)
-        fill = self._priced(
-            code, held["name"] if held else name, side, shares, price, trade_day(day), None
-        )
+        name = held["name"] if held else name
+        fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
         if side == "sell" and held:
             fill["dividend_tax_cents"] = self._dividend_tax(held, shares, fill["trade_date"])
         return fill
 
-    def _dividend_tax(self, held: Position, shares: int, day: str) -> int:
-        """The tax on the dividends the sold shares (oldest first) received while held."""
-        return lots_of(self.store, held).sell(datetime.strptime(day, "%Y%m%d").date(), shares)
-
-    def _priced(
-        self,
-        code: str,
-        name: str,
-        side: Side,
-        shares: int,
-        price: str | float,
-        day: str,
-        at: str | None,
+    def priced(
+        self, code: str, name: str, side: Side, shares: int, mills: int, day: str
     ) -> dict[str, Any]:
-        mills = price_mills(price)
+        """A fill at `mills` a share on `day`, with the fees of the configured broker."""
         value = trade_value_cents(shares, mills)
         fees = fill_fees(side, value, datetime.strptime(day, "%Y%m%d").date(), self.broker)
         return {
@@ -169,7 +122,7 @@ class Ledger:
             "shares": shares,
             "price_mills": mills,
             "trade_date": day,
-            "trade_time": at,
+            "trade_time": None,
             "value_cents": value,
             "commission_cents": fees.commission,
             "stamp_cents": fees.stamp_duty,
@@ -177,6 +130,52 @@ class Ledger:
             "dividend_tax_cents": 0,
             "realized_cents": None,
         }
+
+    def apply(self, fill: dict[str, Any], actor: str) -> int:
+        """Check and write one fill inside the caller's transaction: position, cash and the
+        fill row (its id); UsageError, with nothing written, when it cannot be made."""
+        self._in_order(fill)
+        if fill["side"] == "buy":
+            self._apply_buy(fill)
+        else:
+            self._apply_sell(fill)
+        return portfolio_store.add_fill(self.store, {**fill, "source": actor})
+
+    def _apply_buy(self, fill: dict[str, Any]) -> None:
+        lots.check_buy(fill["code"], fill["shares"])
+        cost = fill["value_cents"] + _charges(fill)
+        cash = portfolio_store.cash_cents(self.store)
+        if cost > cash:
+            raise UsageError(
+                f"现金不足：买入 {fill['code']} 需 {yuan(cost)} 元（含费用），现金只有 {yuan(cash)} 元；"
+                "先用 `wyckoff portfolio cash 金额` 设置现金。"
+            )
+        held = portfolio_store.position(self.store, fill["code"])
+        portfolio_store.write_position(self.store, _bought(held, fill, cost))
+        portfolio_store.write_cash_cents(self.store, cash - cost)
+
+    def _apply_sell(self, fill: dict[str, Any]) -> None:
+        held = portfolio_store.position(self.store, fill["code"])
+        if held is None:
+            raise UsageError(f"持仓里没有 {fill['code']}，不能卖出。")
+        shares = fill["shares"]
+        _check_t_plus_1(self.store, held, shares, fill["trade_date"])
+        lots.check_sell(fill["code"], shares, held["shares"])
+        fill["dividend_tax_cents"] = self._dividend_tax(held, shares, fill["trade_date"])
+        proceeds = fill["value_cents"] - _charges(fill)
+        sold_basis = _sold_basis(held, shares)
+        fill["realized_cents"] = proceeds - sold_basis
+        if shares == held["shares"]:
+            portfolio_store.delete_position(self.store, fill["code"])
+        else:
+            left = with_basis(held, held["shares"] - shares, held["cost_cents"] - sold_basis)
+            portfolio_store.write_position(self.store, left)
+        cash = portfolio_store.cash_cents(self.store)
+        portfolio_store.write_cash_cents(self.store, cash + proceeds)
+
+    def _dividend_tax(self, held: Position, shares: int, day: str) -> int:
+        """The tax on the dividends the sold shares (oldest first) received while held."""
+        return lots_of(self.store, held).sell(datetime.strptime(day, "%Y%m%d").date(), shares)
 
     def _in_order(self, fill: dict[str, Any]) -> None:
         """Fills of a stock are recorded in time order, so cost and T+1 follow the trades."""
@@ -187,12 +186,17 @@ class Ledger:
                 "请按时间顺序记录（可先 `wyckoff portfolio undo` 撤销较晚的成交）。"
             )
 
-    def _record(self, actor: str, fill: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-        fill_id = portfolio_store.add_fill(self.store, {**fill, "source": actor})
-        after = portfolio_store.snapshot(self.store, [fill["code"]], [fill_id])
-        portfolio_store.record_change(
-            self.store, actor, fill["side"], fill["code"], before, {**after, "fill": fill}
-        )
+    def _recorded(self, actor: str, fill: dict[str, Any]) -> dict[str, Any]:
+        """One fill as one change of the history."""
+        code = fill["code"]
+        self.caught_up(code, fill["trade_date"])
+        with self.store.transaction():
+            before = portfolio_store.snapshot(self.store, [code])
+            fill_id = self.apply(fill, actor)
+            after = portfolio_store.snapshot(self.store, [code], [fill_id])
+            portfolio_store.record_change(
+                self.store, actor, fill["side"], code, before, {**after, "fill": fill}
+            )
         return {"action": fill["side"], "fill": fill, "before": before, "after": after}
 
 
