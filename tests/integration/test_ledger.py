@@ -4,6 +4,8 @@ cent, lot sizes, T+1, over-selling, and undo restoring every amount exactly."""
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -303,3 +305,92 @@ def test_a_cash_dividend_is_credited_and_taxed_by_holding_period_when_sold(home,
     assert "红利税 100.00" in sold
     fees = 5_00 + 4_75 + 10  # commission (minimum), stamp duty 0.05%, transfer fee 0.001%
     assert round(book()["cash"] * 100) == round(cash * 100) + 500_00 + 950_000 - fees - 100_00
+
+
+# --- broker exports ------------------------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+HOLDINGS = [("000001", 1000, 1050000), ("600519", 200, 30002460), ("688001", 250, 756250)]
+
+
+def held() -> list[tuple]:
+    return [(p["code"], p["shares"], p["cost_cents"]) for p in book()["positions"]]
+
+
+def state(home) -> list[tuple]:
+    """Every row of the portfolio tables."""
+    conn = sqlite3.connect(home / "wyckoff.db")
+    tables = ("positions", "portfolio_cash", "portfolio_history", "fills", "corporate_actions")
+    return [row for table in tables for row in conn.execute(f"SELECT * FROM {table}")]
+
+
+@pytest.mark.parametrize(
+    ("file", "broker"),
+    [
+        ("ths_holdings.xls", "同花顺"),  # GBK text, tab-separated, ="000001" cells
+        ("eastmoney_holdings.csv", "东方财富"),  # UTF-8 with a BOM, quoted 1,000
+        ("tdx_holdings.txt", "通达信"),  # GBK, title lines, columns aligned by spaces
+    ],
+)
+def test_each_brokers_holdings_export_imports_to_the_same_positions(home, file, broker):
+    shown = done("portfolio", "import", str(DATA / file))
+    assert f"{file}：{broker}持仓。" in shown and "000001 平安银行：（无） → 1000 股" in shown
+    assert held() == HOLDINGS
+
+
+def test_a_dry_run_previews_and_leaves_the_database_unchanged(home):
+    done("portfolio", "add", "600519", "--shares", "100", "--cost", "1400", "--stop-loss", "1300")
+    done("portfolio", "add", "300750", "--shares", "100", "--cost", "200")
+    unchanged = state(home)
+    shown = done("portfolio", "import", str(DATA / "tdx_holdings.txt"), "--dry-run")
+    assert "600519 贵州茅台：100 股，成本 1400.000 → 200 股，成本 1500.123" in shown
+    assert "300750 宁德时代：100 股，成本 200.000 → （无）" in shown and "没有写入" in shown
+    assert state(home) == unchanged
+
+
+def test_undo_restores_the_book_exactly_after_an_import(home):
+    done("portfolio", "add", "600519", "--shares", "100", "--cost", "1400", "--stop-loss", "1300")
+    done("portfolio", "cash", "12345.67")
+    before = book()
+    done("portfolio", "import", str(DATA / "ths_holdings.xls"))
+    imported = {p["code"]: p for p in book()["positions"]}
+    assert imported["600519"]["stop_loss"] == 1300  # a held stock keeps its stop
+    done("portfolio", "undo")
+    assert book() == before
+
+
+@pytest.mark.parametrize("file", ["eastmoney_deliveries.csv", "tdx_deliveries.txt"])
+def test_a_deliveries_export_records_fills_with_the_brokers_fees(home, file):
+    cli("portfolio", "cash", "500000")
+    shown = done("portfolio", "import", str(DATA / file))
+    assert "3 笔成交" in shown and "第 5 行 红利入账：不是买卖，未导入" in shown
+    # the broker's 发生金额: -450,117.00 - 10,505.11 + 150,885.24
+    assert book()["cash"] == 190263.13
+    # 600519: 300 bought for 450,117.00, 100 sold: 200 keep two thirds of the basis
+    assert held() == [("000001", 1000, 1050511), ("600519", 200, 30007800)]
+    report = json.loads(cli("portfolio", "show", "--json").stdout)
+    assert report["realized_cents"] == 15088524 - 15003900
+
+
+def test_a_same_day_sell_in_a_deliveries_export_is_refused_by_its_line(home, tmp_path):
+    cli("portfolio", "cash", "500000")
+    lines = (DATA / "eastmoney_deliveries.csv").read_text(encoding="utf-8-sig").splitlines()
+    lines[3] = lines[3].replace("2026-01-06", "2026-01-05")
+    (tmp_path / "same_day.csv").write_text("\n".join(lines), encoding="utf-8")
+    unchanged = state(home)
+    message = refused("portfolio", "import", str(tmp_path / "same_day.csv"))
+    assert "第 4 行" in message and "T+1" in message and "没有导入任何内容" in message
+    assert state(home) == unchanged
+
+
+def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_path):
+    done("portfolio", "cash", "100")
+    unchanged = state(home)
+    biff = tmp_path / "real.xls"
+    biff.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(500))
+    assert "Excel 二进制表格" in refused("portfolio", "import", str(biff))
+    # not enough cash for the first buy: the line is named and nothing is written
+    message = refused("portfolio", "import", str(DATA / "eastmoney_deliveries.csv"))
+    assert "eastmoney_deliveries.csv 第 2 行" in message and "现金不足" in message
+    assert "不认识券商" in refused("portfolio", "import", str(biff), "--broker", "xx")
+    assert state(home) == unchanged

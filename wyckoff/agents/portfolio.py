@@ -192,7 +192,7 @@ ACTION_LABELS = {
     "import": "导入",
     "corporate_action": "分红送转",
 }
-ACTOR_LABELS = {"cli": "命令行", "agent": "智能体"}
+ACTOR_LABELS = {"cli": "命令行", "agent": "智能体", "import": "导入", "market": "行情（除权除息）"}
 
 
 def describe_state(state: dict[str, Any] | None) -> str:

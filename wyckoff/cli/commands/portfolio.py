@@ -274,3 +274,35 @@ def nav(
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}%"
+
+
+@app.command("import")
+def import_file(
+    file: Annotated[str, typer.Argument(help="券商导出的持仓或交割单（CSV/TXT/XLS 文本）")],
+    broker: Annotated[
+        str,
+        typer.Option("--broker", help="ths（同花顺）、eastmoney（东方财富）、tdx（通达信）或 auto"),
+    ] = "auto",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="只预览改动，不写入")] = False,
+) -> None:
+    """导入券商持仓或交割单（先列出改动；可 undo）/ import a broker export."""
+    from pathlib import Path
+
+    from wyckoff.agents.broker_import import describe_import, import_export
+    from wyckoff.errors import UsageError
+    from wyckoff.ledger.broker_export import BROKER_NAMES, read_export
+
+    if broker not in (*BROKER_NAMES, "auto"):
+        raise UsageError(f"不认识券商 {broker}：可用 ths、eastmoney、tdx 或 auto。")
+    export = read_export(Path(file).expanduser(), broker)  # type: ignore[arg-type]
+    try:
+        result = import_export(_ledger(), export, local_today().strftime("%Y%m%d"), dry_run)
+    except UsageError as exc:
+        raise UsageError(f"{Path(file).name} {exc.message}（没有导入任何内容）") from None
+    for line in describe_import(result, export, Path(file).name):
+        typer.echo(line)
+    print_notice(
+        "以上是预览，没有写入（去掉 --dry-run 即导入）。"
+        if dry_run
+        else "已导入；`wyckoff portfolio undo` 可整体撤销这次导入。"
+    )
