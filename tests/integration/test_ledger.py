@@ -394,3 +394,17 @@ def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_p
     assert "eastmoney_deliveries.csv 第 2 行" in message and "现金不足" in message
     assert "不认识券商" in refused("portfolio", "import", str(biff), "--broker", "xx")
     assert state(home) == unchanged
+
+
+def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_close(home):
+    # 2016-06-16: 10送2派1.53; the close before was 10.44 and the exchange's reference 8.57
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160614")
+    cash = round(book()["cash"] * 100)
+    shown = done("portfolio", "show")
+    assert "除权除息 20160616：000001 平安银行 1000 股，送转 200 股" in shown
+    assert book()["positions"][0]["shares"] == 1200
+    credited = round(book()["cash"] * 100) - cash
+    # read back from a reference price rounded to the cent: 1.53 a share, give or take 0.006
+    assert abs(credited - 153_00) <= 6_00

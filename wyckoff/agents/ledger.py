@@ -2,7 +2,7 @@
 one transaction, with the fees of wyckoff/ledger/fees.py, T+1 and the exchange's lot sizes.
 
 Cost is the average-cost basis in cents, buy fees included; a sell realizes its proceeds
-(after fees) minus the sold shares' share of that basis.
+(after fees and the dividend tax) minus the sold shares' share of that basis.
 """
 
 from __future__ import annotations
@@ -102,9 +102,11 @@ class Ledger:
             code, name = validate_stock(stock, None)
         else:
             code = held_code(portfolio_store.positions(self.store), stock)
+            name = code
         held = portfolio_store.position(self.store, code)
-        name = held["name"] if held else name
-        fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
+        fill = self.priced(
+            code, held["name"] if held else name, side, shares, price_mills(price), trade_day(day)
+        )
         if side == "sell" and held:
             fill["dividend_tax_cents"] = self._dividend_tax(held, shares, fill["trade_date"])
         return fill

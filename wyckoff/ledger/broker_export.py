@@ -6,6 +6,7 @@ the header names each broker uses. Nothing here touches the portfolio."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -149,7 +150,7 @@ def _delimiter(line: str) -> str | None:
     return "\t" if "\t" in line else "," if "," in line else None
 
 
-def _rows(lines: list[str], at: int, delimiter: str | None):
+def _rows(lines: list[str], at: int, delimiter: str | None) -> Iterator[tuple[int, list[str]]]:
     for offset, line in enumerate(lines[at + 1 :], start=at + 2):
         if line.strip():
             yield offset, [_cell(c) for c in _split(line, delimiter)]
@@ -185,7 +186,9 @@ def _holding(row: dict[str, str]) -> Holding:
 
 
 def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:
-    side = "buy" if "买" in row["side"] else "sell" if "卖" in row["side"] else None
+    side: Literal["buy", "sell"] | None = (
+        "buy" if "买" in row["side"] else "sell" if "卖" in row["side"] else None
+    )
     if side is None:  # 红利入账, 银行转证券, 利息归本 ...
         export.skipped.append(f"第 {number} 行 {row['side'] or '（空）'}：不是买卖，未导入")
         return
