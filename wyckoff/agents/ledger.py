@@ -64,8 +64,9 @@ class Ledger:
         if self.market is not None:
             catch_up(self.store, self.market, [code], until=day)
 
-    def buy(
+    def record(
         self,
+        side: Side,
         stock: str,
         shares: int,
         price: str | float,
@@ -73,24 +74,9 @@ class Ledger:
         at: str | None = None,
         actor: str = "cli",
     ) -> dict[str, Any]:
-        code, name = validate_stock(stock, None)
-        fill = self.priced(code, name, "buy", shares, price_mills(price), trade_day(day))
-        fill["trade_time"] = trade_time(at)
-        return self._recorded(actor, fill)
-
-    def sell(
-        self,
-        stock: str,
-        shares: int,
-        price: str | float,
-        day: str,
-        at: str | None = None,
-        actor: str = "cli",
-    ) -> dict[str, Any]:
-        code = held_code(portfolio_store.positions(self.store), stock)
-        held = portfolio_store.position(self.store, code)
-        name = held["name"] if held else code
-        fill = self.priced(code, name, "sell", shares, price_mills(price), trade_day(day))
+        """Record a buy or a sell of `stock` (a sell finds it among the holdings)."""
+        code, name = self._named(side, stock)
+        fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
         fill["trade_time"] = trade_time(at)
         return self._recorded(actor, fill)
 
@@ -98,18 +84,20 @@ class Ledger:
         self, side: Side, stock: str, shares: int, price: str | float, day: str
     ) -> dict[str, Any]:
         """The fill a buy or sell would record, priced with its fees; nothing is written."""
-        if side == "buy":
-            code, name = validate_stock(stock, None)
-        else:
-            code = held_code(portfolio_store.positions(self.store), stock)
-            name = code
+        code, name = self._named(side, stock)
+        fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
         held = portfolio_store.position(self.store, code)
-        fill = self.priced(
-            code, held["name"] if held else name, side, shares, price_mills(price), trade_day(day)
-        )
         if side == "sell" and held:
             fill["dividend_tax_cents"] = self._dividend_tax(held, shares, fill["trade_date"])
         return fill
+
+    def _named(self, side: Side, stock: str) -> tuple[str, str]:
+        """The code and name `stock` means: any listed stock to buy, a held one to sell."""
+        if side == "buy":
+            return validate_stock(stock, None)
+        code = held_code(portfolio_store.positions(self.store), stock)
+        held = portfolio_store.position(self.store, code)
+        return code, held["name"] if held else code
 
     def priced(
         self, code: str, name: str, side: Side, shares: int, mills: int, day: str

@@ -397,9 +397,10 @@ def _fill(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]
     config = context.read_config()
     market, _ = open_market(context.home, config, build=False)
     ledger = Ledger(context.store, broker_fees(config), market)
-    record = ledger.buy if params.action == "buy" else ledger.sell
     day = params.trade_date or local_today().strftime("%Y%m%d")
-    return record(params.code, params.shares, params.price, day, params.trade_time, actor="agent")
+    return ledger.record(
+        params.action, params.code, params.shares, params.price, day, params.trade_time, "agent"
+    )
 
 
 def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:

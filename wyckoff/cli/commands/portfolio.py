@@ -141,6 +141,10 @@ def _ledger():
     return Ledger(Store.in_home(wyckoff_home()), broker_fees(config), market)
 
 
+def _today() -> str:
+    return local_today().strftime("%Y%m%d")
+
+
 def _filled(change: dict) -> None:
     from wyckoff.agents.ledger import describe_fill
 
@@ -152,7 +156,7 @@ def buy(
     stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
 ) -> None:
     """记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill."""
-    _filled(_ledger().buy(stock, shares, price, day or local_today().strftime("%Y%m%d"), at))
+    _filled(_ledger().record("buy", stock, shares, price, day or _today(), at))
 
 
 @app.command("sell")
@@ -160,7 +164,7 @@ def sell(
     stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
 ) -> None:
     """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
-    _filled(_ledger().sell(stock, shares, price, day or local_today().strftime("%Y%m%d"), at))
+    _filled(_ledger().record("sell", stock, shares, price, day or _today(), at))
 
 
 def _market():
@@ -296,7 +300,7 @@ def import_file(
         raise UsageError(f"不认识券商 {broker}：可用 ths、eastmoney、tdx 或 auto。")
     export = read_export(Path(file).expanduser(), broker)  # type: ignore[arg-type]
     try:
-        result = import_export(_ledger(), export, local_today().strftime("%Y%m%d"), dry_run)
+        result = import_export(_ledger(), export, _today(), dry_run)
     except UsageError as exc:
         raise UsageError(f"{Path(file).name} {exc.message}（没有导入任何内容）") from None
     for line in describe_import(result, export, Path(file).name):
