@@ -228,3 +228,20 @@ def restore(store: Store, before: dict[str, Any], after: dict[str, Any]) -> None
 def corporate_actions(store: Store) -> list[dict[str, Any]]:
     rows = store.conn.execute("SELECT * FROM corporate_actions ORDER BY ex_date, code").fetchall()
     return [dict(r) for r in rows]
+
+
+def corporate_action_applied(store: Store, code: str, ex_date: str) -> bool:
+    row = store.conn.execute(
+        "SELECT 1 FROM corporate_actions WHERE code = ? AND ex_date = ?", (code, ex_date)
+    ).fetchone()
+    return row is not None
+
+
+def add_corporate_action(store: Store, action: dict[str, Any]) -> int:
+    """Store an applied ex-date (code, ex_date, shares_before, bonus_shares, cash_cents)."""
+    cursor = store.conn.execute(
+        "INSERT INTO corporate_actions (code, ex_date, shares_before, bonus_shares, cash_cents)"
+        " VALUES (:code, :ex_date, :shares_before, :bonus_shares, :cash_cents)",
+        action,
+    )
+    return int(cursor.lastrowid or 0)

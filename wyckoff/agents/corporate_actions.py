@@ -5,7 +5,7 @@ applied again the next time the ledger catches up)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -45,12 +45,9 @@ def catch_up(
 
 
 def _apply(store: Store, code: str, ex_date: str, bonus: float, cash: float) -> dict | None:
-    with store.transaction() as conn:
-        done = conn.execute(
-            "SELECT 1 FROM corporate_actions WHERE code = ? AND ex_date = ?", (code, ex_date)
-        ).fetchone()
+    with store.transaction():
         held = portfolio_store.position(store, code)
-        if done or held is None:
+        if held is None or portfolio_store.corporate_action_applied(store, code, ex_date):
             return None
         shares = _held_before(store, held, ex_date)
         if shares <= 0:
@@ -64,13 +61,10 @@ def _apply(store: Store, code: str, ex_date: str, bonus: float, cash: float) -> 
             store, with_basis(held, held["shares"] + bonus_shares, held["cost_cents"])
         )
         portfolio_store.write_cash_cents(store, before["cash_cents"] + cash_cents)
-        action_id = conn.execute(
-            "INSERT INTO corporate_actions (code, ex_date, shares_before, bonus_shares, cash_cents)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (code, ex_date, shares, bonus_shares, cash_cents),
-        ).lastrowid
-        action = {"code": code, "name": held["name"], "ex_date": ex_date, "shares_before": shares}
+        action = {"code": code, "ex_date": ex_date, "shares_before": shares}
         action.update(bonus_shares=bonus_shares, cash_cents=cash_cents)
+        action_id = portfolio_store.add_corporate_action(store, action)
+        action["name"] = held["name"]
         after = {**portfolio_store.snapshot(store, [code]), "action_ids": [action_id]}
         portfolio_store.record_change(
             store, "market", "corporate_action", code, before, {**after, "corporate_action": action}
@@ -120,7 +114,7 @@ def lots_of(store: Store, held: Position) -> Lots:
     return lots
 
 
-def _day(text: str):
+def _day(text: str) -> date:
     return datetime.strptime(text, "%Y%m%d").date()
 
 
