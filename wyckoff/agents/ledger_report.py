@@ -96,9 +96,6 @@ def _realized(store: Store) -> dict[str, tuple[str, int]]:
     return totals
 
 
-CSI300 = ("000300.SH", "沪深300")
-
-
 def daily_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     """The account's value at each trading day's close since its first fill, beside the
     CSI 300 over the same days.
@@ -106,6 +103,7 @@ def daily_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     Walked back from today's book: each day is valued, then that day's fills and corporate
     actions are reversed. Changes made by hand (add, rm, cash) have no trade date and count
     as if they had always been so."""
+    from wyckoff.engine.benchmark import CSI300
     from wyckoff.engine.marks import closes, index_closes
 
     events = _dated_events(store)
@@ -132,6 +130,8 @@ def daily_nav(store: Store, market: MarketStore) -> dict[str, Any]:
 
 def _beside_index(days: list[dict[str, Any]], index) -> dict[str, Any]:
     """Each day's return since the first day, for the account and the CSI 300."""
+    from wyckoff.engine.benchmark import CSI300
+
     if not days:
         return {"note": "行情库里没有这些股票在成交日之后的收盘价。"}
     by_date = dict(zip(index["date"], index["close"], strict=True))
