@@ -87,7 +87,10 @@ class Ledger:
         code, name = self._named(side, stock)
         fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
         held = portfolio_store.position(self.store, code)
-        if side == "sell" and held:
+        if side == "buy":
+            lots.check_buy(code, shares)
+        elif held:
+            lots.check_sell(code, shares, held["shares"])
             fill["dividend_tax_cents"] = self._dividend_tax(held, shares, fill["trade_date"])
         return fill
 
