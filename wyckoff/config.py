@@ -138,6 +138,33 @@ class SweepConfig(BaseModel):
         return value
 
 
+class BrokerFeesConfig(BaseModel):
+    """A broker's commission (stamp duty and the transfer fee are the law's, by date)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commission_rate: float = Field(default=0.00025, ge=0, le=0.003)  # 0.3% is the legal cap
+    min_commission: float = Field(default=5.0, ge=0, le=100)
+
+
+class LedgerConfig(BaseModel):
+    """The fee schedules of the user's brokers and which one the ledger charges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    broker: str | None = None
+    brokers: dict[str, BrokerFeesConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _broker_exists(self) -> LedgerConfig:
+        if self.broker is not None and self.broker not in self.brokers:
+            raise ValueError(f"ledger.broker 指向 brokers 里没有的券商 '{self.broker}'")
+        return self
+
+    def fees(self) -> BrokerFeesConfig:
+        return self.brokers[self.broker] if self.broker else BrokerFeesConfig()
+
+
 class WyckoffConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -147,6 +174,7 @@ class WyckoffConfig(BaseModel):
     stream_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     data: DataConfig = Field(default_factory=DataConfig)
     sweep: SweepConfig | None = None
+    ledger: LedgerConfig | None = None
 
     @model_validator(mode="after")
     def _references_exist(self) -> WyckoffConfig:

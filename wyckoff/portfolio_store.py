@@ -1,4 +1,5 @@
-"""The portfolio tables of the state db: positions, free cash and the append-only change log.
+"""The portfolio tables of the state db: positions, free cash, the append-only change log,
+the ledger's fills and the corporate actions applied to held positions.
 
 Plain reads and writes only; callers that change several rows wrap them in
 `store.transaction()` (the same per-thread connection), so a change is all or nothing.
@@ -20,6 +21,25 @@ class Position(TypedDict):
     cost_price: float
     buy_dt: str
     stop_loss: float | None
+    cost_cents: int  # the exact cost basis: what the shares cost, buy fees included
+
+
+class Fill(TypedDict):
+    id: int
+    code: str
+    name: str
+    side: str
+    shares: int
+    price_mills: int
+    trade_date: str
+    trade_time: str | None
+    value_cents: int
+    commission_cents: int
+    stamp_cents: int
+    transfer_cents: int
+    dividend_tax_cents: int
+    realized_cents: int | None
+    source: str
 
 
 class Change(TypedDict):
@@ -47,7 +67,8 @@ def position(store: Store, code: str) -> Position | None:
 
 def write_position(store: Store, held: Position) -> None:
     store.conn.execute(
-        "INSERT OR REPLACE INTO positions (code, name, shares, cost_price, buy_dt, stop_loss) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO positions (code, name, shares, cost_price, buy_dt, stop_loss, cost_cents)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             held["code"],
             held["name"],
@@ -55,8 +76,15 @@ def write_position(store: Store, held: Position) -> None:
             held["cost_price"],
             held["buy_dt"],
             held.get("stop_loss"),
+            # history written before the ledger has no basis in cents
+            held.get("cost_cents") or basis_cents(held["shares"], held["cost_price"]),
         ),
     )
+
+
+def basis_cents(shares: int, cost_price: float) -> int:
+    """The cost basis of a position entered by hand (shares x average cost)."""
+    return max(1, round(shares * cost_price * 100))
 
 
 def delete_position(store: Store, code: str) -> None:
@@ -64,14 +92,64 @@ def delete_position(store: Store, code: str) -> None:
 
 
 def cash(store: Store) -> float:
-    row = store.conn.execute("SELECT amount FROM portfolio_cash WHERE id = 1").fetchone()
-    return float(row[0]) if row else 0.0
+    return cash_cents(store) / 100
+
+
+def cash_cents(store: Store) -> int:
+    row = store.conn.execute("SELECT cents FROM portfolio_cash WHERE id = 1").fetchone()
+    return int(row[0]) if row else 0
 
 
 def write_cash(store: Store, amount: float) -> None:
+    write_cash_cents(store, round(amount * 100))
+
+
+def write_cash_cents(store: Store, cents: int) -> None:
     store.conn.execute(
-        "INSERT OR REPLACE INTO portfolio_cash (id, amount) VALUES (1, ?)", (amount,)
+        "INSERT OR REPLACE INTO portfolio_cash (id, amount, cents) VALUES (1, ?, ?)",
+        (cents / 100, cents),
     )
+
+
+def add_fill(store: Store, fill: dict[str, Any]) -> int:
+    """Store a fill (every Fill field but id) and return its id."""
+    columns = [c for c in Fill.__annotations__ if c != "id"]
+    cursor = store.conn.execute(
+        f"INSERT INTO fills ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+        [fill.get(c, 0 if c == "dividend_tax_cents" else None) for c in columns],
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def delete_fills(store: Store, ids: list[int]) -> None:
+    store.conn.executemany("DELETE FROM fills WHERE id = ?", [(i,) for i in ids])
+
+
+def fills(store: Store, code: str | None = None) -> list[Fill]:
+    """Fills in the order they happened (date, time, then as recorded)."""
+    where, params = ("WHERE code = ?", (code,)) if code else ("", ())
+    rows = store.conn.execute(
+        f"SELECT * FROM fills {where} ORDER BY trade_date, coalesce(trade_time, ''), id", params
+    ).fetchall()
+    return [Fill(**dict(r)) for r in rows]
+
+
+def shares_bought_on(store: Store, code: str, day: str) -> int:
+    row = store.conn.execute(
+        "SELECT coalesce(sum(shares), 0) FROM fills WHERE code = ? AND side = 'buy' AND trade_date = ?",
+        (code, day),
+    ).fetchone()
+    return int(row[0])
+
+
+def last_event_date(store: Store, code: str) -> str | None:
+    """The date of the stock's newest fill or applied ex-date."""
+    row = store.conn.execute(
+        "SELECT max(day) FROM (SELECT trade_date AS day FROM fills WHERE code = ?"
+        " UNION ALL SELECT ex_date FROM corporate_actions WHERE code = ?)",
+        (code, code),
+    ).fetchone()
+    return row[0]
 
 
 def record_change(
@@ -118,3 +196,52 @@ def _dumps(state: dict[str, Any] | None) -> str | None:
 
 def _loads(text: str | None) -> dict[str, Any] | None:
     return json.loads(text) if text else None
+
+
+# --- snapshots: what a ledger change touched, so undo restores it exactly -------------------
+
+
+def snapshot(store: Store, codes: list[str], fill_ids: list[int] | None = None) -> dict[str, Any]:
+    """The positions `codes` (held ones), the cash and the fills a change added."""
+    held = [p for p in (position(store, code) for code in codes) if p is not None]
+    return {
+        "codes": sorted(set(codes)),
+        "positions": held,
+        "cash_cents": cash_cents(store),
+        "fill_ids": fill_ids or [],
+    }
+
+
+def restore(store: Store, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Undo a ledger change: its positions and cash as they were, its fills gone."""
+    for code in after["codes"]:
+        delete_position(store, code)
+    for held in before["positions"]:
+        write_position(store, held)
+    write_cash_cents(store, before["cash_cents"])
+    delete_fills(store, after["fill_ids"])
+    store.conn.executemany(
+        "DELETE FROM corporate_actions WHERE id = ?", [(i,) for i in after.get("action_ids", [])]
+    )
+
+
+def corporate_actions(store: Store) -> list[dict[str, Any]]:
+    rows = store.conn.execute("SELECT * FROM corporate_actions ORDER BY ex_date, code").fetchall()
+    return [dict(r) for r in rows]
+
+
+def corporate_action_applied(store: Store, code: str, ex_date: str) -> bool:
+    row = store.conn.execute(
+        "SELECT 1 FROM corporate_actions WHERE code = ? AND ex_date = ?", (code, ex_date)
+    ).fetchone()
+    return row is not None
+
+
+def add_corporate_action(store: Store, action: dict[str, Any]) -> int:
+    """Store an applied ex-date (code, ex_date, shares_before, bonus_shares, cash_cents)."""
+    cursor = store.conn.execute(
+        "INSERT INTO corporate_actions (code, ex_date, shares_before, bonus_shares, cash_cents)"
+        " VALUES (:code, :ex_date, :shares_before, :bonus_shares, :cash_cents)",
+        action,
+    )
+    return int(cursor.lastrowid or 0)

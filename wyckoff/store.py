@@ -206,6 +206,55 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE agent_memory ADD COLUMN provenance TEXT NOT NULL DEFAULT 'tool_output';
     UPDATE agent_memory SET provenance = 'user' WHERE json_extract(metadata, '$.extractor') = 'user'
     """,
+    # 9: the trade ledger: positions hold their exact cost basis in cents and any share count
+    # (STAR lots, bonus shares), cash in cents, every fill with its fees, corporate actions
+    # applied to held positions
+    """
+    CREATE TABLE positions_ledger (
+        code TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        shares INTEGER NOT NULL CHECK (shares > 0),
+        cost_price REAL NOT NULL CHECK (cost_price > 0),
+        buy_dt TEXT NOT NULL,
+        stop_loss REAL,
+        cost_cents INTEGER NOT NULL CHECK (cost_cents > 0)
+    );
+    INSERT INTO positions_ledger
+        SELECT code, name, shares, cost_price, buy_dt, stop_loss,
+            max(1, CAST(round(shares * cost_price * 100) AS INTEGER))
+        FROM positions;
+    DROP TABLE positions;
+    ALTER TABLE positions_ledger RENAME TO positions;
+    ALTER TABLE portfolio_cash ADD COLUMN cents INTEGER;
+    UPDATE portfolio_cash SET cents = CAST(round(amount * 100) AS INTEGER);
+    CREATE TABLE fills (
+        id INTEGER PRIMARY KEY,
+        code TEXT NOT NULL,
+        name TEXT NOT NULL,
+        side TEXT NOT NULL CHECK (side IN ('buy', 'sell')),
+        shares INTEGER NOT NULL CHECK (shares > 0),
+        price_mills INTEGER NOT NULL CHECK (price_mills > 0),
+        trade_date TEXT NOT NULL,
+        trade_time TEXT,
+        value_cents INTEGER NOT NULL,
+        commission_cents INTEGER NOT NULL,
+        stamp_cents INTEGER NOT NULL,
+        transfer_cents INTEGER NOT NULL,
+        dividend_tax_cents INTEGER NOT NULL DEFAULT 0,
+        realized_cents INTEGER,
+        source TEXT NOT NULL
+    );
+    CREATE INDEX fills_code ON fills (code, trade_date);
+    CREATE TABLE corporate_actions (
+        id INTEGER PRIMARY KEY,
+        code TEXT NOT NULL,
+        ex_date TEXT NOT NULL,
+        shares_before INTEGER NOT NULL,
+        bonus_shares INTEGER NOT NULL,
+        cash_cents INTEGER NOT NULL,
+        UNIQUE (code, ex_date)
+    )
+    """,
 )
 
 

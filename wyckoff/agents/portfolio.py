@@ -7,39 +7,33 @@ as it was. `undo` reverts the newest change and records that too.
 
 from __future__ import annotations
 
-import math
-from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from wyckoff import portfolio_store
 from wyckoff.agents import results
+from wyckoff.agents.ledger import Ledger, broker_fees, describe_fill, describe_quote
+from wyckoff.agents.ledger_report import open_market
 from wyckoff.agents.market_data import MarketData
-from wyckoff.agents.stock_lookup import StockNotResolved, normalize, resolve_stock
+from wyckoff.agents.portfolio_rules import (
+    PortfolioError,
+    held_code,
+    stock_names,
+    validate_amount,
+    validate_date,
+    validate_price,
+    validate_shares,
+    validate_stock,
+)
+from wyckoff.agents.stock_lookup import StockNotResolved
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
-from wyckoff.portfolio_store import Change, Position
+from wyckoff.portfolio_store import Change, Position, basis_cents
 
 if TYPE_CHECKING:
     from wyckoff.store import Store
-
-MAX_SHARES = 10**12  # beyond any listed company's share count
-MAX_AMOUNT = 1e13  # prices and cash: beyond any real account
-FIRST_TRADING_DAY = date(1990, 12, 19)  # the Shanghai exchange opened
-
-
-class PortfolioError(UsageError):
-    """A change that cannot be made; nothing was changed."""
-
-
-def stock_names() -> dict[str, str]:
-    """code -> name from the bundled A-share list."""
-    from wyckoff.engine.demo import stock_list
-
-    listing = stock_list()
-    return dict(zip(listing["code"], listing["name"], strict=True))
 
 
 class Portfolio:
@@ -87,6 +81,7 @@ class Portfolio:
                     "shares": total,
                     "cost_price": round(cost, 4),
                     "stop_loss": stop_loss or before["stop_loss"],
+                    "cost_cents": before["cost_cents"] + basis_cents(shares, cost_price),
                 }
             else:
                 after = {
@@ -96,6 +91,7 @@ class Portfolio:
                     "cost_price": cost_price,
                     "buy_dt": buy_dt,
                     "stop_loss": stop_loss,
+                    "cost_cents": basis_cents(shares, cost_price),
                 }
             self._write(actor, "add", before, after)
         added = {"shares": shares, "cost_price": cost_price}
@@ -127,6 +123,8 @@ class Portfolio:
                 after["stop_loss"] = stop_loss
             if buy_dt is not None:
                 after["buy_dt"] = validate_date(buy_dt)
+            if shares is not None or cost_price is not None:
+                after["cost_cents"] = basis_cents(after["shares"], after["cost_price"])
             self._write(actor, "update", before, after)
         return {"action": "update", "before": before, "after": after}
 
@@ -161,7 +159,9 @@ class Portfolio:
             if last is None:
                 raise PortfolioError("没有可撤销的持仓改动。")
             before, after = last["before"], last["after"]
-            if last["code"] is None:  # a cash change
+            if before is not None and "cash_cents" in before:  # a ledger change
+                portfolio_store.restore(self.store, before, after)
+            elif last["code"] is None:  # a cash change
                 portfolio_store.write_cash(self.store, before["cash"])
             elif before is None:
                 portfolio_store.delete_position(self.store, last["code"])
@@ -187,8 +187,12 @@ ACTION_LABELS = {
     "remove": "删除",
     "set_cash": "设置现金",
     "undo": "撤销",
+    "buy": "买入",
+    "sell": "卖出",
+    "import": "导入",
+    "corporate_action": "分红送转",
 }
-ACTOR_LABELS = {"cli": "命令行", "agent": "智能体"}
+ACTOR_LABELS = {"cli": "命令行", "agent": "智能体", "import": "导入", "market": "行情（除权除息）"}
 
 
 def describe_state(state: dict[str, Any] | None) -> str:
@@ -197,6 +201,11 @@ def describe_state(state: dict[str, Any] | None) -> str:
         return "（无）"
     if "cash" in state:
         return f"现金 {state['cash']:,.2f}"
+    if "cash_cents" in state:  # a ledger change: the positions it touched and the cash
+        held = [describe_state(p) for p in state["positions"]] or [
+            "不持有 " + "、".join(state["codes"])
+        ]
+        return "；".join([*held, f"现金 {state['cash_cents'] / 100:,.2f}"])
     stop = f"，止损 {price_text(state['stop_loss'])}" if state.get("stop_loss") else ""
     return (
         f"{state['code']} {state['name']} {state['shares']} 股 @ {price_text(state['cost_price'])}"
@@ -226,68 +235,6 @@ def describe_change(change: dict[str, Any]) -> str:
 def price_text(price: float) -> str:
     """A price with 2 decimals, or 3 when the third one matters (1533.333)."""
     return f"{price:.3f}" if round(price, 2) != round(price, 3) else f"{price:.2f}"
-
-
-def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
-    """The code and name of the stock `stock` (a code or a name) names in the A-share list."""
-    from wyckoff.engine.demo import stock_list
-
-    code = resolve_stock(stock_list(), stock)
-    listed_name = stock_names()[code]
-    if name and normalize(name) != normalize(listed_name):
-        raise PortfolioError(f"代码与名称不符：{code} 是 {listed_name}，不是 {name}。")
-    return code, listed_name
-
-
-def held_code(positions: list[dict[str, Any]], stock: str) -> str:
-    """The code of the held position `stock` names, by the same rules as everywhere else
-    (code, `600519.SH`, full-width digits, name, unique fragment); else PortfolioError."""
-    import pandas as pd
-
-    held = pd.DataFrame(positions, columns=["code", "name"])
-    try:
-        return resolve_stock(held, stock)
-    except StockNotResolved as failure:
-        if not failure.candidates:
-            raise PortfolioError(
-                f"持仓里没有 {stock}。用 `wyckoff portfolio list` 查看持仓。"
-            ) from None
-        listed = "".join(f"\n  {line}" for line in failure.candidates)
-        raise PortfolioError(
-            f"持仓里没有唯一对应 {stock} 的股票，请用代码或完整名称指定其中一只：{listed}"
-        ) from None
-
-
-def validate_shares(shares: int) -> None:
-    if shares <= 0 or shares % 100:
-        raise PortfolioError(f"股数必须是 100 的正整数倍（A 股一手 100 股），收到 {shares}。")
-    if shares > MAX_SHARES:
-        raise PortfolioError(f"股数 {shares} 大得不合实际（上限 {MAX_SHARES:.0e} 股），请检查。")
-
-
-def validate_price(price: float, label: str) -> None:
-    if not price > 0:
-        raise PortfolioError(f"{label}必须大于 0，收到 {price}。")
-    validate_amount(price, label)
-
-
-def validate_amount(amount: float, label: str) -> None:
-    """A finite amount of a believable size (no nan, inf or 1e300)."""
-    if not math.isfinite(amount) or abs(amount) > MAX_AMOUNT:
-        raise PortfolioError(f"{label}必须是不超过 {MAX_AMOUNT:.0e} 的有限数字，收到 {amount}。")
-
-
-def validate_date(text: str) -> str:
-    cleaned = text.replace("-", "").strip()
-    try:
-        day = datetime.strptime(cleaned, "%Y%m%d").date()
-    except ValueError:
-        raise PortfolioError(f"买入日期 {text} 不是有效日期，请用 YYYYMMDD。") from None
-    if day > local_today():
-        raise PortfolioError(f"买入日期 {text} 在未来。")
-    if day < FIRST_TRADING_DAY:
-        raise PortfolioError(f"买入日期 {text} 早于 A 股开市（1990-12-19），请检查。")
-    return cleaned
 
 
 # --- tools --------------------------------------------------------------------------------------
@@ -357,6 +304,8 @@ def summarize_positions(result: dict[str, Any]) -> str:
 def summarize_change(result: dict[str, Any]) -> str:
     """What a portfolio change did, in the user's words: '已加仓 600519 贵州茅台 100 股，现持 300 股 @ 1533.33'."""
     before, after = result["before"], result["after"]
+    if result["action"] in ("buy", "sell"):
+        return describe_fill(result)
     if result["action"] == "set_cash":
         return f"现金 {before['cash']:,.2f} → {after['cash']:,.2f}"
     stock = f"{(after or before)['code']} {(after or before)['name']}"
@@ -372,7 +321,9 @@ def summarize_change(result: dict[str, Any]) -> str:
 
 
 class UpdatePortfolioParams(BaseModel):
-    action: Literal["add", "update", "remove", "set_cash"]
+    action: Literal["add", "update", "remove", "set_cash", "buy", "sell"] = Field(
+        description="add/update/remove/set_cash 直接改持仓；buy/sell 记录一笔成交（扣费用、改现金）"
+    )
     code: str | None = Field(default=None, description="6 位代码或股票名称（set_cash 不需要）")
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
     shares: int | None = Field(default=None, description="股数，100 的整数倍")
@@ -380,6 +331,9 @@ class UpdatePortfolioParams(BaseModel):
     buy_dt: str | None = Field(default=None, description="买入日期 YYYYMMDD")
     stop_loss: float | None = None
     cash: float | None = Field(default=None, description="set_cash 的现金金额")
+    price: float | None = Field(default=None, description="buy/sell 的成交价")
+    trade_date: str | None = Field(default=None, description="buy/sell 的成交日期 YYYYMMDD")
+    trade_time: str | None = Field(default=None, description="buy/sell 的成交时间 HH:MM")
 
     @model_validator(mode="before")
     @classmethod
@@ -396,7 +350,12 @@ class UpdatePortfolioParams(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> UpdatePortfolioParams:
-        needed = {"set_cash": ("cash",), "add": ("code", "shares", "cost_price")}
+        needed = {
+            "set_cash": ("cash",),
+            "add": ("code", "shares", "cost_price"),
+            "buy": ("code", "shares", "price"),
+            "sell": ("code", "shares", "price"),
+        }
         missing = [f for f in needed.get(self.action, ("code",)) if getattr(self, f) in (None, "")]
         if missing:
             raise ValueError(f"{self.action} 需要 {'、'.join(missing)}")
@@ -406,6 +365,8 @@ class UpdatePortfolioParams(BaseModel):
 def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
     book = Portfolio(context.store)
     try:
+        if params.action in ("buy", "sell"):
+            return _fill(params, context)
         if params.action == "set_cash":
             return book.set_cash(params.cash, actor="agent")
         if params.action == "add":
@@ -428,14 +389,26 @@ def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dic
                 actor="agent",
             )
         return book.remove(params.code, actor="agent")
-    except PortfolioError as exc:
+    except UsageError as exc:
         raise ToolFailure(exc.message) from None
+
+
+def _fill(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
+    config = context.read_config()
+    market, _ = open_market(context.home, config, build=False)
+    ledger = Ledger(context.store, broker_fees(config), market)
+    day = params.trade_date or local_today().strftime("%Y%m%d")
+    return ledger.record(
+        params.action, params.code, params.shares, params.price, day, params.trade_time, "agent"
+    )
 
 
 def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
     """The change as one Chinese sentence, from the arguments and the current book:
     what an approval or ask_user dialog shows before the user consents."""
     book = Portfolio(context.store) if context.store is not None else None
+    if params.action in ("buy", "sell") and context.store is not None:
+        return _describe_fill(params, context)
     if params.action == "set_cash":
         before = f"从 {book.cash():,.2f} 元" if book else ""
         return f"把现金{before}改为 {params.cash:,.2f} 元"
@@ -467,6 +440,18 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
         if value is not None
     ]
     return f"修改持仓 {label}：{'，'.join(changes) or '没有改动'}"
+
+
+def _describe_fill(params: UpdatePortfolioParams, context: ToolContext) -> str:
+    """The fill with its fees and the cash before and after, priced as the tool will price it."""
+    ledger = Ledger(context.store, broker_fees(context.read_config()))
+    day = params.trade_date or local_today().strftime("%Y%m%d")
+    verb = "买入" if params.action == "buy" else "卖出"
+    try:
+        fill = ledger.quote(params.action, params.code, params.shares, params.price, day)
+    except UsageError as exc:  # the tool will refuse the same way
+        return f"{verb} {params.code} {params.shares} 股 @ {params.price}（{day}）：{exc.message}"
+    return describe_quote(fill, Portfolio(context.store).cash())
 
 
 def _named_code(params: UpdatePortfolioParams, book: Portfolio | None) -> str:
@@ -503,7 +488,7 @@ PORTFOLIO_TOOLS = (
     ),
     ToolSpec(
         name="update_portfolio",
-        description="修改用户持仓（add/update/remove/set_cash）。需要用户批准；只在用户明确要求时使用。",
+        description="修改用户持仓（add/update/remove/set_cash），或记录一笔成交（buy/sell：按券商费率扣费、T+1、改现金）。需要用户批准；只在用户明确要求时使用。",
         params=UpdatePortfolioParams,
         func=update_portfolio,
         title="修改持仓",

@@ -10,7 +10,7 @@ from wyckoff.cli.output import local_time, local_today, print_json, print_notice
 from wyckoff.store import Store
 
 app = typer.Typer(
-    help="持仓 / portfolio: list, add, rm, cash, history, undo.",
+    help="持仓 / portfolio: list, add, rm, cash, buy, sell, history, undo.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -120,3 +120,193 @@ def history(json_output: Annotated[bool, typer.Option("--json")] = False) -> Non
 def undo() -> None:
     """撤销最近一次改动 / undo the newest change."""
     _done(_book().undo())
+
+
+# --- the ledger: fills with fees -------------------------------------------------------------
+
+StockArg = Annotated[str, typer.Argument(help="6 位代码或股票名称")]
+SharesArg = Annotated[int, typer.Argument(help="成交股数")]
+PriceArg = Annotated[str, typer.Argument(help="成交价（元，最多 3 位小数）")]
+DateOpt = Annotated[str | None, typer.Option("--date", help="成交日期 YYYYMMDD，默认今天")]
+TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM")]
+
+
+def _ledger():
+    from wyckoff.agents.ledger import Ledger, broker_fees
+    from wyckoff.agents.ledger_report import open_market
+    from wyckoff.config import load_config, wyckoff_home
+
+    config = load_config()
+    market, _ = open_market(wyckoff_home(), config, build=False)
+    return Ledger(Store.in_home(wyckoff_home()), broker_fees(config), market)
+
+
+def _today() -> str:
+    return local_today().strftime("%Y%m%d")
+
+
+def _filled(change: dict) -> None:
+    from wyckoff.agents.ledger import describe_fill
+
+    print_notice(describe_fill(change))
+
+
+@app.command("buy")
+def buy(
+    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
+) -> None:
+    """记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill."""
+    _filled(_ledger().record("buy", stock, shares, price, day or _today(), at))
+
+
+@app.command("sell")
+def sell(
+    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
+) -> None:
+    """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
+    _filled(_ledger().record("sell", stock, shares, price, day or _today(), at))
+
+
+def _market():
+    """The market store with the held stocks' ex-dates applied (said), or None and why."""
+    from wyckoff.agents.corporate_actions import catch_up, describe_action
+    from wyckoff.agents.ledger_report import open_market
+    from wyckoff.config import load_config, wyckoff_home
+
+    market, missing = open_market(wyckoff_home(), load_config())
+    if market is not None:
+        for action in catch_up(_book().store, market):
+            print_notice(describe_action(action))
+    return market, missing
+
+
+@app.command("show")
+def show(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """持仓盈亏：按最新收盘价的浮动盈亏与已实现盈亏 / positions with P&L."""
+    from wyckoff.agents.ledger_report import profit_and_loss
+    from wyckoff.ledger.money import yuan
+
+    market, missing = _market()
+    report = profit_and_loss(_book().store, market)
+    if json_output:
+        print_json({**report, "note": missing})
+        return
+
+    def money(cents: int | None) -> str:
+        return "-" if cents is None else yuan(cents)
+
+    rows = [
+        [
+            r["code"],
+            r["name"],
+            r["shares"],
+            f"{r['cost_cents'] / r['shares'] / 100:.3f}",
+            "-" if r["close"] is None else f"{r['close']:.2f}（{r['close_date']}）",
+            money(r["value_cents"]),
+            money(r["unrealized_cents"]),
+            money(r["realized_cents"]),
+        ]
+        for r in report["positions"]
+    ]
+    rows += [
+        [r["code"], r["name"], "已清仓", "", "", "", "", money(r["realized_cents"])]
+        for r in report["closed"]
+    ]
+    print_table(
+        "持仓盈亏",
+        ["代码", "名称", "股数", "成本价", "收盘价", "市值", "浮动盈亏", "已实现盈亏"],
+        rows,
+    )
+    typer.echo(
+        f"现金 {yuan(report['cash_cents'])}，市值 {yuan(report['value_cents'])}，"
+        f"总资产 {yuan(report['equity_cents'])}；浮动盈亏 {yuan(report['unrealized_cents'])}，"
+        f"已实现盈亏 {yuan(report['realized_cents'])}"
+    )
+    if missing or report["unpriced"]:
+        print_notice(
+            missing
+            or f"本地行情库没有 {'、'.join(report['unpriced'])} 的收盘价，未计入市值和浮动盈亏。"
+        )
+
+
+@app.command("nav")
+def nav(
+    chart: Annotated[bool, typer.Option("--chart", help="画出净值与沪深300的走势")] = False,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """每日净值：按每天收盘价估值，旁边是同期沪深300 / daily NAV beside the CSI 300."""
+    from wyckoff.agents.ledger_report import daily_nav
+    from wyckoff.errors import UsageError
+    from wyckoff.ledger.chart import line_chart
+    from wyckoff.ledger.money import yuan
+
+    market, missing = _market()
+    if market is None:
+        raise UsageError(f"{missing}（每日净值要用每天的收盘价。）")
+    report = daily_nav(_book().store, market)
+    if json_output:
+        print_json(report)
+        return
+    days = report["days"]
+    if chart and days:
+        typer.echo(
+            line_chart(
+                {
+                    "账户": [d["return_pct"] for d in days],
+                    "沪深300": [d["csi300_pct"] for d in days],
+                }
+            )
+        )
+    elif days:
+        print_table(
+            "每日净值",
+            ["日期", "总资产", "现金", "累计收益", "沪深300"],
+            [
+                [
+                    d["date"],
+                    yuan(d["nav_cents"]),
+                    yuan(d["cash_cents"]),
+                    _pct(d["return_pct"]),
+                    _pct(d["csi300_pct"]),
+                ]
+                for d in days
+            ],
+        )
+    if report["note"]:
+        print_notice(report["note"])
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}%"
+
+
+@app.command("import")
+def import_file(
+    file: Annotated[str, typer.Argument(help="券商导出的持仓或交割单（CSV/TXT/XLS 文本）")],
+    broker: Annotated[
+        str,
+        typer.Option("--broker", help="ths（同花顺）、eastmoney（东方财富）、tdx（通达信）或 auto"),
+    ] = "auto",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="只预览改动，不写入")] = False,
+) -> None:
+    """导入券商持仓或交割单（先列出改动；可 undo）/ import a broker export."""
+    from pathlib import Path
+
+    from wyckoff.agents.broker_import import describe_import, import_export
+    from wyckoff.errors import UsageError
+    from wyckoff.ledger.broker_export import BROKER_NAMES, read_export
+
+    if broker not in (*BROKER_NAMES, "auto"):
+        raise UsageError(f"不认识券商 {broker}：可用 ths、eastmoney、tdx 或 auto。")
+    export = read_export(Path(file).expanduser(), broker)  # type: ignore[arg-type]
+    try:
+        result = import_export(_ledger(), export, _today(), dry_run)
+    except UsageError as exc:
+        raise UsageError(f"{Path(file).name} {exc.message}（没有导入任何内容）") from None
+    for line in describe_import(result, export, Path(file).name):
+        typer.echo(line)
+    print_notice(
+        "以上是预览，没有写入（去掉 --dry-run 即导入）。"
+        if dry_run
+        else "已导入；`wyckoff portfolio undo` 可整体撤销这次导入。"
+    )

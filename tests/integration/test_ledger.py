@@ -1,0 +1,414 @@
+"""The trade ledger through the CLI and the agent's tool: fills with A-share fees to the
+cent, lot sizes, T+1, over-selling, and undo restoring every amount exactly."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+from tests.integration.test_integrity import state_db_at_version
+
+
+def book() -> dict:
+    return json.loads(cli("portfolio", "list", "--json").stdout)
+
+
+def done(*args: str) -> str:
+    """Run a command that must succeed; what it said."""
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+def refused(*args: str) -> str:
+    """Run a command that must be refused: exit 2, one sentence, no traceback; its message."""
+    result = cli(*args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    return line
+
+
+def test_the_issue_fee_example_to_the_cent(home):
+    cli("portfolio", "cash", "100000")
+    bought = done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    assert "佣金 5.00，过户费 0.10（费用合计 5.10）" in bought
+    assert "现金 100,000.00 → 89,994.90" in bought
+    assert book()["cash"] == 89994.90
+    sold = done(
+        "portfolio", "sell", "茅台", "500", "11.00", "--date", "20260106", "--time", "10:31"
+    )
+    assert "佣金 5.00，印花税 2.75，过户费 0.06（费用合计 7.81）" in sold
+    assert "现金 89,994.90 → 95,487.09" in sold  # +5,492.19
+    assert "已实现盈亏 489.64" in sold
+    (held,) = book()["positions"]
+    assert (held["shares"], held["cost_cents"]) == (500, 500255)
+
+
+def test_stamp_duty_and_transfer_fee_follow_the_fill_date(home):
+    cli("portfolio", "cash", "1000000")
+    done("portfolio", "buy", "000001", "10000", "10", "--date", "20220105")
+    before_cut = done("portfolio", "sell", "000001", "5000", "10", "--date", "20230825")
+    assert "印花税 50.00，过户费 0.50" in before_cut  # 0.1% before 2023-08-28
+    after_cut = done("portfolio", "sell", "000001", "5000", "10", "--date", "20230828")
+    assert "印花税 25.00，过户费 0.50" in after_cut  # 0.05% from 2023-08-28
+    old_transfer = done("portfolio", "buy", "600519", "10000", "10", "--date", "20220428")
+    assert "过户费 2.00" in old_transfer  # 0.002% before 2022-04-29
+
+
+def test_the_broker_commission_comes_from_wyckoff_json_and_is_validated(home):
+    config = {
+        "ledger": {
+            "broker": "低佣",
+            "brokers": {"低佣": {"commission_rate": 0.0001, "min_commission": 0}},
+        }
+    }
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "wyckoff.json").write_text(json.dumps(config, ensure_ascii=False))
+    cli("portfolio", "cash", "100000")
+    bought = done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    assert "佣金 1.00，过户费 0.10" in bought
+    config["ledger"]["commission_rate"] = 0.01
+    (home / "wyckoff.json").write_text(json.dumps(config, ensure_ascii=False))
+    message = refused("portfolio", "buy", "600519", "100", "10", "--date", "20260105")
+    assert "wyckoff.json" in message and "commission_rate" in message
+    assert book()["positions"][0]["shares"] == 1000
+
+
+def test_t_plus_1_and_over_selling_are_refused_and_change_nothing(home):
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10", "--date", "20260105")
+    done("portfolio", "buy", "600519", "500", "10", "--date", "20260106")
+    before = book()
+    message = refused("portfolio", "sell", "600519", "1100", "11", "--date", "20260106")
+    assert "T+1" in message and "最多可卖 1000 股" in message
+    message = refused("portfolio", "sell", "600519", "1600", "11", "--date", "20260107")
+    assert "超过持有的 1500 股" in message
+    assert "持仓里没有" in refused("portfolio", "sell", "000001", "100", "11", "--date", "20260107")
+    assert "现金不足" in refused("portfolio", "buy", "000001", "100000", "10", "--date", "20260107")
+    assert "周末" in refused("portfolio", "buy", "000001", "100", "10", "--date", "20260103")
+    assert "按时间顺序" in refused("portfolio", "sell", "600519", "100", "11", "--date", "20260102")
+    assert book() == before
+    assert cli("portfolio", "sell", "600519", "1000", "11", "--date", "20260106").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "bad", "good", "message"),
+    [("600519", "150", "200", "100 的正整数倍"), ("688001", "100", "201", "至少 200 股")],
+)
+def test_lot_sizes_of_the_main_board_and_the_star_market(home, code, bad, good, message):
+    cli("portfolio", "cash", "100000")
+    assert message in refused("portfolio", "buy", code, bad, "10", "--date", "20260105")
+    assert cli("portfolio", "buy", code, good, "10", "--date", "20260105").returncode == 0
+
+
+def test_an_odd_lot_is_sold_only_when_it_closes_the_position(home):
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "688001", "201", "10", "--date", "20260105")
+    assert "一次卖完" in refused("portfolio", "sell", "688001", "101", "11", "--date", "20260106")
+    assert cli("portfolio", "sell", "688001", "201", "11", "--date", "20260106").returncode == 0
+    assert book()["positions"] == []
+
+
+def test_undo_restores_the_book_exactly_after_each_action(home):
+    states = [book()]
+    for args in (
+        ["cash", "100000"],
+        ["add", "000001", "--shares", "300", "--cost", "9.87", "--buy-dt", "20260102"],
+        ["buy", "000001", "200", "10.13", "--date", "20260105"],
+        ["buy", "688001", "233", "31.415", "--date", "20260105"],
+        ["sell", "000001", "100", "10.5", "--date", "20260106"],
+        ["sell", "688001", "233", "30.01", "--date", "20260107"],
+        ["sell", "平安银行", "400", "10.77", "--date", "20260108"],
+    ):
+        assert cli("portfolio", *args).returncode == 0
+        states.append(book())
+    assert states[-1]["positions"] == []
+    while len(states) > 1:
+        states.pop()
+        assert cli("portfolio", "undo").returncode == 0
+        assert book() == states[-1]
+    assert "没有可撤销" in refused("portfolio", "undo")
+
+
+def test_a_state_db_of_position_commands_keeps_its_positions_and_cash(home):
+    old = state_db_at_version(home, 8)  # before the ledger
+    old.execute(
+        "INSERT INTO positions VALUES ('600519', '贵州茅台', 200, 1533.333, '20260105', NULL)"
+    )
+    old.execute("INSERT INTO portfolio_cash VALUES (1, 12345.67)")
+    old.close()
+    assert book() == {
+        "positions": [
+            {
+                "code": "600519",
+                "name": "贵州茅台",
+                "shares": 200,
+                "cost_price": 1533.333,
+                "buy_dt": "20260105",
+                "stop_loss": None,
+                "cost_cents": 30666660,
+            }
+        ],
+        "cash": 12345.67,
+    }
+    sold = done("portfolio", "sell", "600519", "200", "1600", "--date", "20260106")
+    assert "已实现盈亏 13,090.20" in sold  # 320,000.00 - 243.20 fees - 306,666.60 basis
+
+
+def test_the_agent_records_a_fill_after_an_approval_that_names_its_fees(home, openai_server):
+    from tests.conftest import add_scripted_model
+    from tests.model_servers import Reply
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.store import Store
+
+    add_scripted_model(openai_server)
+    cli("portfolio", "cash", "100000")
+    args = {
+        "action": "buy",
+        "code": "茅台",
+        "shares": 1000,
+        "price": 10.0,
+        "trade_date": "20260105",
+    }
+    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    assert context.registry.describe("update_portfolio", args, context) == (
+        "买入 600519 贵州茅台 1000 股 @ 10.00（20260105）：成交金额 10,000.00，"
+        "佣金 5.00，过户费 0.10（费用合计 5.10）；共付 10,005.10 元，现金 100,000.00 → 89,994.90"
+    )
+    odd = {**args, "shares": 150}
+    assert context.registry.describe("update_portfolio", odd, context) == (
+        "买入 茅台 150 股 @ 10.0（20260105）：买入股数必须是 100 的正整数倍（A 股一手 100 股），收到 150。"
+    )
+    openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="已记录。"))
+    assert "--approve update_portfolio" in cli("ask", "记录买入茅台").stderr
+    assert book()["positions"] == []
+    openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="已记录。"))
+    assert cli("ask", "记录买入茅台", "--approve", "update_portfolio").returncode == 0
+    assert book()["cash"] == 89994.90
+    (entry, *_) = json.loads(cli("portfolio", "history", "--json").stdout)["history"]
+    assert (entry["actor"], entry["action"]) == ("agent", "buy")
+    t1 = {**args, "action": "sell"}
+    openai_server.script(Reply(tool_calls=[("update_portfolio", t1)]), Reply(text="卖不了。"))
+    cli("ask", "卖掉茅台", "--approve", "update_portfolio")
+    assert book()["cash"] == 89994.90  # T+1: the tool refused the same-day sell
+
+
+# --- a small imported market: known closes, ex-dates and the CSI 300 -------------------------
+
+DAYS = ["2026-01-05", "2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"]
+
+
+def import_market(home, tmp_path, closes: dict[str, list[float]], pre_closes=None, csi300=None):
+    """`wyckoff data import` of daily bars with these closes (and reference prior closes,
+    the previous close by default), and of the CSI 300 when given."""
+    lines = ["code,date,open,high,low,close,pre_close,volume,amount"]
+    for code, series in closes.items():
+        for t, (day, close) in enumerate(zip(DAYS, series, strict=True)):
+            pre = (pre_closes or {}).get((code, day)) or (series[t - 1] if t else close)
+            lines.append(f"{code},{day},{close},{close},{close},{close},{pre},100000,{close * 1e5}")
+    (tmp_path / "bars.csv").write_text("\n".join(lines))
+    done("data", "import", str(tmp_path / "bars.csv"))
+    if csi300:
+        rows = [
+            f"000300.SH,{d},{c},{c},{c},{c},1e9,1e12" for d, c in zip(DAYS, csi300, strict=True)
+        ]
+        (tmp_path / "index.csv").write_text(
+            "\n".join(["code,date,open,high,low,close,volume,amount", *rows])
+        )
+        done("data", "import", str(tmp_path / "index.csv"), "--index")
+
+
+def test_show_reports_realized_and_unrealized_profit_per_position_and_in_total(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12], "000001": [5, 5, 5, 5, 5]})
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "sell", "600519", "500", "11.00", "--date", "20260106")
+    done("portfolio", "buy", "000001", "1000", "5", "--date", "20260105")
+    done("portfolio", "sell", "000001", "1000", "5.5", "--date", "20260107")
+    report = json.loads(cli("portfolio", "show", "--json").stdout)
+    (moutai,) = report["positions"]
+    assert (moutai["close"], moutai["close_date"]) == (12.0, "20260109")
+    assert (moutai["unrealized_cents"], moutai["realized_cents"]) == (600000 - 500255, 48964)
+    assert report["closed"] == [
+        {"code": "000001", "name": "平安银行", "shares": 0, "realized_cents": 48714}
+    ]
+    assert report["realized_cents"] == 48964 + 48714
+    assert report["equity_cents"] == report["cash_cents"] + 600000
+    shown = done("portfolio", "show")
+    assert "浮动盈亏 997.45" in shown and "已实现盈亏 976.78" in shown and "已清仓" in shown
+
+
+def test_nav_values_each_day_at_its_close_beside_the_csi_300(home, tmp_path):
+    csi300 = [4000, 4040, 3960, 4000, 4080]
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=csi300)
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "sell", "600519", "500", "11.00", "--date", "20260106")
+    report = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert [(d["date"], d["nav_cents"]) for d in report["days"]] == [
+        ("20260105", 8999490 + 1000000),
+        ("20260106", 9548709 + 550000),
+        ("20260107", 9548709 + 600000),
+        ("20260108", 9548709 + 600000),
+        ("20260109", 9548709 + 600000),
+    ]
+    assert [d["csi300_pct"] for d in report["days"]] == [0.0, 1.0, -1.0, 0.0, 2.0]
+    assert report["note"] is None
+    chart = done("portfolio", "nav", "--chart")
+    top, *_, legend = chart.strip("\n").splitlines()
+    assert top.strip().startswith("+2.00% ┤") and legend.strip() == "● 账户  ○ 沪深300"
+
+
+def test_nav_says_so_when_the_store_has_no_csi_300(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]})
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    shown = done("portfolio", "nav")
+    assert "20260109" in shown and "沪深300（000300.SH）" in shown and "无法对比" in shown
+
+
+# --- corporate actions --------------------------------------------------------------------------
+
+
+def test_a_10_for_10_bonus_doubles_the_shares_and_keeps_the_value(home, tmp_path):
+    # 2026-01-07 is the ex-date: the exchange's reference prior close is half the last close
+    import_market(
+        home, tmp_path, {"600519": [20, 20, 10, 10, 10]}, pre_closes={("600519", DAYS[2]): 10}
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "20", "--date", "20260105")
+    cost = book()["positions"][0]["cost_cents"]
+    shown = done("portfolio", "show")
+    assert "除权除息 20260107：600519 贵州茅台 1000 股，送转 1000 股" in shown
+    (held,) = book()["positions"]
+    assert (held["shares"], held["cost_cents"]) == (2000, cost)
+    nav = json.loads(cli("portfolio", "nav", "--json").stdout)["days"]
+    assert nav[1]["nav_cents"] == nav[2]["nav_cents"]  # 1000 x 20.00 = 2000 x 10.00
+    assert "已撤销最近一次分红送转" in done("portfolio", "undo")
+    assert book()["positions"][0]["shares"] == 1000
+
+
+def test_a_cash_dividend_is_credited_and_taxed_by_holding_period_when_sold(home, tmp_path):
+    # 10派5 on 2026-01-07: pre_close 10.00 - 0.50
+    import_market(
+        home, tmp_path, {"000001": [10, 10, 9.5, 9.5, 9.5]}, pre_closes={("000001", DAYS[2]): 9.5}
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "000001", "1000", "10", "--date", "20260105")
+    cash = book()["cash"]
+    assert "现金分红 500.00 元" in done("portfolio", "show")
+    assert book()["cash"] == cash + 500
+    # held 4 days (up to 1 month): 20% of the 500.00 dividend, withheld on the sale
+    sold = done("portfolio", "sell", "000001", "1000", "9.5", "--date", "20260109")
+    assert "红利税 100.00" in sold
+    fees = 5_00 + 4_75 + 10  # commission (minimum), stamp duty 0.05%, transfer fee 0.001%
+    assert round(book()["cash"] * 100) == round(cash * 100) + 500_00 + 950_000 - fees - 100_00
+
+
+# --- broker exports ------------------------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+HOLDINGS = [("000001", 1000, 1050000), ("600519", 200, 30002460), ("688001", 250, 756250)]
+
+
+def held() -> list[tuple]:
+    return [(p["code"], p["shares"], p["cost_cents"]) for p in book()["positions"]]
+
+
+def state(home) -> list[tuple]:
+    """Every row of the portfolio tables."""
+    conn = sqlite3.connect(home / "wyckoff.db")
+    tables = ("positions", "portfolio_cash", "portfolio_history", "fills", "corporate_actions")
+    return [row for table in tables for row in conn.execute(f"SELECT * FROM {table}")]
+
+
+@pytest.mark.parametrize(
+    ("file", "broker"),
+    [
+        ("ths_holdings.xls", "同花顺"),  # GBK text, tab-separated, ="000001" cells
+        ("eastmoney_holdings.csv", "东方财富"),  # UTF-8 with a BOM, quoted 1,000
+        ("tdx_holdings.txt", "通达信"),  # GBK, title lines, columns aligned by spaces
+    ],
+)
+def test_each_brokers_holdings_export_imports_to_the_same_positions(home, file, broker):
+    shown = done("portfolio", "import", str(DATA / file))
+    assert f"{file}：{broker}持仓。" in shown and "000001 平安银行：（无） → 1000 股" in shown
+    assert held() == HOLDINGS
+
+
+def test_a_dry_run_previews_and_leaves_the_database_unchanged(home):
+    done("portfolio", "add", "600519", "--shares", "100", "--cost", "1400", "--stop-loss", "1300")
+    done("portfolio", "add", "300750", "--shares", "100", "--cost", "200")
+    unchanged = state(home)
+    shown = done("portfolio", "import", str(DATA / "tdx_holdings.txt"), "--dry-run")
+    assert "600519 贵州茅台：100 股，成本 1400.000 → 200 股，成本 1500.123" in shown
+    assert "300750 宁德时代：100 股，成本 200.000 → （无）" in shown and "没有写入" in shown
+    assert state(home) == unchanged
+
+
+def test_undo_restores_the_book_exactly_after_an_import(home):
+    done("portfolio", "add", "600519", "--shares", "100", "--cost", "1400", "--stop-loss", "1300")
+    done("portfolio", "cash", "12345.67")
+    before = book()
+    done("portfolio", "import", str(DATA / "ths_holdings.xls"))
+    imported = {p["code"]: p for p in book()["positions"]}
+    assert imported["600519"]["stop_loss"] == 1300  # a held stock keeps its stop
+    done("portfolio", "undo")
+    assert book() == before
+
+
+@pytest.mark.parametrize("file", ["eastmoney_deliveries.csv", "tdx_deliveries.txt"])
+def test_a_deliveries_export_records_fills_with_the_brokers_fees(home, file):
+    cli("portfolio", "cash", "500000")
+    shown = done("portfolio", "import", str(DATA / file))
+    assert "3 笔成交" in shown and "第 5 行 红利入账：不是买卖，未导入" in shown
+    # the broker's 发生金额: -450,117.00 - 10,505.11 + 150,885.24
+    assert book()["cash"] == 190263.13
+    # 600519: 300 bought for 450,117.00, 100 sold: 200 keep two thirds of the basis
+    assert held() == [("000001", 1000, 1050511), ("600519", 200, 30007800)]
+    report = json.loads(cli("portfolio", "show", "--json").stdout)
+    assert report["realized_cents"] == 15088524 - 15003900
+
+
+def test_a_same_day_sell_in_a_deliveries_export_is_refused_by_its_line(home, tmp_path):
+    cli("portfolio", "cash", "500000")
+    lines = (DATA / "eastmoney_deliveries.csv").read_text(encoding="utf-8-sig").splitlines()
+    lines[3] = lines[3].replace("2026-01-06", "2026-01-05")
+    (tmp_path / "same_day.csv").write_text("\n".join(lines), encoding="utf-8")
+    unchanged = state(home)
+    message = refused("portfolio", "import", str(tmp_path / "same_day.csv"))
+    assert "第 4 行" in message and "T+1" in message and "没有导入任何内容" in message
+    assert state(home) == unchanged
+
+
+def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_path):
+    done("portfolio", "cash", "100")
+    unchanged = state(home)
+    biff = tmp_path / "real.xls"
+    biff.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(500))
+    assert "Excel 二进制表格" in refused("portfolio", "import", str(biff))
+    # not enough cash for the first buy: the line is named and nothing is written
+    message = refused("portfolio", "import", str(DATA / "eastmoney_deliveries.csv"))
+    assert "eastmoney_deliveries.csv 第 2 行" in message and "现金不足" in message
+    assert "不认识券商" in refused("portfolio", "import", str(biff), "--broker", "xx")
+    assert state(home) == unchanged
+
+
+def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_close(home):
+    # 2016-06-16: 10送2派1.53; the close before was 10.44 and the exchange's reference 8.57
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160614")
+    cash = round(book()["cash"] * 100)
+    shown = done("portfolio", "show")
+    assert "除权除息 20160616：000001 平安银行 1000 股，送转 200 股" in shown
+    assert book()["positions"][0]["shares"] == 1200
+    credited = round(book()["cash"] * 100) - cash
+    # read back from a reference price rounded to the cent: 1.53 a share, give or take 0.006
+    assert abs(credited - 153_00) <= 6_00

@@ -1,0 +1,130 @@
+"""Corporate actions on held positions, from the market data: on each ex-date a held stock's
+bonus and 转增 shares are added (cost unchanged, so the average cost falls) and its cash
+dividend is credited to cash. Each is a change in the history (undo takes it back; it is
+applied again the next time the ledger catches up)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from wyckoff import portfolio_store
+from wyckoff.agents.portfolio_rules import with_basis
+from wyckoff.cli.output import local_today
+from wyckoff.ledger.dividend_tax import Lots
+from wyckoff.ledger.money import half_up
+
+if TYPE_CHECKING:
+    from wyckoff.engine.market_store import MarketStore
+    from wyckoff.portfolio_store import Position
+    from wyckoff.store import Store
+
+
+def catch_up(
+    store: Store, market: MarketStore, codes: list[str] | None = None, until: str | None = None
+) -> list[dict]:
+    """Apply the ex-dates up to `until` (else today) of held stocks (`codes`, else all) not
+    applied yet; what was applied."""
+    from wyckoff.engine.marks import ex_events
+
+    held = {
+        p["code"]: p for p in portfolio_store.positions(store) if not codes or p["code"] in codes
+    }
+    if not held:
+        return []
+    until = until or local_today().strftime("%Y%m%d")
+    events = ex_events(market, sorted(held), min(p["buy_dt"] for p in held.values()))
+    applied = []
+    for event in events.itertuples():
+        if held[event.code]["buy_dt"] < event.date <= until:
+            change = _apply(store, event.code, event.date, float(event.bonus), float(event.cash))
+            if change:
+                applied.append(change)
+    return applied
+
+
+def _apply(store: Store, code: str, ex_date: str, bonus: float, cash: float) -> dict | None:
+    with store.transaction():
+        held = portfolio_store.position(store, code)
+        if held is None or portfolio_store.corporate_action_applied(store, code, ex_date):
+            return None
+        shares = _held_before(store, held, ex_date)
+        if shares <= 0:
+            return None
+        bonus_shares = int(shares * Decimal(str(round(bonus, 4))))  # fractions are not paid
+        cash_cents = half_up(shares * Decimal(str(round(cash, 3))) * 100)
+        if not bonus_shares and not cash_cents:
+            return None
+        before = portfolio_store.snapshot(store, [code])
+        portfolio_store.write_position(
+            store, with_basis(held, held["shares"] + bonus_shares, held["cost_cents"])
+        )
+        portfolio_store.write_cash_cents(store, before["cash_cents"] + cash_cents)
+        action = {"code": code, "ex_date": ex_date, "shares_before": shares}
+        action.update(bonus_shares=bonus_shares, cash_cents=cash_cents)
+        action_id = portfolio_store.add_corporate_action(store, action)
+        action["name"] = held["name"]
+        after = {**portfolio_store.snapshot(store, [code]), "action_ids": [action_id]}
+        portfolio_store.record_change(
+            store, "market", "corporate_action", code, before, {**after, "corporate_action": action}
+        )
+        return action
+
+
+def _held_before(store: Store, held: Position, ex_date: str) -> int:
+    """The shares held at the close before `ex_date`: today's, less what fills and other
+    corporate actions on or after it added."""
+    later = sum(
+        f["shares"] if f["side"] == "buy" else -f["shares"]
+        for f in portfolio_store.fills(store, held["code"])
+        if f["trade_date"] >= ex_date
+    )
+    later += sum(
+        a["bonus_shares"]
+        for a in portfolio_store.corporate_actions(store)
+        if a["code"] == held["code"] and a["ex_date"] > ex_date
+    )
+    return held["shares"] - later
+
+
+def lots_of(store: Store, held: Position) -> Lots:
+    """The position as lots by buy date (for the dividend tax): its fills and corporate
+    actions replayed in date order, shares entered by hand as one lot on their buy date."""
+    fills = portfolio_store.fills(store, held["code"])
+    actions = [a for a in portfolio_store.corporate_actions(store) if a["code"] == held["code"]]
+    by_hand = (
+        held["shares"]
+        - sum(f["shares"] if f["side"] == "buy" else -f["shares"] for f in fills)
+        - sum(a["bonus_shares"] for a in actions)
+    )
+    lots = Lots()
+    if by_hand > 0:
+        lots.buy(_day(held["buy_dt"]), by_hand)
+    # an ex-date comes before that day's trades
+    timeline: list[tuple[str, int, Any]] = [(a["ex_date"], 0, a) for a in actions]
+    timeline += [(f["trade_date"], 1, f) for f in fills]
+    for day, _, item in sorted(timeline, key=lambda entry: entry[:2]):
+        if "ex_date" in item:
+            lots.corporate_action(item["bonus_shares"], item["cash_cents"])
+        elif item["side"] == "buy":
+            lots.buy(_day(day), item["shares"])
+        else:
+            lots.sell(_day(day), item["shares"])
+    return lots
+
+
+def _day(text: str) -> date:
+    return datetime.strptime(text, "%Y%m%d").date()
+
+
+def describe_action(action: dict[str, Any]) -> str:
+    from wyckoff.ledger.money import yuan
+
+    parts = [f"送转 {action['bonus_shares']} 股"] if action["bonus_shares"] else []
+    if action["cash_cents"]:
+        parts.append(f"现金分红 {yuan(action['cash_cents'])} 元（卖出时按持有期限扣红利税）")
+    return (
+        f"除权除息 {action['ex_date']}：{action['code']} {action['name']} "
+        f"{action['shares_before']} 股，{'，'.join(parts)}"
+    )
