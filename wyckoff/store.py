@@ -206,6 +206,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE agent_memory ADD COLUMN provenance TEXT NOT NULL DEFAULT 'tool_output';
     UPDATE agent_memory SET provenance = 'user' WHERE json_extract(metadata, '$.extractor') = 'user'
     """,
+    # 9: Latin tokens of 2+ characters (MA200, ST) as a search index, and the version of the
+    # indexing rules each memory was indexed with: existing memories start at 0, so MemoryStore
+    # re-indexes them (tokens, short stock names such as 茅台 -> codes) with the current rules
+    """
+    CREATE TABLE agent_memory_tokens (
+        token TEXT NOT NULL,
+        memory_id INTEGER NOT NULL REFERENCES agent_memory (id) ON DELETE CASCADE,
+        PRIMARY KEY (token, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX agent_memory_tokens_memory ON agent_memory_tokens (memory_id);
+    ALTER TABLE agent_memory ADD COLUMN index_version INTEGER NOT NULL DEFAULT 0
+    """,
 )
 
 

@@ -1,11 +1,13 @@
 """Recall: which memories the current user message brings into this turn.
 
-Three pipelines, each a weight: exact stock code (1.2; 6-digit codes and local stock names),
-FTS5 trigram bm25 over 3-character windows of the message (0.8), and 2-character Chinese
-terms through the bigram index (0.25; trigram cannot see "白酒" or "尾盘"). A memory's score
-is the best pipeline that found it (never a sum) times its type's time decay. Stock scope:
-a message naming stocks recalls global memories and memories of those stocks only; a
-message naming none recalls no single-stock memory. The newest persona and 5 newest
+Four pipelines, each a weight: exact stock code (1.2; 6-digit codes, local stock names and
+short names such as 茅台), FTS5 trigram bm25 over 3-character windows of the message (0.8),
+Latin tokens of 2+ characters such as MA200 or ST, case-insensitive (0.8), and 2-character
+Chinese terms through the bigram index (0.25; trigram cannot see "白酒" or "尾盘"). A
+memory's score is the best pipeline that found it (never a sum) times its type's time decay.
+Stock scope: a message naming stocks recalls global memories and memories of those stocks
+only; a message naming none recalls a single-stock memory only through a Latin token they
+share (MA200 is no theme word that sits inside a stock's name, as 科技 does). The newest persona and 5 newest
 preferences are pinned first. The block is budgeted to 200 characters a line, 1,200 in all.
 """
 
@@ -18,10 +20,10 @@ from pathlib import Path
 
 from wyckoff.archive_store import search_archives
 from wyckoff.memory.codes import resolve_codes
-from wyckoff.memory.store import HAN, Memory, MemoryStore, utc_now
+from wyckoff.memory.store import HAN, Memory, MemoryStore, latin_tokens, utc_now
 from wyckoff.untrusted import mark_untrusted
 
-WEIGHTS = {"code": 1.2, "fts": 0.8, "keyword": 0.25}
+WEIGHTS = {"code": 1.2, "fts": 0.8, "token": 0.8, "keyword": 0.25}
 HALF_LIFE_DAYS = {"decision": 14.0, "playbook": 21.0, "scenario": 21.0}  # others never decay
 PINNED_PERSONAS, PINNED_PREFERENCES = 1, 5
 MAX_PLAYBOOKS = 3
@@ -74,8 +76,10 @@ def decay(memory: Memory, now: datetime) -> float:
     return 1.0 if half_life is None else 0.5 ** (memory.age_days(now) / half_life)
 
 
-def in_scope(memory: Memory, codes: list[str]) -> bool:
-    return not memory.codes or bool(set(memory.codes) & set(codes))
+def in_scope(memory: Memory, codes: list[str], pipeline: str = "") -> bool:
+    if not memory.codes or (not codes and pipeline == "token"):
+        return True
+    return bool(set(memory.codes) & set(codes))
 
 
 def search(
@@ -93,6 +97,10 @@ def search(
 
     if codes:
         merge(memories.ids_with_codes(codes), "code")
+    # before FTS: on a tie the token pipeline is kept, and it alone may cross the stock scope
+    tokens = sorted(latin_tokens(text))
+    if tokens:
+        merge(memories.ids_with_tokens(tokens, PIPELINE_LIMIT), "token")
     terms = fts_terms(text)
     loaded: dict[int, Memory] = {}
     if terms:
@@ -111,14 +119,15 @@ def search(
     hits = [
         Hit(m, best[m.id][0], best[m.id][1] * decay(m, now))
         for m in (loaded[i] for i in best if i in loaded)
-        if in_scope(m, codes)
+        if in_scope(m, codes, best[m.id][0])
     ]
     hits.sort(key=lambda h: (-h.score, -h.memory.id))
     return hits[:limit]
 
 
 def _shared(terms: list[str], content: str) -> int:
-    return sum(1 for t in terms if t in content)
+    content = content.lower()
+    return sum(1 for t in terms if t.lower() in content)
 
 
 def build_memory_context(

@@ -1,8 +1,10 @@
 """Long-term memories in the state db (`agent_memory`), with their search indexes kept in step.
 
-Every write is one transaction over the row, its FTS5 trigram row, its character bigrams and
-its stock codes. Limits and age pruning follow the design table: preference 50, decision 30
-(45 days), playbook 20 (60 days), persona 5; the oldest go first.
+Every write is one transaction over the row, its FTS5 trigram row, its character bigrams, its
+Latin tokens and its stock codes. A memory indexed under older rules (before Latin tokens and
+short stock names) is indexed again when the store is opened. Limits and age pruning follow
+the design table: preference 50, decision 30 (45 days), playbook 20 (60 days), persona 5;
+the oldest go first.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wyckoff.errors import UsageError
+from wyckoff.memory.codes import resolve_codes
 
 L1_TYPES = ("preference", "decision")
 TYPES = ("preference", "decision", "playbook", "persona", "scenario")
@@ -33,6 +37,9 @@ MAX_CONTENT_CHARS = 500
 # 'tool_output' ones (their source held tool results, or their origin is unknown) are data.
 PROVENANCE_LABELS = {"user": "用户输入", "model": "模型归纳", "tool_output": "来自工具结果"}
 HAN = re.compile(r"[\u4e00-\u9fff]+")
+LATIN_RUN = re.compile(r"[a-z0-9]+")
+# Raised whenever what a memory's indexes hold changes (new token rules, a longer alias list).
+INDEX_VERSION = 1
 
 
 @dataclass
@@ -84,6 +91,13 @@ def bigrams(text: str) -> set[str]:
     return {run[i : i + 2] for run in HAN.findall(text) for i in range(len(run) - 1)}
 
 
+def latin_tokens(text: str) -> set[str]:
+    """Lower-cased runs of Latin letters and digits, 2+ characters holding a letter ("MA200",
+    "ST"), each whole: "st" is not a token of "test". Full-width letters count as Latin."""
+    runs = LATIN_RUN.findall(unicodedata.normalize("NFKC", text).lower())
+    return {run for run in runs if len(run) >= 2 and not run.isdigit()}
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -109,6 +123,7 @@ def check_type(memory_type: str) -> str:
 class MemoryStore:
     def __init__(self, store) -> None:
         self.store = store
+        self._reindex_stale()
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -134,8 +149,8 @@ class MemoryStore:
         with self.store.transaction() as conn:
             memory_id = conn.execute(
                 "INSERT INTO agent_memory"
-                " (type, content, codes, source_ref, metadata, created_at, provenance)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " (type, content, codes, source_ref, metadata, created_at, provenance,"
+                " index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     memory_type,
                     content,
@@ -144,19 +159,10 @@ class MemoryStore:
                     json.dumps(metadata or {}, ensure_ascii=False),
                     iso(created_at or utc_now()),
                     provenance,
+                    INDEX_VERSION,
                 ),
             ).lastrowid
-            conn.execute(
-                "INSERT INTO agent_memory_fts (rowid, content) VALUES (?, ?)", (memory_id, content)
-            )
-            conn.executemany(
-                "INSERT INTO agent_memory_bigrams (bigram, memory_id) VALUES (?, ?)",
-                [(pair, memory_id) for pair in bigrams(content)],
-            )
-            conn.executemany(
-                "INSERT INTO agent_memory_codes (code, memory_id) VALUES (?, ?)",
-                [(code, memory_id) for code in dict.fromkeys(codes)],
-            )
+            self._index(conn, memory_id, content, list(codes))
             if supersedes is not None:
                 conn.execute(
                     "UPDATE agent_memory SET superseded_by = ? WHERE id = ?",
@@ -165,6 +171,49 @@ class MemoryStore:
             if prune:
                 self._prune(conn, memory_type)
         return memory_id
+
+    def _index(self, conn: sqlite3.Connection, memory_id: int, content: str, codes: list[str]):
+        """Write the memory's rows in every search index (none may exist yet)."""
+        conn.execute(
+            "INSERT INTO agent_memory_fts (rowid, content) VALUES (?, ?)", (memory_id, content)
+        )
+        conn.executemany(
+            "INSERT INTO agent_memory_bigrams (bigram, memory_id) VALUES (?, ?)",
+            [(pair, memory_id) for pair in bigrams(content)],
+        )
+        conn.executemany(
+            "INSERT INTO agent_memory_tokens (token, memory_id) VALUES (?, ?)",
+            [(token, memory_id) for token in latin_tokens(content)],
+        )
+        conn.executemany(
+            "INSERT INTO agent_memory_codes (code, memory_id) VALUES (?, ?)",
+            [(code, memory_id) for code in dict.fromkeys(codes)],
+        )
+
+    def _reindex_stale(self) -> None:
+        """Index again the memories written under older rules; their codes gain the stocks
+        the current rules find in their text (a short name such as 茅台)."""
+        stale = self.store.conn.execute(
+            "SELECT id, content, codes FROM agent_memory WHERE index_version < ?",
+            (INDEX_VERSION,),
+        ).fetchall()
+        if not stale:
+            return
+        with self.store.transaction() as conn:
+            for memory_id, content, stored in stale:
+                codes = list(
+                    dict.fromkeys([*filter(None, stored.split(",")), *resolve_codes(content)])
+                )
+                for table in ("bigrams", "tokens", "codes"):
+                    conn.execute(
+                        f"DELETE FROM agent_memory_{table} WHERE memory_id = ?", (memory_id,)
+                    )
+                conn.execute("DELETE FROM agent_memory_fts WHERE rowid = ?", (memory_id,))
+                conn.execute(
+                    "UPDATE agent_memory SET codes = ?, index_version = ? WHERE id = ?",
+                    (",".join(codes), INDEX_VERSION, memory_id),
+                )
+                self._index(conn, memory_id, content, codes)
 
     def delete(self, memory_id: int) -> bool:
         with self.store.transaction() as conn:
@@ -299,6 +348,17 @@ class MemoryStore:
             )
             hits.update(r[0] for r in rows)
         return sorted(hits.items(), key=lambda item: (-item[1], -item[0]))[:limit]
+
+    def ids_with_tokens(self, tokens: list[str], limit: int) -> list[int]:
+        """Live memories holding any of these Latin tokens, newest first."""
+        marks = ",".join("?" * len(tokens))
+        rows = self.store.conn.execute(
+            f"SELECT DISTINCT t.memory_id FROM agent_memory_tokens t JOIN agent_memory m"
+            f" ON m.id = t.memory_id WHERE t.token IN ({marks}) AND m.superseded_by IS NULL"
+            " ORDER BY t.memory_id DESC LIMIT ?",
+            (*tokens, limit),
+        )
+        return [r[0] for r in rows]
 
     def ids_matching_fts(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
         """(id, bm25 rank) for memories holding any of the 3+ character terms, best first
