@@ -3,8 +3,13 @@
 Every write is one transaction over the row, its FTS5 trigram row, its character bigrams, its
 Latin tokens and its stock codes. A memory indexed under older rules (before Latin tokens and
 short stock names) is indexed again when the store is opened. Limits and age pruning follow
-the design table: preference 50, decision 30 (45 days), playbook 20 (60 days), persona 5;
-the oldest go first.
+the design table: preference 50, decision 30 (45 days), playbook 20 (60 days), persona 5,
+stock_opinion and market_view 30 (30 days), fact 30 (45 days); the oldest go first.
+
+The staged types hold what is true for a while only: a stock_opinion is the user's view of
+one stock (it always names one), a market_view their view of the market or a sector, a fact
+something about the user's own situation (their capital, no time to watch the market during
+the day). Market data and holdings are never memories.
 """
 
 from __future__ import annotations
@@ -21,17 +26,37 @@ from typing import Any
 from wyckoff.errors import UsageError
 from wyckoff.memory.codes import resolve_codes
 
-L1_TYPES = ("preference", "decision")
-TYPES = ("preference", "decision", "playbook", "persona", "scenario")
+L1_TYPES = ("preference", "decision")  # what the layer refresh summarises
+STAGED_TYPES = ("stock_opinion", "market_view", "fact")
+TYPES = ("preference", "decision", "playbook", "persona", *STAGED_TYPES, "scenario")
 TYPE_LABELS = {
     "preference": "偏好",
     "decision": "决策",
     "playbook": "交易剧本",
     "persona": "用户画像",
+    "stock_opinion": "个股观点",
+    "market_view": "市场观点",
+    "fact": "事实",
     "scenario": "场景（旧版剧本）",
 }
-LIMITS = {"preference": 50, "decision": 30, "playbook": 20, "persona": 5, "scenario": 20}
-MAX_AGE_DAYS = {"decision": 45, "playbook": 60, "scenario": 60}
+LIMITS = {
+    "preference": 50,
+    "decision": 30,
+    "playbook": 20,
+    "persona": 5,
+    "stock_opinion": 30,
+    "market_view": 30,
+    "fact": 30,
+    "scenario": 20,
+}
+MAX_AGE_DAYS = {
+    "decision": 45,
+    "playbook": 60,
+    "stock_opinion": 30,
+    "market_view": 30,
+    "fact": 45,
+    "scenario": 60,
+}
 MAX_CONTENT_CHARS = 500
 # Where a memory's text came from. Only 'user' and 'model' memories speak for the user;
 # 'tool_output' ones (their source held tool results, or their origin is unknown) are data.
@@ -72,6 +97,12 @@ class Memory:
     def is_data(self) -> bool:
         """True when the text may repeat what a tool returned: shown as data, not the user's."""
         return self.provenance not in ("user", "model")
+
+    @property
+    def dated_type(self) -> str:
+        """The type, and for a staged memory the day it was written (UTC): a view is a view
+        of its time."""
+        return f"{self.type} {self.created_at[:10]}" if self.type in STAGED_TYPES else self.type
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -116,8 +147,13 @@ def clean_content(text: str) -> str:
 
 def check_type(memory_type: str) -> str:
     if memory_type not in TYPES:
-        raise UsageError(f"未知的记忆类型 {memory_type}：可选 {', '.join(TYPES[:4])}。")
+        raise UsageError(f"未知的记忆类型 {memory_type}：可选 {', '.join(TYPES[:-1])}。")
     return memory_type
+
+
+def type_choices() -> str:
+    """The types a user may name, with their Chinese labels, for `--type` help."""
+    return " / ".join(f"{t}（{TYPE_LABELS[t]}）" for t in TYPES[:-1])
 
 
 class MemoryStore:

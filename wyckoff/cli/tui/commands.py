@@ -95,7 +95,7 @@ def show_memories(app: WyckoffApp, query: str) -> None:
         return
     lines = [f"**长期记忆**（{len(found)} 条；`wyckoff memory trace ID` 查看来源）", ""]
     lines += [
-        f"- {m.id} `{m.type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
+        f"- {m.id} `{m.dated_type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
         for m, note in found
     ]
     app.mount_chat(Markdown("\n".join(lines), classes="help"))
