@@ -218,6 +218,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX agent_memory_tokens_memory ON agent_memory_tokens (memory_id);
     ALTER TABLE agent_memory ADD COLUMN index_version INTEGER NOT NULL DEFAULT 0
     """,
+    # 10: session search over what the user typed and the assistant answered: FTS5 trigram
+    # over the text, FTS5 over its short terms (Chinese bigrams, Latin tokens); the messages
+    # saved before are queued in a backlog the chat log indexes on the first search
+    """
+    CREATE VIRTUAL TABLE message_search USING fts5 (text, tokenize = 'trigram');
+    CREATE VIRTUAL TABLE message_terms USING fts5 (terms, tokenize = 'unicode61');
+    CREATE TABLE message_search_backlog (id INTEGER PRIMARY KEY);
+    INSERT INTO message_search_backlog SELECT id FROM messages
+        WHERE role IN ('user', 'assistant') AND kind IS NULL AND COALESCE(shown, content) != ''
+    """,
 )
 
 
