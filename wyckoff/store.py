@@ -228,6 +228,11 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO message_search_backlog SELECT id FROM messages
         WHERE role IN ('user', 'assistant') AND kind IS NULL AND COALESCE(shown, content) != ''
     """,
+    # 11: what a model call was for (chat, sub_agent, extraction, layers, compaction, test);
+    # calls recorded before were all conversation turns or `model test`, counted as chat
+    """
+    ALTER TABLE usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'chat'
+    """,
 )
 
 

@@ -117,8 +117,10 @@ def extract_session_memories(
     *,
     session_id: str | None,
     skip_layers: bool = False,
+    layers_ask: AskModel | None = None,
 ) -> ExtractionResult:
-    """Extract, dedup and write; then the layer refresh unless `skip_layers` (exit)."""
+    """Extract, dedup and write; then the layer refresh unless `skip_layers` (exit), asking
+    `layers_ask` (default `ask`: a caller may count those calls apart)."""
     digest, why_not = gate(memories, messages, ask is not None)
     if digest is None:
         return ExtractionResult("skipped", why_not)
@@ -142,7 +144,7 @@ def extract_session_memories(
         )
     memories.add_marker(digest, session_id, result.written)
     if result.written and not skip_layers:
-        result.layers_written = refresh_memory_layers(memories, ask)
+        result.layers_written = refresh_memory_layers(memories, layers_ask or ask)
     return result
 
 
@@ -212,6 +214,7 @@ def extract_in_background(
     *,
     session_id: str | None,
     skip_layers: bool = False,
+    layers_ask: AskModel | None = None,
 ) -> threading.Thread:
     """Run the extraction on a copy of the messages in a thread the process waits for at exit
     (so an exit does not cut a write short); failures are dropped, nothing is half-written."""
@@ -221,7 +224,12 @@ def extract_in_background(
         # on failure no marker is written: the same batch is tried at the next trigger
         with contextlib.suppress(Exception):
             extract_session_memories(
-                memories, snapshot, ask, session_id=session_id, skip_layers=skip_layers
+                memories,
+                snapshot,
+                ask,
+                session_id=session_id,
+                skip_layers=skip_layers,
+                layers_ask=layers_ask,
             )
 
     thread = threading.Thread(target=run, name="memory-extraction", daemon=False)
