@@ -7,7 +7,6 @@ Run: python bench/session_search.py"""
 from __future__ import annotations
 
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.latency import query_latency  # noqa: E402
 from wyckoff.cli.chat_log import ChatLog  # noqa: E402
 from wyckoff.cli.session_search import search_sessions  # noqa: E402
 from wyckoff.memory.codes import _names  # noqa: E402
@@ -90,19 +90,9 @@ def main() -> None:
         store = chat_log.store
         total = store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         queries = [sample_query(rng, names) for _ in range(QUERIES)]
-        search_sessions(store, queries[0])  # warm the page cache
-        times = []
-        for query in queries:
-            started = time.perf_counter()
-            search_sessions(store, query)
-            times.append((time.perf_counter() - started) * 1000)
-        times.sort()
-        p95 = times[int(len(times) * 0.95) - 1]
+        latency = query_latency(lambda query: search_sessions(store, query), queries)
         print(f"messages in store: {total:,} ({SESSIONS} sessions; written in {fill_s:.1f} s)")
-        print(
-            f"search over {total:,}: p50 {statistics.median(times):.2f} ms, p95 {p95:.2f} ms,"
-            f" max {times[-1]:.2f} ms ({QUERIES} queries; goal p95 <= 50 ms)"
-        )
+        print(f"search over {total:,}: {latency} ({QUERIES} queries; goal p95 <= 50 ms)")
 
 
 if __name__ == "__main__":

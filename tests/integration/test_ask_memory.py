@@ -22,7 +22,7 @@ def usage_lines() -> dict[str, int]:
     return {r["purpose"]: r["calls"] for r in rows}
 
 
-def memories(memory_type: str | None = None) -> list[str]:
+def listed_memories(memory_type: str | None = None) -> list[str]:
     args = ("--type", memory_type) if memory_type else ()
     listed = json.loads(cli("memory", "list", *args, "--json").stdout)["memories"]
     return [m["content"] for m in listed]
@@ -34,7 +34,7 @@ def test_extraction_after_ask_is_its_own_usage_line(openai_server):
         *tool_turn(), Reply(text="[偏好] 用户尾盘二次确认再买", usage=(50, 9, 0, 0))
     )
     assert cli("ask", QUESTION).returncode == 0
-    assert len(openai_server.requests) == 3 and memories() == ["用户尾盘二次确认再买"]
+    assert len(openai_server.requests) == 3 and listed_memories() == ["用户尾盘二次确认再买"]
     assert usage_lines() == {"chat": 2, "extraction": 1}
     table = cli("model", "usage").stdout
     assert "对话" in table and "记忆提取" in table
@@ -48,7 +48,7 @@ def test_no_memory_skips_recall_and_extraction(openai_server):
     assert result.returncode == 0, result.stderr
     assert len(openai_server.requests) == 2  # no extraction call
     assert "relevant-memories" not in json.dumps(openai_server.bodies[0], ensure_ascii=False)
-    assert memories() == ["尾盘二次确认后再买"] and usage_lines() == {"chat": 2}
+    assert listed_memories() == ["尾盘二次确认后再买"] and usage_lines() == {"chat": 2}
     assert "不召回" in cli("ask", "--help").stdout
 
 
@@ -77,8 +77,8 @@ def test_ask_builds_playbooks_and_the_persona_with_the_tui_gates(openai_server):
         Reply(text="[画像] 用户重视本金安全\n[剧本] 尾盘二次确认买入：14:45 后检查支撑和量能"),
     )
     assert cli("ask", QUESTION).returncode == 0
-    assert memories("persona") == ["用户重视本金安全"]
-    assert memories("playbook") == ["尾盘二次确认买入：14:45 后检查支撑和量能"]
+    assert listed_memories("persona") == ["用户重视本金安全"]
+    assert listed_memories("playbook") == ["尾盘二次确认买入：14:45 后检查支撑和量能"]
     assert usage_lines() == {"chat": 2, "extraction": 2, "layers": 1}
     # one new L1 since that refresh: below the gate's 3, so no layer call this time
     openai_server.script(*tool_turn("还是没有。"), Reply(text="[偏好] 用户不追涨"))

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
-
-import pytest
 
 from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
 from wyckoff.memory.codes import resolve_codes
 from wyckoff.memory.recall import search
 from wyckoff.memory.store import MemoryStore
-from wyckoff.store import DB_FILE, MIGRATIONS, Store
+from wyckoff.store import DB_FILE, MIGRATIONS
 
 RULE = "贵州茅台跌破 MA200 就减半仓"
 ORDINARY = (
@@ -27,12 +24,6 @@ ORDINARY = (
     "科技板块和白酒板块都在反弹",
     "仓位 50% 以下，200 元以内",
 )
-
-
-@pytest.fixture
-def memories(home: Path) -> MemoryStore:
-    home.mkdir(parents=True, exist_ok=True)
-    return MemoryStore(Store.in_home(home))
 
 
 def found(memories: MemoryStore, text: str) -> list[int]:

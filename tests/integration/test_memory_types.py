@@ -6,25 +6,17 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
 from wyckoff.memory.recall import build_memory_context, search
-from wyckoff.memory.store import MemoryStore, utc_now
-from wyckoff.store import Store
+from wyckoff.memory.store import utc_now
 
 OPINION = "用户认为贵州茅台仍在派发阶段，站回 MA200 之前不加仓"
 VIEW = "用户认为白酒长期下跌后有修复机会，等放量企稳再看"
 FACT = "用户上班时间不能看盘，只在收盘后下单"
-
-
-@pytest.fixture
-def memories(home: Path) -> MemoryStore:
-    home.mkdir(parents=True, exist_ok=True)
-    return MemoryStore(Store.in_home(home))
 
 
 def listed(memory_type: str) -> list[dict]:
