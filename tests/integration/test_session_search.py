@@ -82,9 +82,15 @@ def test_older_messages_are_indexed_and_a_key_in_them_is_masked(openai_server, h
         " ('s1', 2, 'assistant', '好的，已记下。')",
         (f"我的密钥是 {KEY}，白酒怎么看",),
     )
+    old.execute("INSERT INTO sessions (id, title) VALUES ('s2', '很长的旧会话')")
+    old.executemany(  # more than one batch of the backlog
+        "INSERT INTO messages (session_id, seq, role, content) VALUES ('s2', ?, 'user', ?)",
+        [(seq, f"第 {seq} 条笔记：半导体") for seq in range(1, 1202)],
+    )
     old.close()
     found = hits("白酒")
     assert [(h["session_id"], h["title"]) for h in found] == [("s1", "旧会话")]
+    assert len(hits("半导体", "--limit", "2000")) == 1201
     assert KEY not in json.dumps(found) and "***" in found[0]["snippet"]
     assert KEY not in cli("session", "search", "密钥").stdout
 

@@ -88,19 +88,20 @@ def index_backlog(store: Store) -> None:
     """Index the messages saved before the search index existed (queued by the migration)."""
     while True:
         with store.transaction() as conn:
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM message_search_backlog ORDER BY id LIMIT ?", (BACKLOG_BATCH,)
+                )
+            ]
+            marks = ",".join("?" * len(ids))
             rows = conn.execute(
-                "SELECT m.id, COALESCE(m.shown, m.content) FROM message_search_backlog b"
-                " JOIN messages m ON m.id = b.id LIMIT ?",
-                (BACKLOG_BATCH,),
+                f"SELECT id, COALESCE(shown, content) FROM messages WHERE id IN ({marks})", ids
             ).fetchall()
-            done = conn.execute(
-                "DELETE FROM message_search_backlog WHERE id IN"
-                " (SELECT id FROM message_search_backlog LIMIT ?)",
-                (BACKLOG_BATCH,),
-            ).rowcount
+            conn.execute(f"DELETE FROM message_search_backlog WHERE id IN ({marks})", ids)
             for message_id, text in rows:
                 index_message(conn, message_id, text)
-        if done < BACKLOG_BATCH:
+        if len(ids) < BACKLOG_BATCH:
             return
 
 
