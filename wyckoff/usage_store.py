@@ -78,7 +78,9 @@ def record_usage(
 
 
 def session_usage(store: Store, session_id: str) -> SessionUsage:
-    """Tokens and cost recorded for one session's model calls (cost None when none priced)."""
+    """Tokens and cost of one session's conversation calls (chat, sub-agents), as the status
+    bar counts them live; memory work and compaction are left to `model usage` (cost None
+    when none priced)."""
     row = store.conn.execute(
         """
         SELECT COALESCE(SUM(input_tokens), 0) AS input_tokens,
@@ -86,7 +88,7 @@ def session_usage(store: Store, session_id: str) -> SessionUsage:
                COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
                COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
                SUM(cost) AS cost
-        FROM usage WHERE session_id = ?
+        FROM usage WHERE session_id = ? AND purpose IN ('chat', 'sub_agent')
         """,
         (session_id,),
     ).fetchone()

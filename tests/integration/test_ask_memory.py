@@ -40,6 +40,23 @@ def test_extraction_after_ask_is_its_own_usage_line(openai_server):
     assert "对话" in table and "记忆提取" in table
 
 
+def test_a_resumed_session_counts_its_conversation_not_the_memory_work(openai_server):
+    from wyckoff.cli.agent import open_agent
+
+    add_scripted_model(openai_server)
+    openai_server.script(
+        *tool_turn(), Reply(text="[偏好] 用户尾盘二次确认再买", usage=(50, 9, 0, 0))
+    )
+    assert cli("ask", QUESTION).returncode == 0
+    assert usage_lines() == {"chat": 2, "extraction": 1}
+    (session,) = json.loads(cli("session", "list", "--json").stdout)["sessions"]
+    agent = open_agent(session_id=session["id"])
+    try:  # the status bar's session usage: the two chat calls, as it counted them live
+        assert agent.status().usage["input_tokens"] == 200
+    finally:
+        agent.close()
+
+
 def test_no_memory_skips_recall_and_extraction(openai_server):
     add_scripted_model(openai_server)
     assert cli("memory", "add", "尾盘二次确认后再买").returncode == 0
