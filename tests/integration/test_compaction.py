@@ -217,7 +217,8 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     trace = next((home / "scratchpad").glob("*.jsonl")).read_text(encoding="utf-8")
     assert '"type": "compaction"' in trace
     # the summary call is counted apart from the conversation in `model usage`
-    assert {r["purpose"]: r["calls"] for r in usage_summary(store, 1)} == {
+    recorded = usage_summary(conversation.chat_log.store, 1)
+    assert {r["purpose"]: r["calls"] for r in recorded} == {
         "compaction": 1,
         "chat": 1,
     }
