@@ -5,7 +5,6 @@ Run: python bench/memory.py"""
 from __future__ import annotations
 
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.latency import query_latency  # noqa: E402
 from wyckoff.memory.codes import _names  # noqa: E402
 from wyckoff.memory.recall import build_memory_context  # noqa: E402
 from wyckoff.memory.store import MemoryStore  # noqa: E402
@@ -71,20 +71,10 @@ def main() -> None:
             memories.insert(kind, content, codes=codes, prune=False)
         total = memories.store.conn.execute("SELECT COUNT(*) FROM agent_memory").fetchone()[0]
         queries = [sample_query(rng, stocks) for _ in range(QUERIES)]
-        build_memory_context(memories, queries[0])  # warm the name list and the page cache
-        times = []
-        for query in queries:
-            started = time.perf_counter()
-            build_memory_context(memories, query)
-            times.append((time.perf_counter() - started) * 1000)
-        times.sort()
-        p95 = times[int(len(times) * 0.95) - 1]
+        latency = query_latency(lambda query: build_memory_context(memories, query), queries)
         print(f"memories in store: {total:,}")
         print(f"insert rate (pruning on): {rate:,.0f} memories/s")
-        print(
-            f"recall over {total:,}: p50 {statistics.median(times):.2f} ms, p95 {p95:.2f} ms,"
-            f" max {times[-1]:.2f} ms ({QUERIES} queries; goal p95 <= 5 ms)"
-        )
+        print(f"recall over {total:,}: {latency} ({QUERIES} queries; goal p95 <= 5 ms)")
 
 
 if __name__ == "__main__":

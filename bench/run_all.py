@@ -45,6 +45,7 @@ BENCHMARKS = (
     Benchmark("runtime_overhead.py", "每轮 ≤ 2 ms（仅内存）", quick_args=("--rounds", "50")),
     Benchmark("compaction.py", "1,000 条消息规划 ≤ 50 ms；cl100k ≥ 5 MB/s"),
     Benchmark("memory.py", "召回 p95 ≤ 5 ms"),
+    Benchmark("session_search.py", "10,000 条消息搜索 p95 ≤ 50 ms"),
     Benchmark("local_tools.py", "—"),
     Benchmark("subagents.py", "并行用时 ≈ 最长的一个，而非总和", quick_args=("--delay", "0.3")),
     Benchmark("tui.py", "首次绘制 ≤ 500 ms；流式文本无丢失"),

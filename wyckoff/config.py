@@ -121,6 +121,16 @@ class DataConfig(BaseModel):
     tushare_url: str | None = None
 
 
+class MemoryConfig(BaseModel):
+    """Long-term memory settings. `extract_after_ask`: a `wyckoff ask` that used a tool makes
+    one more model call at exit to extract memories (and, when due, one to refresh playbooks
+    and the persona); `ask --no-memory` turns both off for one question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    extract_after_ask: bool = True
+
+
 class SweepConfig(BaseModel):
     """Where parameter sweeps run: the user's choice (`wyckoff backtest cluster`), never the
     model's. A cluster runs the code it is given and its answers are unpickled here."""
@@ -175,6 +185,7 @@ class WyckoffConfig(BaseModel):
     data: DataConfig = Field(default_factory=DataConfig)
     sweep: SweepConfig | None = None
     ledger: LedgerConfig | None = None
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
 
     @model_validator(mode="after")
     def _references_exist(self) -> WyckoffConfig:

@@ -255,6 +255,33 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (code, ex_date)
     )
     """,
+    # 10: Latin tokens of 2+ characters (MA200, ST) as a search index, and the version of the
+    # indexing rules each memory was indexed with: existing memories start at 0, so MemoryStore
+    # re-indexes them (tokens, short stock names such as 茅台 -> codes) with the current rules
+    """
+    CREATE TABLE agent_memory_tokens (
+        token TEXT NOT NULL,
+        memory_id INTEGER NOT NULL REFERENCES agent_memory (id) ON DELETE CASCADE,
+        PRIMARY KEY (token, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX agent_memory_tokens_memory ON agent_memory_tokens (memory_id);
+    ALTER TABLE agent_memory ADD COLUMN index_version INTEGER NOT NULL DEFAULT 0
+    """,
+    # 11: session search over what the user typed and the assistant answered: FTS5 trigram
+    # over the text, FTS5 over its short terms (Chinese bigrams, Latin tokens); the messages
+    # saved before are queued in a backlog the chat log indexes on the first search
+    """
+    CREATE VIRTUAL TABLE message_search USING fts5 (text, tokenize = 'trigram');
+    CREATE VIRTUAL TABLE message_terms USING fts5 (terms, tokenize = 'unicode61');
+    CREATE TABLE message_search_backlog (id INTEGER PRIMARY KEY);
+    INSERT INTO message_search_backlog SELECT id FROM messages
+        WHERE role IN ('user', 'assistant') AND kind IS NULL AND COALESCE(shown, content) != ''
+    """,
+    # 12: what a model call was for (chat, sub_agent, extraction, layers, compaction, test);
+    # calls recorded before were all conversation turns or `model test`, counted as chat
+    """
+    ALTER TABLE usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'chat'
+    """,
 )
 
 

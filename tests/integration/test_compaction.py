@@ -22,6 +22,7 @@ from wyckoff.cli.compaction import (
 )
 from wyckoff.cli.providers.claude import to_claude_messages
 from wyckoff.cli.tokens import count_messages, count_text, encoding, heuristic_count
+from wyckoff.usage_store import usage_summary
 
 SUMMARY = "用户在研究半导体板块，关注 688981 中芯国际，要求严格止损；已诊断 40 只股票，多数处于吸筹 B 段，中芯国际健康度为注意。"
 
@@ -224,6 +225,12 @@ def test_runtime_compacts_before_a_model_call_and_the_request_passes_pairing(
     assert saved[0]["content"].startswith("[对话摘要]")
     trace = next((home / "scratchpad").glob("*.jsonl")).read_text(encoding="utf-8")
     assert '"type": "compaction"' in trace
+    # the summary call is counted apart from the conversation in `model usage`
+    recorded = usage_summary(conversation.chat_log.store, 1)
+    assert {r["purpose"]: r["calls"] for r in recorded} == {
+        "compaction": 1,
+        "chat": 1,
+    }
 
 
 def test_a_code_at_the_end_of_a_long_first_message_survives_as_an_anchor(home):

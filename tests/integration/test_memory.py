@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -18,12 +17,6 @@ from wyckoff.memory.layers import refresh_memory_layers
 from wyckoff.memory.recall import build_memory_context, search
 from wyckoff.memory.store import MemoryStore, utc_now
 from wyckoff.store import Store
-
-
-@pytest.fixture
-def memories(home: Path) -> MemoryStore:
-    home.mkdir(parents=True, exist_ok=True)
-    return MemoryStore(Store.in_home(home))
 
 
 def ask_via(server):
@@ -364,7 +357,6 @@ def test_flush_before_compaction_writes_preferences_and_never_fails(memories, op
 def test_compaction_flushes_the_head_before_cutting_it(home, openai_server):
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.runtime import AgentRuntime
-    from wyckoff.memory.store import MemoryStore
 
     home.mkdir(parents=True, exist_ok=True)
     store = Store.in_home(home)

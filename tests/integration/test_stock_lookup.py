@@ -82,3 +82,13 @@ def test_portfolio_rm_of_an_unheld_or_ambiguous_name_exits_2_and_changes_nothing
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "持仓里没有" in refused.stderr and typed in refused.stderr and listed in refused.stderr
     assert cli("portfolio", "list", "--json").stdout == before
+
+
+def test_a_short_name_from_the_alias_list_resolves_where_a_fragment_cannot(home):
+    # 招行 is no fragment of 招商银行, and 格力 fits 格力电器 and 格力博
+    for typed, code in (("招行", "600036"), ("格力", "000651")):
+        added = cli("portfolio", "add", typed, "--shares", "100", "--cost", "10")
+        assert added.returncode == 0, added.stderr
+        assert code in {
+            p["code"] for p in json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+        }

@@ -27,6 +27,7 @@ from wyckoff.cli.sub_agents import (
 from wyckoff.cli.tools import ToolRegistry, ToolSpec
 from wyckoff.cli.traces import read_trace_file
 from wyckoff.store import Store
+from wyckoff.usage_store import usage_summary
 
 
 class CodeParams(BaseModel):
@@ -128,6 +129,9 @@ def test_delegation_runs_the_sub_agent_and_returns_the_result_object(openai_serv
     sub_request = next(b for b in openai_server.bodies if "TASK-A" in b["messages"][-1]["content"])
     assert "research 子智能体" in sub_request["messages"][0]["content"]
     assert [t["function"]["name"] for t in sub_request["tools"]] == ["quote"]
+    # `model usage` counts the sub-agent's calls apart from the main agent's
+    purposes = {r["purpose"]: r["calls"] for r in usage_summary(store, 1)}
+    assert purposes == {"chat": 2, "sub_agent": 2}
     # progress arrived tagged, before the delegate's own result
     ids = {e["delegation_id"] for e in tagged(events)}
     assert len(ids) == 1 and next(iter(ids)).startswith("research-")

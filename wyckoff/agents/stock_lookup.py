@@ -1,7 +1,8 @@
 """Which stock the user means: one exact answer, or the candidates to choose from.
 
 Only an exact code (optionally with its exchange as `600519.SH` or `SH600519`, full-width
-characters allowed), an exact name, or a name fragment that fits exactly one stock resolves.
+characters allowed), an exact name, a short name from the bundled alias list (招行, the same
+list memory recall reads), or a name fragment that fits exactly one stock resolves.
 Anything else raises `StockNotResolved` with the candidates, so the CLI lists them (exit 2)
 and the model asks the user instead of analysing the wrong stock.
 """
@@ -14,6 +15,7 @@ import unicodedata
 
 from wyckoff.cli.tools import ToolFailure
 from wyckoff.engine.thresholds import MAIN_INDICES, ts_code
+from wyckoff.memory.codes import stock_aliases
 
 EXCHANGE_NAMES = {"SH": "上交所", "SZ": "深交所", "BJ": "北交所"}
 CODE_PATTERN = re.compile(r"^(SH|SZ|BJ)?(\d{6})(?:\.(SH|SZ|BJ))?$")
@@ -63,6 +65,8 @@ def resolve_stock(stocks, text: str) -> str:
     by_name = [c for c, n in zip(codes, names, strict=True) if normalize(n) == wanted]
     if len(by_name) == 1:
         return by_name[0]
+    if stock_aliases().get(wanted) in name_of:
+        return stock_aliases()[wanted]
     containing = by_name or [
         c for c, n in zip(codes, names, strict=True) if len(wanted) >= 2 and wanted in normalize(n)
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +90,7 @@ class Agent:
         approve: list[str] | None = None,
         approve_all: bool = False,
         interactive: bool = False,
+        use_memory: bool = True,
     ) -> None:
         from wyckoff.cli.sub_agents import SubAgents
 
@@ -117,8 +118,8 @@ class Agent:
             max_rounds=max_rounds,
             skills=skills,
             skills_reminder=skills.reminder,
-            memory_recall=self.recall,
-            memory_flush=self.flush_before_compaction,
+            memory_recall=self.recall if use_memory else None,
+            memory_flush=self.flush_before_compaction if use_memory else None,
         )
         self.runtime.on_task_update(self._updates.put)
         SubAgents(self.runtime).attach()
@@ -220,9 +221,10 @@ class Agent:
         self.extraction = extract_in_background(
             self.memories,
             list(self.conversation),
-            self.ask_model,
+            self.model_caller("extraction"),
             session_id=self.conversation.session_id,
             skip_layers=skip_layers,
+            layers_ask=self.model_caller("layers"),
         )
         return self.extraction
 
@@ -276,10 +278,15 @@ class Agent:
 
     # --- memory ---------------------------------------------------------------------------
 
-    def ask_model(self, system_prompt: str, text: str) -> str:
-        """One plain model call (memory extraction and dedup) on the current provider."""
-        reply = self.runtime.provider.chat([{"role": "user", "content": text}], [], system_prompt)
-        return reply["text"]
+    def model_caller(self, purpose: str) -> Callable[[str, str], str]:
+        """(system prompt, text) -> reply text: plain calls on the current provider for
+        memory work, counted in `model usage` under `purpose`."""
+        session_id = self.conversation.session_id
+
+        def ask(system_prompt: str, text: str) -> str:
+            return self.runtime.plain_call(system_prompt, text, purpose, session_id)
+
+        return ask
 
     def recall(self, text: str) -> str:
         """This turn's `<relevant-memories>` block; "记住：..." is saved first (add semantics).
@@ -311,7 +318,10 @@ class Agent:
         from wyckoff.memory.extraction import flush_memory_before_compaction
 
         flush_memory_before_compaction(
-            self.memories, head, self.ask_model, session_id=self.conversation.session_id
+            self.memories,
+            head,
+            self.model_caller("extraction"),
+            session_id=self.conversation.session_id,
         )
 
 
@@ -324,9 +334,11 @@ def open_agent(
     approve: list[str] | None = None,
     approve_all: bool = False,
     interactive: bool = False,
+    use_memory: bool = True,
 ) -> Agent:
     """The agent for this WYCKOFF_HOME. `interactive`: risky calls and ask_user questions
-    wait for the front end's answer (see `updates()`); otherwise they are refused/skipped."""
+    wait for the front end's answer (see `updates()`); otherwise they are refused/skipped.
+    `use_memory` False: no recall, and no memory written before a compaction."""
     from wyckoff.cli.builtin_tools import default_registry
     from wyckoff.cli.providers.factory import build_provider
     from wyckoff.cli.skills import SkillLibrary
@@ -364,6 +376,7 @@ def open_agent(
         approve=approve,
         approve_all=approve_all,
         interactive=interactive,
+        use_memory=use_memory,
     )
 
 

@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, cast, overload
 
 from wyckoff.cli.messages import Message, ToolCall, is_user_words, shown_text, tool_calls_of
 from wyckoff.cli.output import local_time
+from wyckoff.cli.session_search import index_message, is_searched, queue_session, unindex_session
 from wyckoff.errors import UsageError
 from wyckoff.faults import crash_point
 
@@ -159,6 +160,7 @@ class ChatLog:
         """Store a compacted history in place of the old one (the old one is in the archive):
         all or nothing, so a crash or a bad message leaves the old history whole."""
         with self.store.transaction() as conn:
+            unindex_session(conn, session_id)
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             for message in messages:
                 _insert(conn, session_id, message)
@@ -175,6 +177,7 @@ class ChatLog:
                 f" SELECT ?, {copied} FROM messages WHERE session_id = ?",
                 (new_id, session_id),
             )
+            queue_session(conn, new_id)
         return new_id
 
 
@@ -287,7 +290,7 @@ def _insert(conn: sqlite3.Connection, session_id: str, message: Message) -> Mess
         "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
     ).fetchone()[0]
     columns = ("session_id", "seq", *MESSAGE_COLUMNS)
-    conn.execute(
+    message_id = conn.execute(
         f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
         (
             session_id,
@@ -301,7 +304,10 @@ def _insert(conn: sqlite3.Connection, session_id: str, message: Message) -> Mess
             _json_or_none(message.get("provider_data")),
             *(meta.get(column) for column in META_COLUMNS),
         ),
-    )
+    ).lastrowid
+    text = meta.get("shown") or message.get("content") or ""
+    if text and message_id is not None and is_searched(message["role"], meta.get("kind")):
+        index_message(conn, message_id, str(text))
     return message
 
 

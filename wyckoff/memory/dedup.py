@@ -123,6 +123,8 @@ def add_memory(
     if twin is not None:
         return AddOutcome("duplicate", duplicate_of=twin.id, reason="与已有记忆高度相似")
     codes = resolve_codes(content)
+    if memory_type == "stock_opinion" and not codes:
+        return AddOutcome("skipped", reason="个股观点要写出股票名称或 6 位代码")
     supersedes = None
     candidates = existing[:MODEL_CANDIDATES]
     if ask is not None and candidates:

@@ -1,7 +1,8 @@
 """Extraction: what a finished conversation leaves in long-term memory.
 
 At a session's end (`/new`, `/resume`, `/fork`, exit, the end of `wyckoff ask`) a background
-thread asks the model for at most 3 `[偏好]` / `[决策]` lines, gated first: >= 4 messages,
+thread asks the model for at most 3 tagged lines (`[偏好]`, `[决策]`, and the staged
+`[个股观点]`, `[市场观点]`, `[事实]`), gated first: >= 4 messages,
 a tool call happened, a model is configured, and this exact batch of messages (its summary
 hash) was not processed before. Each line goes through the two-stage dedup; a marker with
 the hash is written last, so a crash before it means the batch is simply tried again (the
@@ -29,16 +30,28 @@ MIN_MESSAGES = 4
 SUMMARY_LINES = 40
 TOOL_RESULT_CHARS = 200
 MAX_EXTRACTED = 3
-L1_TAGS = {"偏好": "preference", "决策": "decision"}
+L1_TAGS = {
+    "偏好": "preference",
+    "决策": "decision",
+    "个股观点": "stock_opinion",
+    "市场观点": "market_view",
+    "事实": "fact",
+}
 REMEMBER_REQUEST = re.compile(r"^\s*(?:请)?记住[：:]\s*(.+)$", re.S)
 
 SESSION_SUMMARY_PROMPT = """你在为一位 A 股投资者整理长期记忆。从下面的对话里只提取以后能稳定改善交易决策的信息：
 - 用户稳定的交易偏好、风控习惯、仓位和止损边界（写成 [偏好] 行）；
-- 用户确认过的决策规则或阶段性判断逻辑（写成 [决策] 行）。
-不要提取：具体买卖事实、临时操作、当天行情、当前持仓、工具调用细节。
+- 用户确认过的决策规则或阶段性判断逻辑（写成 [决策] 行）；
+- 用户对某只股票的阶段性看法和理由（写成 [个股观点] 行，必须写出股票名或 6 位代码）；
+- 用户对大盘或板块的阶段性看法和切换条件（写成 [市场观点] 行）；
+- 用户自身以后仍然成立的客观情况，如资金规模、能否盘中看盘（写成 [事实] 行）。
+不要提取：具体买卖事实、临时操作、当天行情数字、当前持仓、工具调用细节、工具给出的结论。
 只输出最多 3 行，每行一种格式：
 [偏好] 用户偏好尾盘二次确认，不想开盘买入影响情绪
 [决策] 当天跌破确认支撑不买
+[个股观点] 用户认为贵州茅台仍在派发阶段，站回 MA200 之前不加仓
+[市场观点] 用户认为白酒长期下跌后有修复机会，等放量企稳再看
+[事实] 用户上班时间不能看盘，只在收盘后下单
 提到具体股票时写出股票名或 6 位代码。没有值得记住的内容就只输出：无"""
 
 FLUSH_PROMPT = """下面这段对话即将被压缩出上下文。只提取用户稳定的投资偏好、仓位/止损风险偏好、对重点标的的长期结论，
@@ -104,8 +117,10 @@ def extract_session_memories(
     *,
     session_id: str | None,
     skip_layers: bool = False,
+    layers_ask: AskModel | None = None,
 ) -> ExtractionResult:
-    """Extract, dedup and write; then the layer refresh unless `skip_layers` (exit)."""
+    """Extract, dedup and write; then the layer refresh unless `skip_layers` (exit), asking
+    `layers_ask` (default `ask`: a caller may count those calls apart)."""
     digest, why_not = gate(memories, messages, ask is not None)
     if digest is None:
         return ExtractionResult("skipped", why_not)
@@ -129,7 +144,7 @@ def extract_session_memories(
         )
     memories.add_marker(digest, session_id, result.written)
     if result.written and not skip_layers:
-        result.layers_written = refresh_memory_layers(memories, ask)
+        result.layers_written = refresh_memory_layers(memories, layers_ask or ask)
     return result
 
 
@@ -199,6 +214,7 @@ def extract_in_background(
     *,
     session_id: str | None,
     skip_layers: bool = False,
+    layers_ask: AskModel | None = None,
 ) -> threading.Thread:
     """Run the extraction on a copy of the messages in a thread the process waits for at exit
     (so an exit does not cut a write short); failures are dropped, nothing is half-written."""
@@ -208,7 +224,12 @@ def extract_in_background(
         # on failure no marker is written: the same batch is tried at the next trigger
         with contextlib.suppress(Exception):
             extract_session_memories(
-                memories, snapshot, ask, session_id=session_id, skip_layers=skip_layers
+                memories,
+                snapshot,
+                ask,
+                session_id=session_id,
+                skip_layers=skip_layers,
+                layers_ask=layers_ask,
             )
 
     thread = threading.Thread(target=run, name="memory-extraction", daemon=False)

@@ -1,8 +1,15 @@
 """Long-term memories in the state db (`agent_memory`), with their search indexes kept in step.
 
-Every write is one transaction over the row, its FTS5 trigram row, its character bigrams and
-its stock codes. Limits and age pruning follow the design table: preference 50, decision 30
-(45 days), playbook 20 (60 days), persona 5; the oldest go first.
+Every write is one transaction over the row, its FTS5 trigram row, its character bigrams, its
+Latin tokens and its stock codes. A memory indexed under older rules (before Latin tokens and
+short stock names) is indexed again when the store is opened. Limits and age pruning follow
+the design table: preference 50, decision 30 (45 days), playbook 20 (60 days), persona 5,
+stock_opinion and market_view 30 (30 days), fact 30 (45 days); the oldest go first.
+
+The staged types hold what is true for a while only: a stock_opinion is the user's view of
+one stock (it always names one), a market_view their view of the market or a sector, a fact
+something about the user's own situation (their capital, no time to watch the market during
+the day). Market data and holdings are never memories.
 """
 
 from __future__ import annotations
@@ -10,29 +17,54 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wyckoff.errors import UsageError
+from wyckoff.memory.codes import resolve_codes
 
-L1_TYPES = ("preference", "decision")
-TYPES = ("preference", "decision", "playbook", "persona", "scenario")
+L1_TYPES = ("preference", "decision")  # what the layer refresh summarises
+STAGED_TYPES = ("stock_opinion", "market_view", "fact")
+TYPES = ("preference", "decision", "playbook", "persona", *STAGED_TYPES, "scenario")
 TYPE_LABELS = {
     "preference": "偏好",
     "decision": "决策",
     "playbook": "交易剧本",
     "persona": "用户画像",
+    "stock_opinion": "个股观点",
+    "market_view": "市场观点",
+    "fact": "事实",
     "scenario": "场景（旧版剧本）",
 }
-LIMITS = {"preference": 50, "decision": 30, "playbook": 20, "persona": 5, "scenario": 20}
-MAX_AGE_DAYS = {"decision": 45, "playbook": 60, "scenario": 60}
+LIMITS = {
+    "preference": 50,
+    "decision": 30,
+    "playbook": 20,
+    "persona": 5,
+    "stock_opinion": 30,
+    "market_view": 30,
+    "fact": 30,
+    "scenario": 20,
+}
+MAX_AGE_DAYS = {
+    "decision": 45,
+    "playbook": 60,
+    "stock_opinion": 30,
+    "market_view": 30,
+    "fact": 45,
+    "scenario": 60,
+}
 MAX_CONTENT_CHARS = 500
 # Where a memory's text came from. Only 'user' and 'model' memories speak for the user;
 # 'tool_output' ones (their source held tool results, or their origin is unknown) are data.
 PROVENANCE_LABELS = {"user": "用户输入", "model": "模型归纳", "tool_output": "来自工具结果"}
 HAN = re.compile(r"[\u4e00-\u9fff]+")
+LATIN_RUN = re.compile(r"[a-z0-9]+")
+# Raised whenever what a memory's indexes hold changes (new token rules, a longer alias list).
+INDEX_VERSION = 1
 
 
 @dataclass
@@ -67,6 +99,12 @@ class Memory:
         return self.provenance not in ("user", "model")
 
     @property
+    def dated_type(self) -> str:
+        """The type, and for a staged memory the day it was written (UTC): a view is a view
+        of its time."""
+        return f"{self.type} {self.created_at[:10]}" if self.type in STAGED_TYPES else self.type
+
+    @property
     def metadata(self) -> dict[str, Any]:
         return json.loads(self.metadata_json)
 
@@ -82,6 +120,13 @@ class Memory:
 def bigrams(text: str) -> set[str]:
     """Every two-character window inside each run of Chinese characters."""
     return {run[i : i + 2] for run in HAN.findall(text) for i in range(len(run) - 1)}
+
+
+def latin_tokens(text: str) -> set[str]:
+    """Lower-cased runs of Latin letters and digits, 2+ characters holding a letter ("MA200",
+    "ST"), each whole: "st" is not a token of "test". Full-width letters count as Latin."""
+    runs = LATIN_RUN.findall(unicodedata.normalize("NFKC", text).lower())
+    return {run for run in runs if len(run) >= 2 and not run.isdigit()}
 
 
 def utc_now() -> datetime:
@@ -102,13 +147,19 @@ def clean_content(text: str) -> str:
 
 def check_type(memory_type: str) -> str:
     if memory_type not in TYPES:
-        raise UsageError(f"未知的记忆类型 {memory_type}：可选 {', '.join(TYPES[:4])}。")
+        raise UsageError(f"未知的记忆类型 {memory_type}：可选 {', '.join(TYPES[:-1])}。")
     return memory_type
+
+
+def type_choices() -> str:
+    """The types a user may name, with their Chinese labels, for `--type` help."""
+    return " / ".join(f"{t}（{TYPE_LABELS[t]}）" for t in TYPES[:-1])
 
 
 class MemoryStore:
     def __init__(self, store) -> None:
         self.store = store
+        self._reindex_stale()
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -134,8 +185,8 @@ class MemoryStore:
         with self.store.transaction() as conn:
             memory_id = conn.execute(
                 "INSERT INTO agent_memory"
-                " (type, content, codes, source_ref, metadata, created_at, provenance)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " (type, content, codes, source_ref, metadata, created_at, provenance,"
+                " index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     memory_type,
                     content,
@@ -144,19 +195,10 @@ class MemoryStore:
                     json.dumps(metadata or {}, ensure_ascii=False),
                     iso(created_at or utc_now()),
                     provenance,
+                    INDEX_VERSION,
                 ),
             ).lastrowid
-            conn.execute(
-                "INSERT INTO agent_memory_fts (rowid, content) VALUES (?, ?)", (memory_id, content)
-            )
-            conn.executemany(
-                "INSERT INTO agent_memory_bigrams (bigram, memory_id) VALUES (?, ?)",
-                [(pair, memory_id) for pair in bigrams(content)],
-            )
-            conn.executemany(
-                "INSERT INTO agent_memory_codes (code, memory_id) VALUES (?, ?)",
-                [(code, memory_id) for code in dict.fromkeys(codes)],
-            )
+            self._index(conn, memory_id, content, list(codes))
             if supersedes is not None:
                 conn.execute(
                     "UPDATE agent_memory SET superseded_by = ? WHERE id = ?",
@@ -165,6 +207,49 @@ class MemoryStore:
             if prune:
                 self._prune(conn, memory_type)
         return memory_id
+
+    def _index(self, conn: sqlite3.Connection, memory_id: int, content: str, codes: list[str]):
+        """Write the memory's rows in every search index (none may exist yet)."""
+        conn.execute(
+            "INSERT INTO agent_memory_fts (rowid, content) VALUES (?, ?)", (memory_id, content)
+        )
+        conn.executemany(
+            "INSERT INTO agent_memory_bigrams (bigram, memory_id) VALUES (?, ?)",
+            [(pair, memory_id) for pair in bigrams(content)],
+        )
+        conn.executemany(
+            "INSERT INTO agent_memory_tokens (token, memory_id) VALUES (?, ?)",
+            [(token, memory_id) for token in latin_tokens(content)],
+        )
+        conn.executemany(
+            "INSERT INTO agent_memory_codes (code, memory_id) VALUES (?, ?)",
+            [(code, memory_id) for code in dict.fromkeys(codes)],
+        )
+
+    def _reindex_stale(self) -> None:
+        """Index again the memories written under older rules; their codes gain the stocks
+        the current rules find in their text (a short name such as 茅台)."""
+        stale = self.store.conn.execute(
+            "SELECT id, content, codes FROM agent_memory WHERE index_version < ?",
+            (INDEX_VERSION,),
+        ).fetchall()
+        if not stale:
+            return
+        with self.store.transaction() as conn:
+            for memory_id, content, stored in stale:
+                codes = list(
+                    dict.fromkeys([*filter(None, stored.split(",")), *resolve_codes(content)])
+                )
+                for table in ("bigrams", "tokens", "codes"):
+                    conn.execute(
+                        f"DELETE FROM agent_memory_{table} WHERE memory_id = ?", (memory_id,)
+                    )
+                conn.execute("DELETE FROM agent_memory_fts WHERE rowid = ?", (memory_id,))
+                conn.execute(
+                    "UPDATE agent_memory SET codes = ?, index_version = ? WHERE id = ?",
+                    (",".join(codes), INDEX_VERSION, memory_id),
+                )
+                self._index(conn, memory_id, content, codes)
 
     def delete(self, memory_id: int) -> bool:
         with self.store.transaction() as conn:
@@ -299,6 +384,17 @@ class MemoryStore:
             )
             hits.update(r[0] for r in rows)
         return sorted(hits.items(), key=lambda item: (-item[1], -item[0]))[:limit]
+
+    def ids_with_tokens(self, tokens: list[str], limit: int) -> list[int]:
+        """Live memories holding any of these Latin tokens, newest first."""
+        marks = ",".join("?" * len(tokens))
+        rows = self.store.conn.execute(
+            f"SELECT DISTINCT t.memory_id FROM agent_memory_tokens t JOIN agent_memory m"
+            f" ON m.id = t.memory_id WHERE t.token IN ({marks}) AND m.superseded_by IS NULL"
+            " ORDER BY t.memory_id DESC LIMIT ?",
+            (*tokens, limit),
+        )
+        return [r[0] for r in rows]
 
     def ids_matching_fts(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
         """(id, bm25 rank) for memories holding any of the 3+ character terms, best first

@@ -2,6 +2,9 @@
 
 text: the answer on stdout as it streams, tool progress on stderr.
 json: one object at the end. stream-json: one RuntimeEvent per line.
+Memory as in the TUI: recalled for the question; at exit, when a tool was used, one more
+model call extracts memories and, when due, one refreshes playbooks and the persona (the
+same gates as the TUI). `--no-memory` or `memory.extract_after_ask: false` turn that off.
 Exit codes: 0 completed, 1 error, 2 usage/config error, 3 max rounds, 130 cancelled.
 """
 
@@ -80,6 +83,13 @@ def ask(
         bool, typer.Option("--approve-all", help="允许所有需批准的工具")
     ] = False,
     no_wait: Annotated[bool, typer.Option("--no-wait", help="不等待后台任务完成")] = False,
+    no_memory: Annotated[
+        bool,
+        typer.Option(
+            "--no-memory",
+            help="不使用长期记忆：不召回，结束时也不提取记忆、不更新剧本和画像（少一到两次模型调用）",
+        ),
+    ] = False,
 ) -> None:
     """无界面提问 / ask the agent headless."""
     from wyckoff.cli.agent import open_agent
@@ -94,6 +104,7 @@ def ask(
         max_rounds=max_rounds,
         approve=[n.strip() for n in (approve or "").split(",") if n.strip()],
         approve_all=approve_all,
+        use_memory=not no_memory,
     )
     for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
         sys.stderr.write(line + "\n")
@@ -112,8 +123,8 @@ def ask(
             done = event
     render.finish(done)
     status = done["status"] if done is not None else "error"
-    if status == "completed":
-        agent.end_session(skip_layers=True)  # the process waits for it before exiting
+    if status == "completed" and not no_memory and agent.config.memory.extract_after_ask:
+        agent.end_session()  # the process waits for it before exiting
     raise typer.Exit(EXIT_CODES.get(status, 1))
 
 

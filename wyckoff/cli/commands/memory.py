@@ -11,7 +11,13 @@ from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 from wyckoff.errors import UsageError
 from wyckoff.memory.extraction import remember
 from wyckoff.memory.recall import search as recall_search
-from wyckoff.memory.store import PROVENANCE_LABELS, TYPE_LABELS, TYPES, MemoryStore
+from wyckoff.memory.store import (
+    PROVENANCE_LABELS,
+    TYPE_LABELS,
+    TYPES,
+    MemoryStore,
+    type_choices,
+)
 from wyckoff.store import Store
 
 app = typer.Typer(
@@ -20,7 +26,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-TYPE_HELP = "类型：preference / decision / playbook / persona"
+TYPE_HELP = "类型：" + type_choices()
 
 
 class ExportFormat(StrEnum):

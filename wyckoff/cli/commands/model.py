@@ -10,7 +10,7 @@ import typer
 from wyckoff.cli.output import is_interactive, print_json, print_notice, print_table
 from wyckoff.errors import ConfigError, UsageError
 from wyckoff.store import Store
-from wyckoff.usage_store import record_usage, usage_summary
+from wyckoff.usage_store import PURPOSE_LABELS, record_usage, usage_summary
 
 app = typer.Typer(
     help="配置模型 / manage models: add, list, rm, default, fallback, cost, usage, test.",
@@ -311,7 +311,7 @@ def usage(
     days: Annotated[int, typer.Option("--days", min=1, help="统计最近 N 天")] = 30,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """按模型汇总用量与费用 / tokens and cost per model."""
+    """按模型和用途汇总用量与费用 / tokens and cost per model and purpose."""
     home, _ = _load()
     rows = usage_summary(Store.in_home(home), days)
     if json_output:
@@ -322,10 +322,11 @@ def usage(
         return
     print_table(
         f"最近 {days} 天模型用量",
-        ["模型", "provider", "调用", "输入", "输出", "缓存读", "缓存写", "费用"],
+        ["模型", "用途", "provider", "调用", "输入", "输出", "缓存读", "缓存写", "费用"],
         [
             [
                 r["model_id"],
+                PURPOSE_LABELS.get(r["purpose"], r["purpose"]),
                 r["provider"],
                 r["calls"],
                 f"{r['input_tokens']:,}",
@@ -363,6 +364,8 @@ def test(model_id: ModelIdArg) -> None:
     reply = provider.chat([{"role": "user", "content": "Reply with the single word: pong"}], [])
     elapsed_ms = (time.perf_counter() - started) * 1000
     if reply["usage"]:
-        record_usage(Store.in_home(home), model, reply["usage"], price(model, reply["usage"]))
+        record_usage(
+            Store.in_home(home), model, reply["usage"], price(model, reply["usage"]), purpose="test"
+        )
     answer = " ".join(reply["text"].split())[:60] or "(空回复)"
     typer.echo(f"{model_id} 可用：{elapsed_ms:.0f} ms，回复：{answer}")

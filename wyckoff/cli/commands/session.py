@@ -1,4 +1,4 @@
-"""`wyckoff session ...`: saved chats — list, show, export, fork."""
+"""`wyckoff session ...`: saved chats — list, search, show, export, fork."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 from wyckoff.store import Store
 
 app = typer.Typer(
-    help="会话记录 / saved sessions: list, show, export, fork.",
+    help="会话记录 / saved sessions: list, search, show, export, fork.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -45,6 +45,44 @@ def list_sessions(
             "会话",
             ["id", "标题", "消息", "更新于"],
             [[s["id"], s["title"], s["messages"], local_time(s["updated_at"])] for s in sessions],
+        )
+
+
+@app.command("search")
+def search(
+    words: Annotated[
+        list[str], typer.Argument(help="要找的词（几个词都要出现；每个词至少 2 个字）")
+    ],
+    limit: Annotated[int, typer.Option("--limit", min=1, help="最多显示几条")] = 20,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """在所有会话的消息里搜索（新的在前）/ search every session's messages, newest first."""
+    from wyckoff.cli.session_search import ROLE_NAMES, search_sessions
+    from wyckoff.config import remember_configured_secrets, wyckoff_home
+
+    remember_configured_secrets(wyckoff_home())  # so a configured key is masked in snippets
+    text = " ".join(words)
+    hits = search_sessions(_chat_log().store, text, limit)
+    if json_output:
+        print_json(
+            {"hits": [{**h.as_dict(), "local_time": local_time(h.created_at)} for h in hits]}
+        )
+    elif not hits:
+        print_notice(f"没有找到包含 {text!r} 的消息。")
+    else:
+        print_table(
+            f"找到 {len(hits)} 条消息（新的在前；`wyckoff session show ID` 查看全文）",
+            ["会话", "标题", "日期", "角色", "片段"],
+            [
+                [
+                    h.session_id,
+                    h.title,
+                    local_time(h.created_at, seconds=False),
+                    ROLE_NAMES[h.role],
+                    h.snippet,
+                ]
+                for h in hits
+            ],
         )
 
 

@@ -434,14 +434,8 @@ class AgentRuntime:
         return message
 
     def _account(self, usage: TokenUsage, turn: TurnState) -> Usage:
-        from wyckoff.cli.pricing import price
-        from wyckoff.usage_store import record_usage
-
-        config = self.provider.active.config
-        cost = price(config, usage)
-        if self.store is not None:
-            record_usage(self.store, config, usage, cost, turn.session_id)
-        event = usage_event(usage, cost)
+        purpose = "chat" if self.parent is None else "sub_agent"
+        event = usage_event(usage, self._record(usage, purpose, turn.session_id))
         turn.add_usage(event)
         return event
 
@@ -483,18 +477,37 @@ class AgentRuntime:
             if event:
                 yield event
 
+    def plain_call(
+        self, system_prompt: str, text: str, purpose: str, session_id: str | None = None
+    ) -> str:
+        """One model call outside the conversation (compaction, memory), its usage recorded
+        under `purpose`; returns the reply's text."""
+        reply = self.provider.chat([{"role": "user", "content": text}], [], system_prompt)
+        if reply["usage"]:
+            self._record(reply["usage"], purpose, session_id)
+        return reply["text"]
+
+    def _record(self, usage: TokenUsage, purpose: str, session_id: str | None) -> float | None:
+        """Price one call's usage and store it (when there is a store); returns the cost."""
+        from wyckoff.cli.pricing import price
+        from wyckoff.usage_store import record_usage
+
+        config = self.provider.active.config
+        cost = price(config, usage)
+        if self.store is not None:
+            record_usage(self.store, config, usage, cost, session_id, purpose)
+        return cost
+
     def compact(self, messages: History, session_id: str | None = None) -> Compaction | None:
         """Compact now (also for /compact and `wyckoff session compact`); None if it gave up."""
         from wyckoff.cli.compaction import COMPACTION_PROMPT, compact
 
-        def summarize(text: str) -> str:
-            return self.provider.chat([{"role": "user", "content": text}], [], COMPACTION_PROMPT)[
-                "text"
-            ]
+        known = session_id or getattr(messages, "session_id", None) or self.session_id
+        session = known or "nosession"
 
-        session = (
-            session_id or getattr(messages, "session_id", None) or self.session_id or "nosession"
-        )
+        def summarize(text: str) -> str:
+            return self.plain_call(COMPACTION_PROMPT, text, "compaction", known)
+
         result = compact(
             messages,
             window=self.provider.context_window,

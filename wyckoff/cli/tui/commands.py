@@ -95,10 +95,39 @@ def show_memories(app: WyckoffApp, query: str) -> None:
         return
     lines = [f"**长期记忆**（{len(found)} 条；`wyckoff memory trace ID` 查看来源）", ""]
     lines += [
-        f"- {m.id} `{m.type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
+        f"- {m.id} `{m.dated_type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
         for m, note in found
     ]
     app.mount_chat(Markdown("\n".join(lines), classes="help"))
+
+
+def search_sessions(app: WyckoffApp, query: str) -> None:
+    """The sessions whose messages hold the text, newest first, in the resume dialog."""
+    from wyckoff.cli.session_search import ROLE_NAMES
+    from wyckoff.cli.session_search import search_sessions as search
+    from wyckoff.cli.tui.screens import ResumeScreen
+    from wyckoff.errors import WyckoffError
+
+    try:
+        hits = search(app.agent.chat_log.store, query, limit=50)
+    except WyckoffError as exc:  # e.g. no text, or a one-character word
+        app.show_notice(exc.message, error=True)
+        return
+    sessions: dict[str, dict] = {}
+    for hit in hits:  # one line a session, with its newest hit
+        sessions.setdefault(
+            hit.session_id,
+            {
+                "id": hit.session_id,
+                "updated_at": hit.created_at,
+                "title": f"{hit.title}｜{ROLE_NAMES[hit.role]}：{hit.snippet}",
+                "messages": hit.messages,
+            },
+        )
+    if not sessions:
+        app.show_notice(f"没有找到包含 {query!r} 的消息。")
+        return
+    app.push_screen(ResumeScreen(list(sessions.values())), app.resume)
 
 
 COMMANDS: tuple[SlashCommand, ...] = (
@@ -112,6 +141,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("/model", "列出模型；后接模型 id 切换", switch_model),
     SlashCommand("/resume", "恢复保存的会话", lambda app, _: app.action_resume()),
+    SlashCommand(
+        "/search", "在所有会话里搜索文字，选中即恢复该会话", search_sessions, takes_argument=True
+    ),
     SlashCommand("/fork", "从当前会话分出新会话", lambda app, _: app.fork()),
     SlashCommand("/compact", "立即压缩上下文", compact),
     SlashCommand("/token", "显示上下文与用量", show_tokens),
