@@ -3,8 +3,6 @@ intraday tools and MCP tier 2, run through the CLI against a demo market and scr
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.conftest import add_scripted_model, cli
@@ -46,9 +44,7 @@ def test_a_tool_on_todays_bar_during_the_session_says_the_bar_is_partial(
     store = install_demo(home, 60)
     cli("data", "use", "demo")
     last = str(store.execute("SELECT MAX(date) FROM bars")[0][0])
-    configured.script(
-        Reply(tool_calls=[("analyze_stock", {"code": "000001"})]), Reply(text="好。")
-    )
+    configured.script(Reply(tool_calls=[("analyze_stock", {"code": "000001"})]), Reply(text="好。"))
     result = cli("ask", "平安银行怎么样", env={"WYCKOFF_NOW": f"{last}T10:05:00+08:00"})
     assert result.returncode == 0, result.stderr
     tool_message = next(m for m in configured.bodies[1]["messages"] if m["role"] == "tool")

@@ -67,9 +67,8 @@ def is_trading_day(day: date, open_days: Collection[date] | None = None) -> bool
     """Open by the stored calendar when it covers `day`, else any weekday."""
     if day.weekday() >= 5:
         return False
-    if open_days:
-        if min(open_days) <= day <= max(open_days):
-            return day in open_days
+    if open_days and min(open_days) <= day <= max(open_days):
+        return day in open_days
     return True
 
 

@@ -224,9 +224,8 @@ class AgentRuntime:
 
     def _market_clock(self) -> str:
         """The market's phase now, with the stored calendar's holidays (read once per runtime)."""
-        from wyckoff.engine.clock import market_now, prompt_note
-
         from wyckoff.agents.market_data import stored_open_days
+        from wyckoff.engine.clock import market_now, prompt_note
 
         if self._open_days is None:
             self._open_days = stored_open_days(self.home, self.context.config)
