@@ -67,12 +67,12 @@ _LOCK = threading.Lock()  # one DuckDB connection at a time per process
 LOCK_WAIT_S = 60.0
 
 
-def _outdated(conn) -> bool:
-    """Whether the file lacks a table or a column of SCHEMA (a file from an older version)."""
+def _outdated(conn, schema: str = SCHEMA) -> bool:
+    """Whether the file lacks a table or a column of `schema` (a file from an older version)."""
     tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     columns = set(conn.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall())
-    wanted_tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
-    wanted_columns = set(re.findall(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", SCHEMA))
+    wanted_tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", schema))
+    wanted_columns = set(re.findall(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", schema))
     return not (wanted_tables <= tables and wanted_columns <= columns)
 
 
@@ -81,6 +81,8 @@ class MarketStoreBusy(WyckoffError):
 
 
 class MarketStore:
+    schema = SCHEMA  # the tables a file of this kind holds
+
     def __init__(self, path: Path, source: str) -> None:
         self.path = path
         self.source = source
@@ -117,8 +119,10 @@ class MarketStore:
             self._open(write=True).close()  # a new file gets its schema first
         conn = duckdb.connect(str(self.path), read_only=not write)
         if write:
-            conn.execute(SCHEMA)
-        elif _outdated(conn):  # a file from an older version: bring its schema up to date first
+            conn.execute(self.schema)
+        elif _outdated(
+            conn, self.schema
+        ):  # a file from an older version: bring its schema up to date first
             conn.close()
             self._open(write=True).close()
             conn = duckdb.connect(str(self.path), read_only=True)
