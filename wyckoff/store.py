@@ -206,6 +206,29 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE agent_memory ADD COLUMN provenance TEXT NOT NULL DEFAULT 'tool_output';
     UPDATE agent_memory SET provenance = 'user' WHERE json_extract(metadata, '$.extractor') = 'user'
     """,
+    # 9: tail-session checks (`wyckoff tail`): one verdict per stock, day and source (the last
+    # run of the day), and what happened on the next trading day once it is known
+    """
+    CREATE TABLE tail_checks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        checked_at TEXT NOT NULL,
+        day TEXT NOT NULL,
+        source TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT,
+        role TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        price REAL,
+        reasons TEXT NOT NULL,
+        unchecked TEXT NOT NULL,
+        playbook TEXT,
+        next_day TEXT,
+        next_open_pct REAL,
+        next_close_pct REAL,
+        UNIQUE (day, source, code)
+    );
+    CREATE INDEX tail_checks_code ON tail_checks (code, day)
+    """,
 )
 
 

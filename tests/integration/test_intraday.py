@@ -3,6 +3,9 @@ intraday tools and MCP tier 2, run through the CLI against a demo market and scr
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from tests.conftest import add_scripted_model, cli
@@ -49,3 +52,105 @@ def test_a_tool_on_todays_bar_during_the_session_says_the_bar_is_partial(
     assert result.returncode == 0, result.stderr
     tool_message = next(m for m in configured.bodies[1]["messages"] if m["role"] == "tool")
     assert f"{last} 的日线尚未收盘" in tool_message["content"]
+
+
+# --- wyckoff tail --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def demo(home, install_demo):
+    """A 60-stock demo market in use; returns its store."""
+    store = install_demo(home, 60)
+    assert cli("data", "use", "demo").returncode == 0
+    return store
+
+
+def demo_codes(store) -> list[str]:
+    return [c for (c,) in store.execute("SELECT code FROM stocks ORDER BY code LIMIT 3")]
+
+
+def demo_days(store) -> list[str]:
+    return [str(d) for (d,) in store.execute("SELECT DISTINCT date FROM bars ORDER BY date")]
+
+
+def test_tail_at_1005_is_not_the_tail_session(demo):
+    last = demo_days(demo)[-1]
+    result = cli("tail", "--codes", "000001", env={"WYCKOFF_NOW": f"{last}T10:05:00+08:00"})
+    assert result.returncode == 2
+    assert "不是尾盘时段" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_tail_on_a_saturday_says_the_market_is_closed(demo):
+    result = cli("tail", "--codes", "000001", env={"WYCKOFF_NOW": "2026-12-05T14:50:00+08:00"})
+    assert result.returncode == 2 and "休市" in result.stderr
+
+
+def test_tail_at_an_impossible_minute_is_one_sentence(demo):
+    result = cli("tail", "--at", "25:70", env={"WYCKOFF_NOW": TRADING_DAY_1446})
+    assert result.returncode == 2 and "HH:MM" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_tail_gives_verdicts_with_reasons_and_leaves_the_daily_store_byte_identical(demo):
+    last = demo_days(demo)[-1]
+    before = hashlib.sha256(demo.path.read_bytes()).hexdigest()
+    result = cli(
+        "tail",
+        "--codes",
+        ",".join(demo_codes(demo)),
+        "--json",
+        env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"},
+    )
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["phase"] == "尾盘" and payload["checked_at"] == f"{last} 14:46"
+    assert "尚未收盘" in payload["bar_note"] and "演示数据" in payload["data_note"]
+    for row in payload["results"]:
+        assert row["verdict"] in ("可买", "观察", "放弃") and row["reasons"]
+        assert row["minutes"] == {"source": "demo", "freq": 1, "as_of": "14:46", "complete": False}
+    assert hashlib.sha256(demo.path.read_bytes()).hexdigest() == before
+    assert (demo.path.parent / "market-demo-minutes.duckdb").exists()
+
+
+def test_the_remembered_playbook_is_quoted_in_the_verdict(demo):
+    playbook = "尾盘二次确认买入：14:45 后检查支撑、VWAP、收盘位置和量能；跌破确认支撑或极端放量冲高回落时禁止买入"
+    assert cli("memory", "add", playbook, "--type", "playbook").returncode == 0
+    last = demo_days(demo)[-1]
+    result = cli("tail", "--codes", "000001", env={"WYCKOFF_NOW": f"{last}T14:40:00+08:00"})
+    assert result.returncode == 0, result.stderr
+    assert f"按你的剧本：「{playbook}」" in result.stdout
+    assert "你的剧本要求 14:45 后确认，现在 14:40" in result.stdout
+
+
+def test_tail_history_shows_the_next_days_open_and_close(demo):
+    before_last, last = demo_days(demo)[-2:]
+    code = demo_codes(demo)[-1]
+    checked = cli(
+        "tail", "--codes", code, "--json", env={"WYCKOFF_NOW": f"{before_last}T14:50:00+08:00"}
+    )
+    assert checked.returncode == 0, checked.stderr
+    price = json.loads(checked.stdout)["results"][0]["price"]
+    history = cli("tail", "history", "--json")
+    (row,) = json.loads(history.stdout)["checks"]
+    (open_, close) = demo.execute(
+        "SELECT open, close FROM bars WHERE code = ? AND date = ?", [code, last]
+    )[0]
+    assert row["next_day"] == last and row["day"] == before_last
+    assert row["next_close_pct"] == round((close / price - 1) * 100, 2)
+    assert row["next_open_pct"] == round((open_ / price - 1) * 100, 2)
+    table = cli("tail", "history")
+    assert code in table.stdout and "次日收盘" in table.stdout
+
+
+def test_tail_without_candidates_says_how_to_name_some(demo):
+    last = demo_days(demo)[-1]
+    result = cli("tail", env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"})
+    assert result.returncode == 1 and "没有要检查的股票" in result.stderr
+
+
+def test_a_holding_is_checked_by_default_and_labelled(demo):
+    last = demo_days(demo)[-1]
+    assert cli("portfolio", "add", "000001", "--shares", "100", "--cost", "5").returncode == 0
+    result = cli("tail", "--json", env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"})
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["results"]
+    assert row["code"] == "000001" and row["role"] == "持仓" and row["stop"] is not None

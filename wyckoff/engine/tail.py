@@ -212,6 +212,8 @@ def _check_market(daily: DailyContext, found: _Findings) -> None:
         found.unchecked.append("没有市场状态，未检查大盘环境")
     elif daily.regime in BUY_BLOCKED:
         found.waiting.append(("regime", f"市场状态为{REGIME_LABELS[daily.regime]}：不开新仓"))
+    else:
+        found.passed.append(f"市场状态{REGIME_LABELS[daily.regime]}，允许开仓")
 
 
 def _apply_playbook(f: IntradayFacts, playbook: Playbook, found: _Findings) -> None:
