@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from wyckoff import portfolio_store, tail_store
 from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.stocks import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.clock import CLOSE, TAIL_START, market_now, trading_phase
 from wyckoff.errors import WyckoffError
@@ -138,6 +139,9 @@ class MarketMinutes:
         config = context.read_config()
         self.fetch = minute_fetch(self.market.store, tushare_token(config))
         self.panel = self.market.panel()
+
+    def open_days(self) -> frozenset[date]:
+        return frozenset(self.market.open_days().astype(object))
 
     def day(self, code: str, moment: datetime, own_stop: float | None = None) -> StockDay:
         """`code` on the day of `moment`, its minutes up to it."""
@@ -386,6 +390,125 @@ def summarize_tail_history(result: dict[str, Any]) -> str:
     ]
     return "尾盘检查记录：" + ("，".join(parts) if parts else "还没有记录")
 
+
+# --- intraday_analysis and intraday_rescue_check -------------------------------------------------
+
+
+def latest_minute(now: datetime, open_days: frozenset[date]) -> datetime:
+    """The last minute with trading to look at: now during a session (up to 15:00), else the
+    close of the latest trading day before today."""
+    if trading_phase(now, open_days).trading_day and now.time() >= time(9, 31):
+        return min(
+            now.replace(tzinfo=None, second=0, microsecond=0), datetime.combine(now.date(), CLOSE)
+        )
+    earlier = [d for d in open_days if d < now.date()]
+    if not earlier:
+        raise ToolFailure("行情库里没有交易日历：先运行 `wyckoff data sync`。")
+    return datetime.combine(max(earlier), CLOSE)
+
+
+class IntradayParams(BaseModel):
+    code: StockText = Field(description="6 位股票代码或股票名称")
+
+
+def intraday_analysis(params: IntradayParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.intraday import intraday_facts, strength, volume_profile
+
+    minutes = MarketMinutes(context)
+    code = minutes.market.resolve_code(params.code)
+    day = minutes.day(code, latest_minute(market_now(), minutes.open_days()))
+    facts = intraday_facts(day.minutes.bars, day.prior_close, day.recent)
+    score, parts = strength(facts)
+    return minutes.market.envelope(
+        f"{day.minutes.day:%Y-%m-%d}",
+        code=code,
+        name=day.name,
+        minutes=_minutes_label(day),
+        facts=facts.as_dict(),
+        vwap_position="上方" if facts.vs_vwap_pct >= 0 else "下方",
+        trend={"5m_pct": round(facts.trend5_pct, 2), "15m_pct": round(facts.trend15_pct, 2)},
+        volume_profile=volume_profile(day.minutes.bars),
+        strength={"score": score, "parts": parts},
+        unchecked=day.unchecked,
+    )
+
+
+def summarize_intraday(result: dict[str, Any]) -> str:
+    facts = result["facts"]
+    return (
+        f"{result['code']} {result['name']} 截至 {facts['as_of'][11:]}：现价 {facts['price']:.2f}，"
+        f"VWAP {result['vwap_position']}，强度 {result['strength']['score']}/100"
+    )
+
+
+class RescueParams(IntradayParams):
+    stop: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="持仓止损价（不填用引擎止损）"
+    )
+
+
+def intraday_rescue_check(params: RescueParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.intraday import intraday_facts
+    from wyckoff.engine.rescue import rescue_verdict
+
+    minutes = MarketMinutes(context)
+    code = minutes.market.resolve_code(params.code)
+    day = minutes.day(code, latest_minute(market_now(), minutes.open_days()), params.stop)
+    if day.stop is None:
+        raise ToolFailure(f"{code} 的日线不足以算出止损：请用 stop 参数给出你的止损价。")
+    facts = intraday_facts(day.minutes.bars, day.prior_close, day.recent)
+    verdict = rescue_verdict(facts, day.stop, day.support)
+    return minutes.market.envelope(
+        f"{day.minutes.day:%Y-%m-%d}",
+        code=code,
+        name=day.name,
+        minutes=_minutes_label(day),
+        stop=day.stop,
+        support=day.support,
+        verdict=verdict.verdict,
+        broke_stop=verdict.broke,
+        reasons=verdict.reasons,
+        facts=facts.as_dict(),
+    )
+
+
+def summarize_rescue(result: dict[str, Any]) -> str:
+    return f"{result['code']} {result['name']}：{result['verdict']}（止损 {result['stop']:.2f}）"
+
+
+def _minutes_label(day: StockDay) -> dict[str, Any]:
+    return {
+        "source": day.minutes.source,
+        "freq": day.minutes.freq,
+        "as_of": f"{day.minutes.as_of:%Y-%m-%d %H:%M}",
+        "complete": day.minutes.complete,
+    }
+
+
+INTRADAY_TOOLS = (
+    ToolSpec(
+        name="intraday_analysis",
+        description="一只股票的分时分析：VWAP 位置、5/15 分钟趋势、分时量能分布和 0-100 强度分（列出各部分得分）；盘中为截至此刻，休市时为最近交易日。",
+        params=IntradayParams,
+        func=intraday_analysis,
+        title="分时分析",
+        concurrency_safe=True,
+        summarize=summarize_intraday,
+        timeout_s=120,
+        mcp_tier=2,
+    ),
+    ToolSpec(
+        name="intraday_rescue_check",
+        description="持仓盘中跌破止损后的自救检查：收回止损与 VWAP 的洗盘（持有观察）、只收回一半（减仓）或破位（离场），附理由。",
+        params=RescueParams,
+        func=intraday_rescue_check,
+        title="破位自救检查",
+        concurrency_safe=True,
+        summarize=summarize_rescue,
+        timeout_s=120,
+        mcp_tier=2,
+    ),
+)
 
 TAIL_TOOLS = (
     ToolSpec(
