@@ -129,3 +129,19 @@ def test_strength_shows_its_parts_and_the_profile_adds_up():
     assert score == sum(parts.values()) and 0 <= score <= 100 and score >= 75
     profile = volume_profile(path(RISING))
     assert profile[0]["from"] == "09:30" and abs(sum(p["share_pct"] for p in profile) - 100) < 0.5
+
+
+def test_rescue_tells_a_shakeout_from_a_breakdown():
+    from wyckoff.engine.rescue import rescue_verdict
+
+    shakeout = intraday_facts(path([(0, 10.0), (120, 9.3), (229, 10.1)]), 10.0)
+    assert rescue_verdict(shakeout, 9.5, 9.4).verdict == "持有观察"
+    assert rescue_verdict(shakeout, 9.5, 9.4).broke
+    breakdown = intraday_facts(path([(0, 10.0), (60, 9.6), (229, 9.2)]), 10.0)
+    result = rescue_verdict(breakdown, 9.5, 9.4)
+    assert result.verdict == "离场" and "跌破确认支撑 9.40" in result.reasons
+    half = intraday_facts(path([(0, 10.0), (200, 9.2), (229, 9.55)]), 10.0)  # over stop, under VWAP
+    assert rescue_verdict(half, 9.5, None).verdict == "减仓"
+    untouched = intraday_facts(path(RISING), 10.0)
+    assert rescue_verdict(untouched, 9.5, None).verdict == "持有观察"
+    assert not rescue_verdict(untouched, 9.5, None).broke
