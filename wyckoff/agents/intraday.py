@@ -433,6 +433,37 @@ def intraday_analysis(params: IntradayParams, context: ToolContext) -> dict[str,
     )
 
 
+def intraday_chart_data(context: ToolContext, code: str) -> dict[str, Any]:
+    """One stock's minute path for the TUI chart: close, running VWAP and volume per bar, with
+    the prior close, the confirmed support and the stop."""
+    minutes = MarketMinutes(context)
+    code = minutes.market.resolve_code(code)
+    day = minutes.day(code, latest_minute(market_now(), minutes.open_days()))
+    bars = day.minutes.bars
+    running_vwap = bars["amount"].cumsum() / bars["volume"].cumsum().where(lambda v: v > 0)
+    return minutes.market.envelope(
+        f"{day.minutes.day:%Y-%m-%d}",
+        kind="intraday",
+        code=code,
+        name=day.name,
+        minutes=_minutes_label(day),
+        prior_close=day.prior_close,
+        support=day.support,
+        stop=day.stop,
+        points=[
+            {
+                "time": f"{ts:%H:%M}",
+                "close": float(close),
+                "vwap": None if vwap != vwap else round(float(vwap), 3),  # NaN before any volume
+                "volume": float(volume),
+            }
+            for ts, close, vwap, volume in zip(
+                bars["ts"], bars["close"], running_vwap, bars["volume"], strict=True
+            )
+        ],
+    )
+
+
 def summarize_intraday(result: dict[str, Any]) -> str:
     facts = result["facts"]
     return (

@@ -267,6 +267,13 @@ class Agent:
 
         return kline_data(self.runtime.context, code, days=days)
 
+    def intraday_chart(self, code: str) -> dict[str, Any]:
+        """The minute path of one stock today (or its latest trading day), with VWAP and its
+        support; raises a WyckoffError with a sentence."""
+        from wyckoff.agents.intraday import intraday_chart_data
+
+        return intraday_chart_data(self.runtime.context, code)
+
     def tool_title(self, name: str) -> str:
         return self.runtime.registry.title(name)
 
