@@ -154,3 +154,32 @@ def test_a_holding_is_checked_by_default_and_labelled(demo):
     assert result.returncode == 0, result.stderr
     (row,) = json.loads(result.stdout)["results"]
     assert row["code"] == "000001" and row["role"] == "持仓" and row["stop"] is not None
+
+
+def test_a_stock_without_minute_data_is_named_and_the_others_still_get_verdicts(demo):
+    last = demo_days(demo)[-1]
+    absent = "688981"  # a listed stock outside the 60-stock demo market
+    assert not demo.execute("SELECT 1 FROM stocks WHERE code = ?", [absent])
+    code = demo_codes(demo)[0]
+    result = cli(
+        "tail",
+        "--codes",
+        f"{absent},{code}",
+        "--json",
+        env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"},
+    )
+    assert result.returncode == 0, result.stderr
+    missing, checked = json.loads(result.stdout)["results"]
+    assert missing["verdict"] == "无法检查" and "没有日线" in missing["reasons"][0]
+    assert checked["verdict"] in ("可买", "观察", "放弃")
+    history = json.loads(cli("tail", "history", "--json").stdout)["checks"]
+    assert [row["code"] for row in history] == [code]  # an unchecked stock is not recorded
+
+
+def test_a_screen_during_the_session_says_it_is_not_a_close(demo):
+    last = demo_days(demo)[-1]
+    result = cli("screen", env={"WYCKOFF_NOW": f"{last}T10:05:00+08:00"})
+    assert result.returncode == 0, result.stderr
+    assert f"{last} 的日线尚未收盘" in result.stdout
+    after = cli("screen", env={"WYCKOFF_NOW": f"{last}T15:30:00+08:00"})
+    assert "尚未收盘" not in after.stdout

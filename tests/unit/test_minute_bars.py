@@ -245,3 +245,38 @@ def test_minutes_live_beside_the_daily_store_which_stays_byte_identical(tmp_path
     assert minutes.path.name == "market-demo-minutes.duckdb"
     assert hashlib.sha256(daily.path.read_bytes()).hexdigest() == before
     assert not MarketStore.for_source(tmp_path, "demo").path.with_suffix(".duckdb.wal").exists()
+
+
+def test_a_minute_source_that_does_not_answer_in_time_is_one_sentence(tmp_path, monkeypatch):
+    import time as clock
+
+    from wyckoff.engine.sources.minutes import minute_fetch
+
+    class Slow(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            clock.sleep(3)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TUSHARE_URL", f"http://127.0.0.1:{httpd.server_address[1]}/dataapi")
+    daily = MarketStore(tmp_path / "market.duckdb", "tushare")
+    store = MinuteStore.beside(daily)
+    try:
+        with pytest.raises(SourceError) as caught:
+            day_minutes(store, "600000", DAY, AFTER_CLOSE, minute_fetch(daily, "token-x", 0.5))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert "无法连接 tushare" in caught.value.message and "Timeout" in caught.value.message
+    assert store.cached("600000", DAY) is None
+
+
+def test_a_source_without_minutes_says_which_to_use(tmp_path):
+    from wyckoff.engine.sources.minutes import minute_fetch
+
+    with pytest.raises(MinuteFeedError) as caught:
+        minute_fetch(MarketStore(tmp_path / "market-import.duckdb", "import"))
+    assert "没有分钟线" in caught.value.message and "baostock" in caught.value.message
