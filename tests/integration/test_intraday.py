@@ -183,3 +183,10 @@ def test_a_screen_during_the_session_says_it_is_not_a_close(demo):
     assert f"{last} 的日线尚未收盘" in result.stdout
     after = cli("screen", env={"WYCKOFF_NOW": f"{last}T15:30:00+08:00"})
     assert "尚未收盘" not in after.stdout
+
+
+def test_a_malformed_pinned_clock_is_one_sentence(configured, demo):
+    for args in (["tail", "--codes", "000001"], ["ask", "现在能买吗？"]):
+        result = cli(*args, env={"WYCKOFF_NOW": "下午两点"})
+        assert result.returncode == 2, (args, result.stderr)
+        assert "WYCKOFF_NOW" in result.stderr and "Traceback" not in result.stderr

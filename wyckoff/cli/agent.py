@@ -338,10 +338,12 @@ def open_agent(
     from wyckoff.cli.providers.factory import build_provider
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.clock import market_now
     from wyckoff.mcp.client import attach_mcp_servers
     from wyckoff.memory.store import MemoryStore
     from wyckoff.store import Store
 
+    market_now()  # a malformed WYCKOFF_NOW is a usage error now, not in every turn
     home = wyckoff_home()
     config = load_config(home)
     provider = build_provider(config, model_id)
