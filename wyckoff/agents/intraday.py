@@ -414,16 +414,12 @@ class IntradayParams(BaseModel):
 def intraday_analysis(params: IntradayParams, context: ToolContext) -> dict[str, Any]:
     from wyckoff.engine.intraday import intraday_facts, strength, volume_profile
 
-    minutes = MarketMinutes(context)
-    code = minutes.market.resolve_code(params.code)
-    day = minutes.day(code, latest_minute(market_now(), minutes.open_days()))
+    minutes, day = latest_day(context, params.code)
     facts = intraday_facts(day.minutes.bars, day.prior_close, day.recent)
     score, parts = strength(facts)
-    return minutes.market.envelope(
-        f"{day.minutes.day:%Y-%m-%d}",
-        code=code,
-        name=day.name,
-        minutes=_minutes_label(day),
+    return day_envelope(
+        minutes,
+        day,
         facts=facts.as_dict(),
         vwap_position="上方" if facts.vs_vwap_pct >= 0 else "下方",
         trend={"5m_pct": round(facts.trend5_pct, 2), "15m_pct": round(facts.trend15_pct, 2)},
@@ -436,17 +432,13 @@ def intraday_analysis(params: IntradayParams, context: ToolContext) -> dict[str,
 def intraday_chart_data(context: ToolContext, code: str) -> dict[str, Any]:
     """One stock's minute path for the TUI chart: close, running VWAP and volume per bar, with
     the prior close, the confirmed support and the stop."""
-    minutes = MarketMinutes(context)
-    code = minutes.market.resolve_code(code)
-    day = minutes.day(code, latest_minute(market_now(), minutes.open_days()))
+    minutes, day = latest_day(context, code)
     bars = day.minutes.bars
     running_vwap = bars["amount"].cumsum() / bars["volume"].cumsum().where(lambda v: v > 0)
-    return minutes.market.envelope(
-        f"{day.minutes.day:%Y-%m-%d}",
+    return day_envelope(
+        minutes,
+        day,
         kind="intraday",
-        code=code,
-        name=day.name,
-        minutes=_minutes_label(day),
         prior_close=day.prior_close,
         support=day.support,
         stop=day.stop,
@@ -482,18 +474,14 @@ def intraday_rescue_check(params: RescueParams, context: ToolContext) -> dict[st
     from wyckoff.engine.intraday import intraday_facts
     from wyckoff.engine.rescue import rescue_verdict
 
-    minutes = MarketMinutes(context)
-    code = minutes.market.resolve_code(params.code)
-    day = minutes.day(code, latest_minute(market_now(), minutes.open_days()), params.stop)
+    minutes, day = latest_day(context, params.code, params.stop)
     if day.stop is None:
-        raise ToolFailure(f"{code} 的日线不足以算出止损：请用 stop 参数给出你的止损价。")
+        raise ToolFailure(f"{day.code} 的日线不足以算出止损：请用 stop 参数给出你的止损价。")
     facts = intraday_facts(day.minutes.bars, day.prior_close, day.recent)
     verdict = rescue_verdict(facts, day.stop, day.support)
-    return minutes.market.envelope(
-        f"{day.minutes.day:%Y-%m-%d}",
-        code=code,
-        name=day.name,
-        minutes=_minutes_label(day),
+    return day_envelope(
+        minutes,
+        day,
         stop=day.stop,
         support=day.support,
         verdict=verdict.verdict,
@@ -507,13 +495,26 @@ def summarize_rescue(result: dict[str, Any]) -> str:
     return f"{result['code']} {result['name']}：{result['verdict']}（止损 {result['stop']:.2f}）"
 
 
-def _minutes_label(day: StockDay) -> dict[str, Any]:
-    return {
+def latest_day(
+    context: ToolContext, text: str, own_stop: float | None = None
+) -> tuple[MarketMinutes, StockDay]:
+    """The stock `text` names on its latest minute with trading (see `latest_minute`)."""
+    minutes = MarketMinutes(context)
+    code = minutes.market.resolve_code(text)
+    return minutes, minutes.day(code, latest_minute(market_now(), minutes.open_days()), own_stop)
+
+
+def day_envelope(minutes: MarketMinutes, day: StockDay, **result: Any) -> dict[str, Any]:
+    """A result about one stock's day: the market envelope, the stock and its minutes' label."""
+    label = {
         "source": day.minutes.source,
         "freq": day.minutes.freq,
         "as_of": f"{day.minutes.as_of:%Y-%m-%d %H:%M}",
         "complete": day.minutes.complete,
     }
+    return minutes.market.envelope(
+        f"{day.minutes.day:%Y-%m-%d}", code=day.code, name=day.name, minutes=label, **result
+    )
 
 
 INTRADAY_TOOLS = (

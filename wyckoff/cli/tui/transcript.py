@@ -189,22 +189,22 @@ HANDLERS: dict[str, Callable[[Transcript, dict[str, Any]], Awaitable[None]]] = {
 
 def chart_code_of(event: dict[str, Any]) -> str | None:
     """The stock a finished analyze_stock call was about, for its K-line hint."""
-    if event["name"] != "analyze_stock":
-        return None
-    try:
-        result = json.loads(event["result"])
-    except json.JSONDecodeError:
-        return None
+    result = _result_of(event, "analyze_stock")
     code = result.get("code") if isinstance(result, dict) else None
     return code if isinstance(code, str) else None
 
 
 def tail_result_of(event: dict[str, Any]) -> dict[str, Any] | None:
     """A finished tail_check's result, for its panel (None when it is not one, or was cut)."""
-    if event["name"] != "tail_check":
+    result = _result_of(event, "tail_check")
+    return result if isinstance(result, dict) and "results" in result else None
+
+
+def _result_of(event: dict[str, Any], tool: str) -> Any:
+    """The parsed result of a finished call of `tool` (None for another tool or cut JSON)."""
+    if event["name"] != tool:
         return None
     try:
-        result = json.loads(event["result"])
+        return json.loads(event["result"])
     except json.JSONDecodeError:
         return None
-    return result if isinstance(result, dict) and "results" in result else None
