@@ -29,8 +29,8 @@ def test_ask_at_1446_names_the_tail_session_and_the_partial_bar(configured):
     result = cli("ask", "现在能买吗？", env={"WYCKOFF_NOW": TRADING_DAY_1446})
     assert result.returncode == 0, result.stderr
     prompt = system_prompt_of(configured.bodies[0])
-    assert "市场时段：尾盘" in prompt and "14:46" in prompt
-    assert "2026-12-02 的日线尚未收盘" in prompt
+    assert "今天 2026-12-02 是交易日，市场时段：尾盘（14:30–14:57" in prompt
+    assert "今天的日线尚未收盘" in prompt
 
 
 def test_ask_on_a_saturday_says_the_market_is_closed(configured):
@@ -38,7 +38,10 @@ def test_ask_on_a_saturday_says_the_market_is_closed(configured):
     result = cli("ask", "现在能买吗？", env={"WYCKOFF_NOW": "2026-12-05T10:00:00+08:00"})
     assert result.returncode == 0, result.stderr
     prompt = system_prompt_of(configured.bodies[0])
-    assert "市场时段：休市" in prompt and "的日线尚未收盘，" not in prompt
+    assert (
+        "今天 2026-12-05 不是交易日，市场时段：休市" in prompt
+        and "今天的日线尚未收盘" not in prompt
+    )
 
 
 def test_a_tool_on_todays_bar_during_the_session_says_the_bar_is_partial(
