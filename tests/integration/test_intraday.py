@@ -44,6 +44,30 @@ def test_ask_on_a_saturday_says_the_market_is_closed(configured):
     )
 
 
+def test_a_sync_holding_the_market_store_does_not_hold_up_the_prompt(
+    configured, home, install_demo
+):
+    import subprocess
+    import sys
+
+    store = install_demo(home, 60)
+    cli("data", "use", "demo")
+    hold = "import sys, time, duckdb\nc = duckdb.connect(sys.argv[1])\nprint('holding', flush=True)\ntime.sleep(60)"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(store.path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        configured.script(Reply(text="好。"))
+        result = cli("ask", "现在能买吗？", env={"WYCKOFF_NOW": TRADING_DAY_1446})
+        assert holder.poll() is None  # answered while the store was still held
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 0, result.stderr
+    assert "市场时段：尾盘" in system_prompt_of(configured.bodies[0])
+
+
 def test_a_tool_on_todays_bar_during_the_session_says_the_bar_is_partial(
     configured, home, install_demo
 ):

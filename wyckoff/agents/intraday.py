@@ -207,7 +207,7 @@ class MarketMinutes:
 
 
 class TailParams(BaseModel):
-    codes: list[str] = Field(
+    codes: list[StockText] = Field(
         default_factory=list,
         max_length=MAX_CODES,
         description="要检查的股票代码或名称；不填则检查持仓和待确认信号",

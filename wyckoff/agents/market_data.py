@@ -125,13 +125,15 @@ def partial_bar_note(as_of: str) -> str:
 
 def stored_open_days(home: Path, config) -> frozenset[date]:
     """The open days of the configured market's stored calendar; empty when there is no
-    store yet or it cannot be read (the clock then counts weekdays as open)."""
+    store yet or it cannot be read at once (the clock then counts weekdays as open)."""
     from wyckoff.errors import WyckoffError
 
     if config is None:  # a broken config file: the turn's tools report it
         return frozenset()
+    market = MarketData(home, config)
+    market.store.lock_wait_s = 0.5  # a running `data sync` must not hold up the prompt
     try:
-        days = MarketData(home, config).open_days()
+        days = market.open_days()
     except (WyckoffError, OSError):
         return frozenset()
     return frozenset(days.astype(object))

@@ -86,6 +86,7 @@ class MarketStore:
     def __init__(self, path: Path, source: str) -> None:
         self.path = path
         self.source = source
+        self.lock_wait_s: float | None = None  # waiting out another process's lock: LOCK_WAIT_S
 
     @classmethod
     def for_source(cls, home: Path, source: str) -> MarketStore:
@@ -96,7 +97,8 @@ class MarketStore:
         """A connection for one call, read-only unless `write`, waiting out other processes."""
         import duckdb
 
-        deadline = time.monotonic() + LOCK_WAIT_S
+        wait_s = LOCK_WAIT_S if self.lock_wait_s is None else self.lock_wait_s
+        deadline = time.monotonic() + wait_s
         pause = 0.02
         while True:
             try:
@@ -107,7 +109,7 @@ class MarketStore:
                 if time.monotonic() >= deadline:
                     raise MarketStoreBusy(
                         f"行情库 {self.path.name} 正被另一个 Wyckoff 进程占用（例如 `wyckoff data sync`），"
-                        f"等了 {LOCK_WAIT_S:g} 秒仍未释放：请等它结束后再试。"
+                        f"等了 {wait_s:g} 秒仍未释放：请等它结束后再试。"
                     ) from None
             time.sleep(pause * random.uniform(0.5, 1.5))
             pause = min(pause * 2, 0.5)
