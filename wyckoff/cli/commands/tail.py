@@ -22,10 +22,14 @@ def tail(
     codes: Annotated[
         list[str] | None,
         typer.Option(
-            "--codes", help="要检查的股票（代码或名称，可逗号分隔或重复）；默认持仓和待确认信号"
+            "--codes",
+            metavar="CODES",
+            help="要检查的股票（代码或名称，可逗号分隔或重复）；默认持仓和待确认信号",
         ),
     ] = None,
-    at: Annotated[str | None, typer.Option("--at", help="回看今天的某个时刻 HH:MM")] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", metavar="HH:MM", help="回看今天的某个时刻")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="不在尾盘时段也检查")] = False,
     json_output: JsonOption = False,
 ) -> None:
@@ -60,7 +64,7 @@ def _verdict_lines(row: dict[str, Any]) -> str:
 
 @app.command("history")
 def history(
-    code: Annotated[str | None, typer.Option("--code", help="只看这只股票")] = None,
+    code: Annotated[str | None, typer.Option("--code", metavar="CODE", help="只看这只股票")] = None,
     limit: Annotated[int, typer.Option("--limit", help="最多显示几条")] = 30,
     json_output: JsonOption = False,
 ) -> None:
