@@ -217,3 +217,16 @@ def test_a_malformed_pinned_clock_is_one_sentence(configured, demo):
         result = cli(*args, env={"WYCKOFF_NOW": "下午两点"})
         assert result.returncode == 2, (args, result.stderr)
         assert "WYCKOFF_NOW" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_tail_forced_before_the_open_looks_at_the_latest_close(demo):
+    before_last, last = demo_days(demo)[-2:]
+    code = demo_codes(demo)[0]
+    early = {"WYCKOFF_NOW": f"{last}T08:00:00+08:00"}
+    result = cli("tail", "--codes", code, "--force", "--json", env=early)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["checked_at"] == f"{before_last} 15:00" and payload["phase"] == "收盘后"
+    assert payload["results"][0]["minutes"]["complete"] is True
+    late = cli("tail", "--codes", code, "--at", "14:50", env=early)
+    assert late.returncode == 2 and "还没到" in late.stderr

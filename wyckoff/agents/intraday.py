@@ -42,18 +42,18 @@ class NotTailTime(ToolFailure):
 def checked_minute(
     now: datetime, open_days: frozenset[date], at: str | None, force: bool
 ) -> datetime:
-    """The minute (naive Beijing time) the tail check looks at: now, or `at` today; refused
-    before 14:30 and on a closed day unless forced (then the latest trading day's close)."""
-    phase = trading_phase(now, open_days)
-    if not phase.trading_day:
-        if not force:
-            raise NotTailTime(
-                f"今天（{now:%Y-%m-%d}）休市，没有尾盘可查：用 --force 看最近一个交易日收盘时的分时。"
-            )
-        latest = max((d for d in open_days if d < now.date()), default=None)
-        if latest is None:
-            raise NotTailTime("行情库里没有交易日历：先运行 `wyckoff data sync`。")
-        return datetime.combine(latest, CLOSE)
+    """The minute (naive Beijing time) the tail check looks at: now, or `at` today. Refused
+    before 14:30 and on a closed day unless forced; forced without `at`, the latest minute
+    with trading (before today's open: the latest trading day's close)."""
+    trading_day = trading_phase(now, open_days).trading_day
+    if not trading_day and not force:
+        raise NotTailTime(
+            f"今天（{now:%Y-%m-%d}）休市，没有尾盘可查：用 --force 看最近一个交易日收盘时的分时。"
+        )
+    if force and not at:
+        return latest_minute(now, open_days)
+    if not trading_day:
+        raise NotTailTime(f"今天（{now:%Y-%m-%d}）休市：--at 只能回看今天的时刻。")
     moment = now.replace(tzinfo=None, second=0, microsecond=0)
     if at:
         moment = datetime.combine(now.date(), _hhmm(at))
@@ -66,6 +66,19 @@ def checked_minute(
             "到 14:30 后再查，或用 --at 14:45 回看、--force 按现在的分时检查。"
         )
     return moment
+
+
+def latest_minute(now: datetime, open_days: frozenset[date]) -> datetime:
+    """The last minute with trading to look at: now during a session (up to 15:00), else the
+    close of the latest trading day before today."""
+    if trading_phase(now, open_days).trading_day and now.time() >= time(9, 31):
+        return min(
+            now.replace(tzinfo=None, second=0, microsecond=0), datetime.combine(now.date(), CLOSE)
+        )
+    earlier = [d for d in open_days if d < now.date()]
+    if not earlier:
+        raise ToolFailure("行情库里没有交易日历：先运行 `wyckoff data sync`。")
+    return datetime.combine(max(earlier), CLOSE)
 
 
 def _hhmm(text: str) -> time:
@@ -392,19 +405,6 @@ def summarize_tail_history(result: dict[str, Any]) -> str:
 
 
 # --- intraday_analysis and intraday_rescue_check -------------------------------------------------
-
-
-def latest_minute(now: datetime, open_days: frozenset[date]) -> datetime:
-    """The last minute with trading to look at: now during a session (up to 15:00), else the
-    close of the latest trading day before today."""
-    if trading_phase(now, open_days).trading_day and now.time() >= time(9, 31):
-        return min(
-            now.replace(tzinfo=None, second=0, microsecond=0), datetime.combine(now.date(), CLOSE)
-        )
-    earlier = [d for d in open_days if d < now.date()]
-    if not earlier:
-        raise ToolFailure("行情库里没有交易日历：先运行 `wyckoff data sync`。")
-    return datetime.combine(max(earlier), CLOSE)
 
 
 class IntradayParams(BaseModel):
