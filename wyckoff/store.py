@@ -282,6 +282,29 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'chat'
     """,
+    # 13: tail-session checks (`wyckoff tail`): one verdict per stock, day and source (the last
+    # run of the day), and what happened on the next trading day once it is known
+    """
+    CREATE TABLE tail_checks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        checked_at TEXT NOT NULL,
+        day TEXT NOT NULL,
+        source TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT,
+        role TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        price REAL,
+        reasons TEXT NOT NULL,
+        unchecked TEXT NOT NULL,
+        playbook TEXT,
+        next_day TEXT,
+        next_open_pct REAL,
+        next_close_pct REAL,
+        UNIQUE (day, source, code)
+    );
+    CREATE INDEX tail_checks_code ON tail_checks (code, day)
+    """,
 )
 
 

@@ -36,8 +36,11 @@ from wyckoff.store import Store
 
 SCRIPT = shutil.which("wyckoff-mcp", path=str(Path(sys.executable).parent))
 TOKEN = "test-token-0123456789abcdef"
-TIER_1 = ["query_history"]
+TIER_1 = ["query_history", "query_tail_buy"]
 TIER_2 = [
+    "query_tail_buy",
+    "intraday_analysis",
+    "intraday_rescue_check",
     "search_stock_by_name",
     "analyze_stock",
     "get_market_overview",
@@ -52,6 +55,7 @@ TIER_3 = [
     "update_portfolio",
     "generate_ai_report",
     "generate_strategy_decision",
+    "tail_check",
 ]
 
 
@@ -111,6 +115,28 @@ def test_each_tier_lists_its_tools_with_the_registrys_definitions(home, args, ex
         assert tool.input_schema == spec.schema()["parameters"]
         assert tool.output_schema == (json_schema(spec.output) if spec.output else None)
         assert tool.annotations.destructive_hint == spec.requires_approval
+
+
+def test_tier2_serves_the_intraday_tools_on_the_demo_minutes(demo_home, monkeypatch):
+    from wyckoff.engine.market_store import MarketStore
+
+    last = MarketStore.for_source(demo_home, "demo").execute("SELECT MAX(date) FROM bars")[0][0]
+    monkeypatch.setenv("WYCKOFF_NOW", f"{last}T14:50:00+08:00")  # the server inherits it
+
+    async def main():
+        async with stdio_session(demo_home) as session:
+            found = await session.call_tool("search_stock_by_name", {"keyword": "银行"})
+            code = found.structured_content["results"][0]["code"]
+            analysis = await session.call_tool("intraday_analysis", {"code": code})
+            rescue = await session.call_tool("intraday_rescue_check", {"code": code})
+            return analysis, rescue
+
+    analysis, rescue = run(main)
+    assert not analysis.is_error and not rescue.is_error, text_of(analysis) + text_of(rescue)
+    shown = json.loads(text_of(analysis))
+    assert shown["minutes"]["as_of"] == f"{last} 14:50" and shown["data_note"]
+    assert shown["strength"]["score"] == sum(shown["strength"]["parts"].values())
+    assert json.loads(text_of(rescue))["verdict"] in ("持有观察", "减仓", "离场")
 
 
 def test_tier2_tools_run_on_the_demo_market_with_structured_output_and_the_demo_label(demo_home):

@@ -5,6 +5,7 @@ carries (`source`, `as_of`; on the demo market, `data_note` saying the data is s
 from __future__ import annotations
 
 import threading
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,9 @@ class MarketData:
         payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
         if self.source == "demo":
             payload["data_note"] = DEMO_NOTE
+        partial = partial_bar_note(as_of)
+        if partial:
+            payload["bar_note"] = partial
         payload.update(result)
         return payload
 
@@ -107,6 +111,32 @@ class MarketData:
     def resolve_code(self, text: str) -> str:
         """The one stock `text` names (code, code with exchange, or name), else the candidates."""
         return resolve_stock(all_stocks(self.panel().stocks), text)
+
+
+def partial_bar_note(as_of: str) -> str:
+    """The caveat when the latest bar is today's and the session is still running."""
+    from wyckoff.engine.clock import market_now, partial_bar_note, trading_phase
+
+    now = market_now()
+    if as_of != now.date().isoformat():
+        return ""
+    return partial_bar_note(now, trading_phase(now))
+
+
+def stored_open_days(home: Path, config) -> frozenset[date]:
+    """The open days of the configured market's stored calendar; empty when there is no
+    store yet or it cannot be read at once (the clock then counts weekdays as open)."""
+    from wyckoff.errors import WyckoffError
+
+    if config is None:  # a broken config file: the turn's tools report it
+        return frozenset()
+    market = MarketData(home, config)
+    market.store.lock_wait_s = 0.5  # a running `data sync` must not hold up the prompt
+    try:
+        days = market.open_days()
+    except (WyckoffError, OSError):
+        return frozenset()
+    return frozenset(days.astype(object))
 
 
 def all_stocks(panel_stocks):

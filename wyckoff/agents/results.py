@@ -22,6 +22,9 @@ class MarketResult(Open):
     source: str = Field(description="数据源；demo 表示本地合成的演示数据")
     as_of: str = Field(description="数据截至的交易日")
     data_note: str | None = Field(default=None, description="演示数据的标注（仅 demo）")
+    bar_note: str | None = Field(
+        default=None, description="盘中：as_of 当天的日线尚未收盘（仅交易时段）"
+    )
 
 
 class StockQuote(Open):

@@ -269,6 +269,13 @@ class Agent:
 
         return kline_data(self.runtime.context, code, days=days)
 
+    def intraday_chart(self, code: str) -> dict[str, Any]:
+        """The minute path of one stock today (or its latest trading day), with VWAP and its
+        support; raises a WyckoffError with a sentence."""
+        from wyckoff.agents.intraday import intraday_chart_data
+
+        return intraday_chart_data(self.runtime.context, code)
+
     def tool_title(self, name: str) -> str:
         return self.runtime.registry.title(name)
 
@@ -343,10 +350,12 @@ def open_agent(
     from wyckoff.cli.providers.factory import build_provider
     from wyckoff.cli.skills import SkillLibrary
     from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.clock import market_now
     from wyckoff.mcp.client import attach_mcp_servers
     from wyckoff.memory.store import MemoryStore
     from wyckoff.store import Store
 
+    market_now()  # a malformed WYCKOFF_NOW is a usage error now, not in every turn
     home = wyckoff_home()
     config = load_config(home)
     provider = build_provider(config, model_id)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from wyckoff import archive_store
 from wyckoff.agents.backtest import BACKTEST_TOOL
 from wyckoff.agents.history import QUERY_HISTORY_TOOL
+from wyckoff.agents.intraday import INTRADAY_TOOLS, TAIL_TOOLS
 from wyckoff.agents.overview import OVERVIEW_TOOLS
 from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
 from wyckoff.agents.reports import REPORT_TOOLS
@@ -194,6 +195,8 @@ def default_registry() -> ToolRegistry:
             SWEEP_TOOL,
             *PORTFOLIO_TOOLS,
             *REPORT_TOOLS,
+            *TAIL_TOOLS,
+            *INTRADAY_TOOLS,
             EXECUTE_SKILL,
             *RUNTIME_TOOLS,
             *local_tools,

@@ -67,12 +67,12 @@ _LOCK = threading.Lock()  # one DuckDB connection at a time per process
 LOCK_WAIT_S = 60.0
 
 
-def _outdated(conn) -> bool:
-    """Whether the file lacks a table or a column of SCHEMA (a file from an older version)."""
+def _outdated(conn, schema: str = SCHEMA) -> bool:
+    """Whether the file lacks a table or a column of `schema` (a file from an older version)."""
     tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     columns = set(conn.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall())
-    wanted_tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
-    wanted_columns = set(re.findall(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", SCHEMA))
+    wanted_tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", schema))
+    wanted_columns = set(re.findall(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", schema))
     return not (wanted_tables <= tables and wanted_columns <= columns)
 
 
@@ -81,9 +81,12 @@ class MarketStoreBusy(WyckoffError):
 
 
 class MarketStore:
+    schema = SCHEMA  # the tables a file of this kind holds
+
     def __init__(self, path: Path, source: str) -> None:
         self.path = path
         self.source = source
+        self.lock_wait_s: float | None = None  # waiting out another process's lock: LOCK_WAIT_S
 
     @classmethod
     def for_source(cls, home: Path, source: str) -> MarketStore:
@@ -94,7 +97,8 @@ class MarketStore:
         """A connection for one call, read-only unless `write`, waiting out other processes."""
         import duckdb
 
-        deadline = time.monotonic() + LOCK_WAIT_S
+        wait_s = LOCK_WAIT_S if self.lock_wait_s is None else self.lock_wait_s
+        deadline = time.monotonic() + wait_s
         pause = 0.02
         while True:
             try:
@@ -105,7 +109,7 @@ class MarketStore:
                 if time.monotonic() >= deadline:
                     raise MarketStoreBusy(
                         f"行情库 {self.path.name} 正被另一个 Wyckoff 进程占用（例如 `wyckoff data sync`），"
-                        f"等了 {LOCK_WAIT_S:g} 秒仍未释放：请等它结束后再试。"
+                        f"等了 {wait_s:g} 秒仍未释放：请等它结束后再试。"
                     ) from None
             time.sleep(pause * random.uniform(0.5, 1.5))
             pause = min(pause * 2, 0.5)
@@ -117,8 +121,10 @@ class MarketStore:
             self._open(write=True).close()  # a new file gets its schema first
         conn = duckdb.connect(str(self.path), read_only=not write)
         if write:
-            conn.execute(SCHEMA)
-        elif _outdated(conn):  # a file from an older version: bring its schema up to date first
+            conn.execute(self.schema)
+        elif _outdated(
+            conn, self.schema
+        ):  # a file from an older version: bring its schema up to date first
             conn.close()
             self._open(write=True).close()
             conn = duckdb.connect(str(self.path), read_only=True)

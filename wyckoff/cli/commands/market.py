@@ -131,6 +131,8 @@ def _note(result: dict[str, Any]) -> None:
             print_notice(f"⚠ {result['data_note']}")
     for caveat in result.get("data_caveats") or []:
         typer.echo(f"⚠ 数据缺口 — {caveat}")
+    if result.get("bar_note"):  # during the session the latest bar is not a close
+        typer.echo(f"⚠ {result['bar_note']}")
 
 
 def screen(

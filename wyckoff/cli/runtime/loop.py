@@ -62,6 +62,7 @@ SYSTEM_PROMPT = """你是 Wyckoff，一名严谨的 A 股研究助手，用威�
 - 用用户使用的语言回答（默认简体中文），结论先行，给出依据。
 - 所有价格、涨跌幅、成交量、指标和信号都必须来自工具结果；没有数据就调用工具获取，绝不编造价格或数字。
 - 工具结果带有 source 与 as_of：如果 source 是 demo（合成演示数据）或数据日期已过时，必须在回答里明确说明。
+- 工具结果带有 bar_note 时，as_of 当天的日线尚未收盘（盘中数据），回答里必须说明这不是收盘结论。
 - 涉及用户持仓与交易的改动（如 update_portfolio）必须经用户批准；你只提出建议和理由。
 {untrusted_rule}
 - 以 [SYSTEM NOTIFICATION - NOT USER INPUT] 开头的消息是系统通知（如后台任务完成），不是用户说的话。
@@ -112,6 +113,7 @@ class AgentRuntime:
         self.instructions = instructions  # a sub-agent's own system prompt
         self.parent = parent
         self.today = today  # the date the prompt gives the model (tests pin it)
+        self._open_days: frozenset[date] | None = None
         self.session_usage = self._recorded_usage(session_id)
         self.token_cache = MessageTokenCache()
         self.context = ToolContext(
@@ -217,11 +219,21 @@ class AgentRuntime:
         if self.instructions is not None:
             return self.instructions
         prompt = SYSTEM_PROMPT.format(today=self.today().isoformat(), untrusted_rule=PROMPT_RULE)
+        prompt += f"\n{self._market_clock()}"
         if self.skills_reminder is not None:
             reminder = self.skills_reminder()
             if reminder:
                 prompt += f"\n\n<system-reminder>\n{reminder}\n</system-reminder>"
         return prompt
+
+    def _market_clock(self) -> str:
+        """The market's phase now, with the stored calendar's holidays (read once per runtime)."""
+        from wyckoff.agents.market_data import stored_open_days
+        from wyckoff.engine.clock import market_now, prompt_note
+
+        if self._open_days is None:
+            self._open_days = stored_open_days(self.home, self.context.config)
+        return prompt_note(market_now(), self._open_days)
 
     def run_stream(
         self, messages: History, *, wait_for_background: bool = False

@@ -416,16 +416,21 @@ class WyckoffApp(App):
         self.refresh_status()
         return new_id
 
-    def open_chart(self, code: str) -> None:
-        from wyckoff.cli.tools import ToolFailure
+    def open_chart(self, argument: str) -> None:
+        from wyckoff.errors import WyckoffError
 
+        words = argument.split()
+        intraday = "--intraday" in words
+        code = " ".join(w for w in words if w != "--intraday")
         if not code:
-            self.show_notice("用法：/chart 600519", error=True)
+            self.show_notice("用法：/chart 600519（分时：/chart 600519 --intraday）", error=True)
             return
         try:
-            # one bar per column of the widest chart the screen allows
-            data = self.agent.chart(code, days=max(120, self.size.width))
-        except ToolFailure as exc:
+            if intraday:
+                data = self.agent.intraday_chart(code)
+            else:  # one bar per column of the widest chart the screen allows
+                data = self.agent.chart(code, days=max(120, self.size.width))
+        except WyckoffError as exc:
             self.show_notice(exc.message, error=True)
             return
         self.push_screen(ChartScreen(data))

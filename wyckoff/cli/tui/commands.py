@@ -150,7 +150,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/memory", "查看长期记忆；/memory 关键词 按召回规则搜索", show_memories),
     SlashCommand(
         "/chart",
-        "打开 K 线图（后接代码或名称，如 600519）",
+        "打开 K 线图（后接代码或名称，如 600519；加 --intraday 看分时）",
         lambda app, code: app.open_chart(code),
         takes_argument=True,
     ),

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from wyckoff.cli.output import local_time
 from wyckoff.cli.runtime import Approval
+from wyckoff.cli.tui.intraday import IntradayChart
 from wyckoff.cli.tui.kline import KLineChart
 from wyckoff.cli.visible_text import visible
 
@@ -221,7 +222,10 @@ class ChartScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chart-dialog"):
-            yield KLineChart(self.data, id="chart")
+            if self.data.get("kind") == "intraday":
+                yield IntradayChart(self.data, id="chart")
+            else:
+                yield KLineChart(self.data, id="chart")
             yield Static("Esc 关闭", classes="hint")
 
     def action_dismiss(self) -> None:

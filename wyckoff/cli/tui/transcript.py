@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
 from wyckoff.cli.runtime.approval import DENIED
 from wyckoff.cli.tui.delegation import DelegationView
+from wyckoff.cli.tui.intraday import TailPanel
 from wyckoff.cli.tui.widgets import (
     WAITING_FOR_MODEL,
     AssistantMessage,
@@ -115,6 +116,9 @@ class Transcript:
             row.finish(
                 event.get("summary") or "完成", event["elapsed_s"], chart_code=chart_code_of(event)
             )
+            tail = tail_result_of(event)
+            if tail is not None:
+                self.app.mount_chat(TailPanel(tail))
 
     async def _retry(self, event: dict[str, Any]) -> None:
         self.app.show_notice(f"… {event['reason']}，要求模型补调工具（第 {event['attempt']} 次）")
@@ -203,11 +207,22 @@ HANDLERS: dict[str, Callable[[Transcript, dict[str, Any]], Awaitable[None]]] = {
 
 def chart_code_of(event: dict[str, Any]) -> str | None:
     """The stock a finished analyze_stock call was about, for its K-line hint."""
-    if event["name"] != "analyze_stock":
-        return None
-    try:
-        result = json.loads(event["result"])
-    except json.JSONDecodeError:
-        return None
+    result = _result_of(event, "analyze_stock")
     code = result.get("code") if isinstance(result, dict) else None
     return code if isinstance(code, str) else None
+
+
+def tail_result_of(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A finished tail_check's result, for its panel (None when it is not one, or was cut)."""
+    result = _result_of(event, "tail_check")
+    return result if isinstance(result, dict) and "results" in result else None
+
+
+def _result_of(event: dict[str, Any], tool: str) -> Any:
+    """The parsed result of a finished call of `tool` (None for another tool or cut JSON)."""
+    if event["name"] != tool:
+        return None
+    try:
+        return json.loads(event["result"])
+    except json.JSONDecodeError:
+        return None

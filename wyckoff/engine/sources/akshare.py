@@ -137,3 +137,38 @@ def reference_prices(bars: pd.DataFrame, dividends: pd.DataFrame) -> pd.DataFram
 
 
 AKSHARE = PerCodeSource(_akshare_listing, _akshare_fetch, akshare_frames, _akshare_indices)
+
+
+AKSHARE_MINUTE_COLUMNS = {
+    "时间": "ts",
+    "开盘": "open",
+    "收盘": "close",
+    "最高": "high",
+    "最低": "low",
+    "成交量": "volume",
+    "成交额": "amount",
+}
+
+
+def akshare_minutes(code: str, day: str) -> list[dict]:
+    """One-minute stock_zh_a_hist_min_em records of one stock and day (the source keeps
+    about the last five trading days)."""
+    import akshare as ak
+
+    raw = ak.stock_zh_a_hist_min_em(
+        symbol=code,
+        start_date=f"{day} 09:00:00",
+        end_date=f"{day} 15:00:00",
+        period="1",
+        adjust="",
+    )
+    return raw.to_dict("records")
+
+
+def akshare_minute_frame(records: list[dict]) -> pd.DataFrame:
+    """Minute bars from stock_zh_a_hist_min_em(period='1') records: 时间 'YYYY-MM-DD HH:MM:SS'
+    at the bar's end (09:30 is the opening auction), 成交量 in lots of 100 shares, 成交额 in CNY."""
+    frame = pd.DataFrame(records).rename(columns=AKSHARE_MINUTE_COLUMNS)
+    if frame.empty:
+        return pd.DataFrame(columns=list(AKSHARE_MINUTE_COLUMNS.values()))
+    return frame.assign(ts=pd.to_datetime(frame["ts"]), volume=pd.to_numeric(frame["volume"]) * 100)

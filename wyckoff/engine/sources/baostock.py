@@ -141,3 +141,30 @@ def baostock_frames(fetched: list[list[list[str]]]) -> tuple[pd.DataFrame, pd.Da
 
 
 BAOSTOCK = PerCodeSource(_baostock_listing, _baostock_fetch, baostock_frames, _baostock_indices)
+
+
+MINUTE_FIELDS = "date,time,code,open,high,low,close,volume,amount,adjustflag"
+MINUTE_FREQ = 5  # baostock's shortest bar: 5, 15, 30 or 60 minutes
+
+
+def baostock_minutes(code: str, day: str, freq: int = MINUTE_FREQ) -> list[list[str]]:
+    """Unadjusted minute k-data rows (MINUTE_FIELDS) of one stock and day."""
+    bs = _baostock_session()
+    try:
+        symbol = f"{'sh' if code.startswith('6') else 'sz'}.{code}"
+        query = bs.query_history_k_data_plus(
+            symbol, MINUTE_FIELDS, start_date=day, end_date=day, frequency=str(freq), adjustflag="3"
+        )
+        return _baostock_rows(query)
+    finally:
+        bs.logout()
+
+
+def baostock_minute_frame(rows: list[list[str]]) -> pd.DataFrame:
+    """Minute bars from baostock rows: strings, `time` as YYYYMMDDHHMMSSsss at the bar's end,
+    volume in shares, amount in CNY."""
+    frame = pd.DataFrame(rows, columns=MINUTE_FIELDS.split(","))
+    frame["ts"] = pd.to_datetime(frame["time"].str[:12], format="%Y%m%d%H%M")
+    for column in ("open", "high", "low", "close", "volume", "amount"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame

@@ -296,3 +296,26 @@ def _sync_tushare_indices(
                 }
             ),
         )
+
+
+MINUTE_FIELDS = "ts_code,trade_time,open,close,high,low,vol,amount"
+
+
+def tushare_minutes(client: TushareClient, code: str, day: str) -> pd.DataFrame:
+    """stk_mins (1-minute bars; a separate permission of the tushare account) of one day."""
+    return client.query(
+        "stk_mins",
+        MINUTE_FIELDS,
+        ts_code=ts_code(code),
+        freq="1min",
+        start_date=f"{day} 09:00:00",
+        end_date=f"{day} 15:00:00",
+    )
+
+
+def tushare_minute_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Minute bars from stk_mins rows: trade_time 'YYYY-MM-DD HH:MM:SS' at the bar's end,
+    vol in shares, amount in CNY; newest first as tushare sends them."""
+    if frame.empty:
+        return pd.DataFrame(columns=["ts", "open", "high", "low", "close", "volume", "amount"])
+    return frame.rename(columns={"vol": "volume"}).assign(ts=pd.to_datetime(frame["trade_time"]))
