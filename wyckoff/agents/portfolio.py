@@ -188,7 +188,7 @@ ACTION_LABELS = {
     "set_cash": "设置现金",
     "undo": "撤销",
 }
-ACTOR_LABELS = {"cli": "命令行", "agent": "智能体"}
+ACTOR_LABELS = {"cli": "命令行", "agent": "智能体", "web": "网页"}
 
 
 def describe_state(state: dict[str, Any] | None) -> str:
@@ -404,32 +404,36 @@ class UpdatePortfolioParams(BaseModel):
 
 
 def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
-    book = Portfolio(context.store)
     try:
-        if params.action == "set_cash":
-            return book.set_cash(params.cash, actor="agent")
-        if params.action == "add":
-            return book.add(
-                params.code,
-                params.name,
-                params.shares,
-                params.cost_price,
-                params.buy_dt or local_today().strftime("%Y%m%d"),
-                params.stop_loss,
-                actor="agent",
-            )
-        if params.action == "update":
-            return book.update(
-                params.code,
-                params.shares,
-                params.cost_price,
-                params.stop_loss,
-                params.buy_dt,
-                actor="agent",
-            )
-        return book.remove(params.code, actor="agent")
+        return apply_update(Portfolio(context.store), params, actor="agent")
     except PortfolioError as exc:
         raise ToolFailure(exc.message) from None
+
+
+def apply_update(book: Portfolio, params: UpdatePortfolioParams, actor: str) -> dict[str, Any]:
+    """Make the change `params` describes (the agent's tool and the web page's execute)."""
+    if params.action == "set_cash":
+        return book.set_cash(params.cash, actor=actor)
+    if params.action == "add":
+        return book.add(
+            params.code,
+            params.name,
+            params.shares,
+            params.cost_price,
+            params.buy_dt or local_today().strftime("%Y%m%d"),
+            params.stop_loss,
+            actor=actor,
+        )
+    if params.action == "update":
+        return book.update(
+            params.code,
+            params.shares,
+            params.cost_price,
+            params.stop_loss,
+            params.buy_dt,
+            actor=actor,
+        )
+    return book.remove(params.code, actor=actor)
 
 
 def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
