@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.web.server import WebServer, web_server
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture
@@ -12,3 +16,33 @@ def web(demo_home) -> Iterator[WebServer]:
     """`wyckoff web` over the 400-stock demo market, no model configured."""
     with web_server() as server:
         yield server
+
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.failed_call = report.failed
+
+
+@pytest.fixture
+def browser_page(request) -> Iterator:
+    """A headless Chromium page (Debian's chromium driven by Playwright); a failing test
+    leaves its last screen in test-artifacts/NAME.png."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.set_default_timeout(30_000)
+        try:
+            yield page
+        finally:
+            if getattr(request.node, "failed_call", False):
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+            browser.close()

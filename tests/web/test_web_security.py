@@ -12,10 +12,10 @@ from tests.cli_runner import cli
 from tests.conftest import add_scripted_model, cli_process
 from tests.web.server import TOKEN, web_server
 
-PAGES = ["/", "/chat", "/market", "/screen", "/stock/600519", "/portfolio", "/memory", "/briefs"]
+PAGES = ["/", "/chat", "/market", "/screen", "/stock/000001", "/portfolio", "/memory", "/briefs"]
 APIS = [
     "/api/market",
-    "/api/stock/600519",
+    "/api/stock/000001",
     "/api/screen",
     "/api/portfolio",
     "/api/memory",
@@ -35,13 +35,13 @@ def test_without_the_token_every_address_is_401(web) -> None:
 
 def test_the_url_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(web) -> None:
     client = httpx.Client(base_url=web.base, timeout=30)
-    response = client.get(f"/stock/600519?token={TOKEN}&days=60")
+    response = client.get(f"/stock/000001?token={TOKEN}&days=60")
     assert response.status_code == 303
-    assert response.headers["location"] == "/stock/600519?days=60"  # token gone from the URL
+    assert response.headers["location"] == "/stock/000001?days=60"  # token gone from the URL
     cookie = response.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     assert TOKEN not in cookie  # the cookie holds a value derived from it, not the token
-    page = client.get("/stock/600519")
+    page = client.get("/stock/000001")
     assert page.status_code == 200 and "个股" in page.text
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

@@ -1,0 +1,109 @@
+"""The reading room in a real browser (Playwright driving Debian's Chromium, headless)
+against a real `wyckoff web` process and the scripted model servers."""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import Page, expect
+
+from tests.cli_runner import cli
+from tests.conftest import add_scripted_model
+from tests.model_servers import Reply
+from tests.web.server import web_server
+
+SET_CASH = {"action": "set_cash", "cash": 50000}
+
+
+def cash() -> float:
+    return json.loads(cli("portfolio", "list", "--json").stdout)["cash"]
+
+
+def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
+    demo_home, openai_server, browser_page: Page
+) -> None:
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="大盘偏弱，建议控制仓位。", pieces=4),
+        Reply(tool_calls=[("update_portfolio", SET_CASH)]),
+        Reply(text="好的，没有修改现金。"),
+        Reply(tool_calls=[("update_portfolio", SET_CASH)]),
+        Reply(text="现金已记为五万。"),
+    )
+    page = browser_page
+    with web_server() as web:
+        page.goto(f"{web.base}/chat?token={web.token}")
+        expect(page.locator("#chat-status")).to_contain_text("会话")
+        page.fill("#prompt", "今天大盘怎么样？")
+        page.click("#send")
+        row = page.locator(".tool[data-tool=get_market_overview]")
+        expect(row).to_contain_text("上证指数")  # the tool's one-line summary
+        expect(page.locator(".answer").last).to_have_text("大盘偏弱，建议控制仓位。")
+        expect(page.locator("#chat-status")).to_have_text("回答完成")
+
+        page.fill("#prompt", "把现金记为五万")
+        page.click("#send")
+        dialog = page.locator("dialog.request")
+        expect(dialog).to_contain_text(
+            "把现金从 0.00 元改为 50,000.00 元"
+        )  # the runtime's sentence
+        expect(page.locator("dialog.request #deny")).to_be_focused()  # a stray Enter denies
+        page.click("dialog.request #deny")
+        expect(page.locator(".answer").last).to_have_text("好的，没有修改现金。")
+        assert cash() == 0
+
+        page.fill("#prompt", "确认，把现金记为五万")
+        page.click("#send")
+        page.click("dialog.request #allow")
+        expect(page.locator(".answer").last).to_have_text("现金已记为五万。")
+        expect(page.locator(".tool[data-tool=update_portfolio]").last).to_contain_text("50,000.00")
+        assert cash() == 50000
+
+        page.reload()  # the session comes back from the chat log
+        expect(page.locator(".user")).to_have_count(3)
+        expect(page.locator("#session-list li")).to_have_count(1)
+
+
+def test_stock_page_draws_candles_and_volume_on_a_phone(web, browser_page: Page) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{web.base}/stock/000001?token={web.token}")
+    expect(page.locator("h1")).to_have_text("000001 平安银行")
+    expect(page.locator(".diagnosis")).to_contain_text("止损")
+    canvases = page.locator("#chart canvas")
+    expect(canvases.first).to_be_visible()
+    # the candles' pane and the volume pane are drawn, and something was painted on them
+    drawn = page.evaluate(
+        """() => [...document.querySelectorAll('#chart canvas')]
+            .filter(c => c.width > 100 && c.height > 50)
+            .map(c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })"""
+    )
+    assert len([n for n in drawn if n > 500]) >= 2, drawn
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
+    page.fill("#go input", "万科")  # the header's search opens another stock
+    page.press("#go input", "Enter")
+    expect(page.locator("h1")).to_contain_text("000002 万科A")
+
+
+def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page: Page) -> None:
+    page = browser_page
+    page.goto(f"{web.base}/portfolio?token={web.token}")
+    page.select_option("#change select[name=action]", "set_cash")
+    page.fill("#change input[name=cash]", "12345")
+    page.click("#change button[type=submit]")
+    expect(page.locator("#plan .sentence")).to_have_text("把现金从 0.00 元改为 12,345.00 元")
+    assert cash() == 0  # a plan writes nothing
+    page.click("#plan #execute")
+    expect(page.locator(".notice")).to_contain_text("已设置现金：0.00 → 12,345.00")
+    expect(page.locator("main")).to_contain_text("现金 12345.00")
+    assert cash() == 12345
+    page.click("#undo")
+    expect(page.locator("#plan .sentence")).to_contain_text("撤销最近一次设置现金")
+    page.click("#plan #discard")
+    assert cash() == 12345
+    page.click("#undo")
+    page.click("#plan #execute")
+    expect(page.locator("main")).to_contain_text("已撤销")
+    assert cash() == 0
