@@ -33,7 +33,9 @@ def pytest_runtest_makereport(item, call):
 def browser_page(request) -> Iterator:
     """A headless Chromium page (Debian's chromium driven by Playwright); a failing test
     leaves its last screen in test-artifacts/NAME.png."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=20_000)  # two shared cores: a turn can take seconds
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

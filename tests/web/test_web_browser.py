@@ -24,17 +24,31 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
 ) -> None:
     add_scripted_model(openai_server)
     openai_server.script(
+        Reply(tool_calls=[("delegate_to_research", {"task": "TASK-R 看看大盘"})]),
+        Reply(text="研究完毕。"),
         Reply(tool_calls=[("get_market_overview", {})]),
         Reply(text="大盘偏弱，建议控制仓位。", pieces=4),
         Reply(tool_calls=[("update_portfolio", SET_CASH)]),
         Reply(text="好的，没有修改现金。"),
         Reply(tool_calls=[("update_portfolio", SET_CASH)]),
         Reply(text="现金已记为五万。"),
+    ).route(
+        "TASK-R",
+        Reply(tool_calls=[("get_market_overview", {})]),
+        Reply(text="子智能体：大盘中性。"),
     )
     page = browser_page
     with web_server() as web:
         page.goto(f"{web.base}/chat?token={web.token}")
         expect(page.locator("#chat-status")).to_contain_text("会话")
+        page.fill("#prompt", "让研究员看看大盘")
+        page.click("#send")
+        block = page.locator(".delegation")  # the sub-agent's work, apart from the answer
+        expect(block).to_contain_text("子智能体 research")
+        expect(block.locator(".tool[data-tool=get_market_overview]")).to_contain_text("上证指数")
+        expect(block.locator(".answer")).to_have_text("子智能体：大盘中性。")
+        expect(page.locator(".log > .answer").last).to_have_text("研究完毕。")
+
         page.fill("#prompt", "今天大盘怎么样？")
         page.click("#send")
         row = page.locator(".tool[data-tool=get_market_overview]")
@@ -61,7 +75,7 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
         assert cash() == 50000
 
         page.reload()  # the session comes back from the chat log
-        expect(page.locator(".user")).to_have_count(3)
+        expect(page.locator(".user")).to_have_count(4)
         expect(page.locator("#session-list li")).to_have_count(1)
 
 
@@ -107,3 +121,45 @@ def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page
     page.click("#plan #execute")
     expect(page.locator("main")).to_contain_text("已撤销")
     assert cash() == 0
+
+
+def test_cancel_a_turn_then_new_resume_and_fork_sessions(
+    demo_home, openai_server, browser_page: Page
+) -> None:
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(text="第一个回答。"),
+        Reply(text="这是一段很慢的回答。" * 20, pieces=40, piece_delay_s=0.3),
+        Reply(text="第二个会话的回答。"),
+    )
+    page = browser_page
+    with web_server() as web:
+        page.goto(f"{web.base}/chat?token={web.token}")
+        expect(page.locator("#chat-status")).to_contain_text("会话")
+        first_session = page.locator("#chat-status").inner_text()
+        ask(page, "第一个问题")
+        expect(page.locator("#chat-status")).to_have_text("回答完成")
+        page.fill("#prompt", "慢慢说")
+        page.press("#prompt", "Enter")
+        expect(page.locator(".answer").last).to_contain_text("这是一段很慢的回答。")
+        page.click("#cancel")
+        expect(page.locator("#chat-status")).to_contain_text("已取消本轮回答")
+
+        page.click("#new-chat")
+        expect(page.locator(".user")).to_have_count(0)
+        assert page.locator("#chat-status").inner_text() != first_session
+        ask(page, "第二个问题")
+        expect(page.locator("#chat-status")).to_have_text("回答完成")
+        expect(page.locator("#session-list li")).to_have_count(2)
+
+        page.locator("#session-list button", has_text="第一个问题").click()  # resume it
+        expect(page.locator(".user")).to_have_text(["第一个问题", "慢慢说"])
+        expect(page.locator("#chat-status")).to_have_text(first_session)
+        page.click("#fork")
+        expect(page.locator("#chat-status")).not_to_have_text(first_session)
+        expect(page.locator(".user")).to_have_text(["第一个问题", "慢慢说"])  # the copy's history
+
+
+def ask(page: Page, text: str) -> None:
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")

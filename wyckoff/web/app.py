@@ -98,6 +98,7 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
             _json(lambda r, body: room.send(str(body.get("text", "")))),
             methods=["POST"],
         ),
+        Route("/api/chat/sessions", _json(lambda r, body: {"sessions": room.sessions()})),
         Route("/api/chat/cancel", _json(lambda r, body: room.cancel()), methods=["POST"]),
         Route(
             "/api/chat/answer",

@@ -49,12 +49,13 @@ class ChatRoom:
         from wyckoff.errors import WyckoffError
 
         with self.lock:
-            if self.agent is None and not self.agent_error:
+            if self.agent is None:  # tried again each time: a model added since then counts
                 try:
                     self.agent = open_agent(interactive=True)
                 except WyckoffError as exc:
                     self.agent_error = exc.message
                     return None
+                self.agent_error = ""
                 threading.Thread(target=self._relay_updates, daemon=True).start()
             return self.agent
 
@@ -110,8 +111,13 @@ class ChatRoom:
             "running": self.running,
             "turn": [json.loads(p) for p in self.turn_events],
             "waiting": [request for _, request in self.waiting.values()],
-            "sessions": agent.chat_log.list_sessions(SESSIONS_SHOWN),
+            "sessions": self.sessions(),
         }
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Saved sessions worth resuming, newest first."""
+        agent = self.agent
+        return agent.chat_log.list_sessions(SESSIONS_SHOWN) if agent is not None else []
 
     # --- turns ---------------------------------------------------------------------------
 
@@ -137,7 +143,7 @@ class ChatRoom:
         agent = self.require()
         try:
             for event in agent.run_turn():
-                if event["type"] == "done":
+                if event["type"] == "done" and "agent" not in event:  # not a sub-agent's
                     self._finish(dict(event))
                     return
                 self.publish(dict(event))

@@ -104,13 +104,10 @@ class Desk:
         """The newest stored screen (as saved by any `screen`), and the page's own job."""
         from wyckoff import history_store
 
-        rows = history_store.recommendations(self.context.store, None, 200)
-        newest = (
-            [r for r in rows if (r["as_of"], r["source"]) == (rows[0]["as_of"], rows[0]["source"])]
-            if rows
-            else []
-        )
-        return {"rows": newest[:SCREEN_ROWS], "job": self.screen_job.as_dict()}
+        rows = history_store.recommendations(self.context.store, None, SCREEN_ROWS * 2)
+        newest = [r for r in rows if rows and _same_screen(r, rows[0])]
+        newest.sort(key=lambda r: r["id"])  # saved in the screen's own order
+        return {"rows": newest, "job": self.screen_job.as_dict()}
 
     def start_screen(self) -> dict[str, Any]:
         if self.screen_job.status == "running":
@@ -227,6 +224,15 @@ class Desk:
             reverse=True,
         )
         return [{"name": p.name, "text": p.read_text(errors="replace")} for p in files[:30]]
+
+
+def _same_screen(row: Any, newest: Any) -> bool:
+    """Whether a stored row came from the newest screen: one screen's rows are written in one
+    transaction (milliseconds apart), two screens are seconds apart at least."""
+    from datetime import datetime
+
+    gap = datetime.fromisoformat(newest["created_at"]) - datetime.fromisoformat(row["created_at"])
+    return row["source"] == newest["source"] and gap.total_seconds() < 2
 
 
 def _tool_context(home: Path) -> ToolContext:

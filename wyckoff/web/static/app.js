@@ -28,7 +28,7 @@ async function api(path, body) {
   return data;
 }
 
-function show(...nodes) { main.replaceChildren(...nodes); }
+function show(...nodes) { main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined)); }
 function failed(error) { show(el("p", { class: "error", text: error.message })); }
 function num(value, digits = 2) { return value === null || value === undefined ? "—" : Number(value).toFixed(digits); }
 function signed(value) { return value === null || value === undefined ? "—" : `${value > 0 ? "+" : ""}${num(value)}%`; }
@@ -140,9 +140,9 @@ function drawChart(box, chart, diagnosis) {
 async function portfolioPage() {
   const result = await api("/api/portfolio");
   const holdings = result.positions.length
-    ? table(["股票", "股数", "成本", "收盘", "盈亏", "健康度", "止损位", "离场"],
+    ? table(["股票", "股数", "成本", "收盘", "盈亏", "健康度", "止损位", "自设止损", "离场"],
       result.positions.map((p) => [stockLink(p.code, p.name), p.shares, num(p.cost_price), num(p.close), signed(p.pnl_pct),
-        p.health_label ?? p.health, num(p.stop_loss || p.stop_level), p.exit_status ? p.exit_status.detail : "—"]))
+        p.health_label ?? p.health, num(p.stop_level), p.stop_loss ? num(p.stop_loss) : "—", p.exit_status ? p.exit_status.detail : "—"]))
     : el("p", { text: "持仓为空：用下面的表单添加一笔。" });
   show(el("h1", { text: "持仓" }), result.source ? dataNote(result) : null,
     el("p", { text: `现金 ${num(result.cash)}${result.equity !== undefined ? `，总资产 ${num(result.equity)}` : ""}` }),
@@ -266,10 +266,7 @@ const EVENTS = {
     }
     for (const e of event.turn || []) onEvent(e);
     for (const e of event.waiting || []) onEvent(e);
-    const list = document.getElementById("session-list");
-    list.replaceChildren(...event.sessions.map((s) => el("li", {},
-      el("button", { class: "link", text: s.title || s.id, title: s.id, onclick: () => switchSession("resume", s.id) }),
-      el("span", { class: "muted", text: ` ${s.messages} 条` }))));
+    showSessions(event.sessions);
   },
   user_message(event) { userBubble(event.text); chat.answer = null; setStatus("思考中……"); },
   notice(event) { chat.log.append(el("p", { class: "muted", text: event.text })); },
@@ -296,8 +293,15 @@ const EVENTS = {
     chat.answer = null;
     const words = { completed: "回答完成", cancelled: "已取消本轮回答（历史已保存，可以继续提问）", max_rounds: "已达到工具调用轮数上限", error: `错误：${event.error}` };
     setStatus(words[event.status] || event.status, event.status === "error");
+    api("/api/chat/sessions").then((result) => showSessions(result.sessions)).catch(() => {});
   },
 };
+
+function showSessions(sessions) {
+  document.getElementById("session-list").replaceChildren(...sessions.map((s) => el("li", {},
+    el("button", { class: "link", text: s.title || s.id, title: s.id, onclick: () => switchSession("resume", s.id) }),
+    el("span", { class: "muted", text: ` ${s.messages} 条` }))));
+}
 
 function setStatus(text, error = false) {
   const status = document.getElementById("chat-status");
