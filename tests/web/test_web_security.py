@@ -10,6 +10,7 @@ import httpx
 
 from tests.cli_runner import cli
 from tests.conftest import add_scripted_model, cli_process
+from tests.model_servers import Reply
 from tests.web.server import TOKEN, web_server
 
 PAGES = ["/", "/chat", "/market", "/screen", "/stock/000001", "/portfolio", "/memory", "/briefs"]
@@ -118,3 +119,56 @@ def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_backg
     rows = client.get("/api/screen").json()["rows"]
     assert rows and len({(r["as_of"], r["source"]) for r in rows}) == 1
     assert rows == sorted(rows, key=lambda r: (not r["triggers"], -r["score"]))
+
+
+def test_a_hostile_models_change_waits_for_the_page_and_nobody_else(
+    demo_home, openai_server
+) -> None:
+    """The model asks to set the cash; a cross-site page tries to approve it for the user;
+    the server stops with the dialog unanswered: the runtime's rule holds, nothing changes."""
+    add_scripted_model(openai_server)
+    openai_server.script(
+        Reply(tool_calls=[("update_portfolio", {"action": "set_cash", "cash": 1})]),
+        Reply(text="改不了。"),
+    )
+    with web_server() as web:
+        client = web.login()
+        csrf = web.csrf(client)
+        with client.stream("GET", "/api/chat/events") as stream:
+            events = (json.loads(line[5:]) for line in stream.iter_lines() if line[:5] == "data:")
+            next(events)  # the snapshot
+            sent = client.post(
+                "/api/chat/send", json={"text": "看看行情"}, headers={"x-csrf-token": csrf}
+            )
+            assert sent.status_code == 200
+            request = next(e for e in events if e["type"] == "approval_request")
+        assert request["description"] == "把现金从 0.00 元改为 1.00 元"
+        forged = client.post(
+            "/api/chat/answer",
+            json={"id": request["id"], "decision": "always"},
+            headers={"origin": "http://attacker.example", "x-csrf-token": csrf},
+        )
+        assert forged.status_code == 403
+        unknown = client.post(
+            "/api/chat/answer",
+            json={"id": request["id"], "decision": "yes"},
+            headers={"x-csrf-token": csrf},
+        )
+        assert unknown.status_code == 400  # only allow / always / deny
+        denied = client.post(  # the request still waited for the user's real answer
+            "/api/chat/answer",
+            json={"id": request["id"], "decision": "deny"},
+            headers={"x-csrf-token": csrf},
+        )
+        assert denied.status_code == 200
+    assert json.loads(cli("portfolio", "list", "--json").stdout)["cash"] == 0
+
+
+def test_bad_ports_get_one_sentence(demo_home) -> None:
+    for port in ["70000", "abc"]:
+        result = cli_process("web", "--port", port, "--no-browser")
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+    with web_server() as web:
+        port = web.base.rsplit(":", 1)[1]
+        taken = cli_process("web", "--port", port, "--no-browser", env={"WYCKOFF_WEB_TOKEN": TOKEN})
+    assert taken.returncode == 2 and "换一个 --port" in taken.stderr

@@ -200,15 +200,16 @@ class ChatRoom:
         from wyckoff.cli.runtime import Approval
 
         with self.lock:
-            entry = self.waiting.pop(request_id, None)
+            entry = self.waiting.get(request_id)
             if entry is None:
                 raise UsageError("这个请求已经回答过或已结束。")
             future, shown = entry
+            if shown["type"] == "approval_request" and decision not in DECISIONS:
+                raise UsageError(
+                    "批准只能是：allow（允许一次）、always（总是允许）、deny（拒绝）。"
+                )
+            del self.waiting[request_id]  # a wrong answer leaves the request waiting
             if shown["type"] == "approval_request":
-                if decision not in DECISIONS:
-                    raise UsageError(
-                        "批准只能是：allow（允许一次）、always（总是允许）、deny（拒绝）。"
-                    )
                 future.set_result(Approval(decision))  # type: ignore[arg-type]
             else:
                 skipped = decision == "skip"
