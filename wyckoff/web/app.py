@@ -54,11 +54,13 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
 
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str] = asyncio.Queue()
-        subscriber = await run_in_threadpool(
-            room.subscribe, lambda payload: loop.call_soon_threadsafe(queue.put_nowait, payload)
-        )
 
-        async def stream():
+        def deliver(payload: str) -> None:  # called on the publishing thread
+            loop.call_soon_threadsafe(queue.put_nowait, payload)
+
+        subscriber = await run_in_threadpool(room.subscribe, deliver)
+
+        async def stream() -> AsyncIterator[dict[str, str]]:
             try:
                 while True:
                     yield {"data": await queue.get()}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from wyckoff.web.security import Guard
 
 
 def web(
@@ -57,7 +60,7 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _serve(guard, sock: socket.socket) -> None:
+def _serve(guard: Guard, sock: socket.socket) -> None:
     import threading
 
     import uvicorn
