@@ -75,6 +75,10 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
         page_route("/stock/{code}", "stock"),
         Route("/api/market", _json(lambda r, body: desk.market())),
         Route(
+            "/api/market/index/{code}",
+            _json(lambda r, body: desk.index_trend(r.path_params["code"])),
+        ),
+        Route(
             "/api/stock/{code}",
             _json(lambda r, body: desk.stock(r.path_params["code"], _days(r))),
         ),
@@ -195,5 +199,5 @@ def _shell(name: str, csrf: str, code: str = "") -> str:
 <header><a class="brand" href="/">Wyckoff 读盘室</a><nav>{links}</nav>
 <form id="go" role="search"><input name="code" placeholder="代码或名称" aria-label="股票代码或名称"></form></header>
 <main id="main"><p class="muted">加载中……</p></main>
-{CHART_SCRIPT if name == "stock" else ""}<script src="/static/app.js" defer></script>
+{CHART_SCRIPT if name in ("stock", "market") else ""}<script src="/static/app.js" defer></script>
 </body></html>"""

@@ -79,6 +79,13 @@ class Desk:
         with self.lock:
             return get_market_overview(NoParams(), self.context)
 
+    def index_trend(self, code: str, days: int = 120) -> dict[str, Any]:
+        """One main index's closes and its trend summary (return, drawdown, volume)."""
+        from wyckoff.agents.overview import HistoryParams, get_market_history
+
+        with self.lock:
+            return get_market_history(HistoryParams(index=code, days=days), self.context)
+
     def stock(self, code: str, days: int = 160) -> dict[str, Any]:
         """The K-line, its Wyckoff markers (signal days, trading range, stop) and the
         diagnosis, from the loaded panel."""

@@ -63,7 +63,24 @@ async function marketPage() {
     el("p", { text: `${regime.reason}（${regime.buy_allowed ? "允许开新仓" : "禁止开新仓"}）` }),
     el("p", { text: `上涨 ${ad.up} / 下跌 ${ad.down} / 平 ${ad.flat}；站上 20 日均线 ${regime.breadth_pct}%` }),
     table(["代码", "名称", "收盘", "涨跌%", "20日%"],
-      result.indices.map((i) => [i.code, i.name, num(i.close), signed(i.pct_change), signed(i.ret20_pct)])));
+      result.indices.map((i) => [el("button", { class: "link", text: i.code, onclick: () => showTrend(i.code) }),
+        i.name, num(i.close), signed(i.pct_change), signed(i.ret20_pct)])),
+    el("section", { id: "trend" }));
+  if (result.indices.length) await showTrend(result.indices[0].code);
+}
+
+async function showTrend(code) {
+  const trend = await api(`/api/market/index/${encodeURIComponent(code)}`);
+  const s = trend.summary;
+  const box = el("div", { id: "trend-chart", class: "chart small" });
+  document.getElementById("trend").replaceChildren(el("h2", { text: `${trend.name} 近 ${trend.rows.length} 个交易日` }),
+    el("p", { text: `区间涨跌 ${signed(s.period_return_pct)}，最大回撤 ${num(s.max_drawdown_pct)}%，上涨 ${s.up_days} 天 / 下跌 ${s.down_days} 天，5/20 日量比 ${s.volume_ratio_5_20 ?? "—"}` }),
+    box);
+  const LWC = window.LightweightCharts;
+  const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" } });
+  view.addSeries(LWC.AreaSeries, { lineColor: "#2e86de", topColor: "#2e86de44", bottomColor: "#2e86de05", lineWidth: 2 })
+    .setData(trend.rows.map((r) => ({ time: r.date, value: r.close })));
+  view.timeScale().fitContent();
 }
 
 // --- screen ----------------------------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""The pages' JSON API against a real server: what each page reads, and one Chinese sentence
+(never a traceback) for what the user typed wrong."""
+
+from __future__ import annotations
+
+from tests.cli_runner import cli
+
+
+def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
+    client = web.login()
+    market = client.get("/api/market").json()
+    assert market["regime"]["label"] and len(market["indices"]) >= 2
+    trend = client.get("/api/market/index/000300.SH").json()
+    assert trend["name"] == "沪深300" and len(trend["rows"]) == 120
+    stock = client.get("/api/stock/万科A").json()  # a name works as on the command line
+    chart, diagnosis = stock["chart"], stock["diagnosis"]
+    assert chart["code"] == diagnosis["code"] == "000002" and len(chart["bars"]) == 160
+    assert chart["range"]["low"] <= chart["range"]["high"] and diagnosis["stop"]["stop"] > 0
+    assert cli("memory", "add", "--type", "preference", "止损不超过 8%").returncode == 0
+    assert [m["content"] for m in client.get("/api/memory").json()["memories"]] == ["止损不超过 8%"]
+
+
+def test_bad_input_gets_one_sentence(web) -> None:
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    cases = [
+        client.get("/api/stock/999999"),
+        client.get("/api/market/index/XYZ"),
+        client.post("/api/portfolio/plan", json={"action": "add", "code": "000001"}, headers=csrf),
+        client.post("/api/portfolio/execute", json={"plan_id": "made-up"}, headers=csrf),
+        client.post("/api/memory/delete", json={"id": "abc"}, headers=csrf),
+        client.post("/api/portfolio/plan", content=b"{not json", headers=csrf),
+        client.post("/api/chat/send", json={"text": "hi"}, headers=csrf),  # no model configured
+    ]
+    for response in cases:
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error and "Traceback" not in error and error.endswith(("。", "）")), error
