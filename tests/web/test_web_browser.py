@@ -51,7 +51,7 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
 
         page.fill("#prompt", "今天大盘怎么样？")
         page.click("#send")
-        row = page.locator(".tool[data-tool=get_market_overview]")
+        row = page.locator(".log > .tool[data-tool=get_market_overview]")
         expect(row).to_contain_text("上证指数")  # the tool's one-line summary
         expect(page.locator(".answer").last).to_have_text("大盘偏弱，建议控制仓位。")
         expect(page.locator("#chat-status")).to_have_text("回答完成")
@@ -163,3 +163,52 @@ def test_cancel_a_turn_then_new_resume_and_fork_sessions(
 def ask(page: Page, text: str) -> None:
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")
+
+
+def test_a_hostile_answer_renders_as_text_and_reaches_nowhere(
+    demo_home, openai_server, browser_page: Page
+) -> None:
+    """The model was talked into writing HTML, a script and an image pointing at a server
+    that collects what the page sends: the page shows them as text and requests nothing."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    visits: list[str] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            visits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    Thread(target=collector.serve_forever, daemon=True).start()
+    leak = f"http://127.0.0.1:{collector.server_port}/leak"
+    answer = (
+        f"**结论**：偏弱。<img src=x onerror=\"window.pwned=1;fetch('{leak}?img')\">"
+        f"<script>window.pwned=2</script>\n\n![图]({leak}?md)\n\n| 指数 | 涨跌 |\n|---|---|\n| 上证 | -1% |"
+    )
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(text=answer))
+    page = browser_page
+    try:
+        with web_server() as web:
+            page.goto(f"{web.base}/chat?token={web.token}")
+            expect(page.locator("#chat-status")).to_contain_text("会话")
+            ask(page, "总结一下")
+            expect(page.locator("#chat-status")).to_have_text("回答完成")
+            shown = page.locator(".answer.rendered").last
+            expect(shown.locator("strong")).to_have_text("结论")
+            expect(shown.locator("table td").first).to_have_text("上证")
+            expect(shown).to_contain_text("<img src=x onerror=")  # shown, not obeyed
+            assert shown.locator("img, script").count() == 0
+            page.reload()  # and the same from the saved session
+            expect(page.locator(".answer.rendered strong")).to_have_text("结论")
+            page.wait_for_timeout(500)
+            assert page.evaluate("window.pwned") is None
+    finally:
+        collector.shutdown()
+    assert visits == []

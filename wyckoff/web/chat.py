@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.errors import UsageError
+from wyckoff.web.answer_html import answer_html
 
 if TYPE_CHECKING:
     from wyckoff.cli.agent import Agent, AgentUpdate
@@ -142,8 +143,15 @@ class ChatRoom:
     def _run_turn(self) -> None:
         agent = self.require()
         try:
+            segment = ""  # the answer text since the last tool row, shown as HTML once whole
             for event in agent.run_turn():
-                if event["type"] == "done" and "agent" not in event:  # not a sub-agent's
+                main = "agent" not in event  # not a sub-agent's
+                if main and event["type"] == "text_delta":
+                    segment += event["text"]
+                elif main and segment and event["type"] != "usage":
+                    self.publish({"type": "answer_html", "html": answer_html(segment)})
+                    segment = ""
+                if main and event["type"] == "done":
                     self._finish(dict(event))
                     return
                 self.publish(dict(event))
@@ -258,7 +266,7 @@ def _history(agent: Agent, messages: list[Any]) -> list[dict[str, Any]]:
         if role == "user" and kind_of(message) is None:
             shown.append({"role": "user", "text": shown_text(message)})
         elif role == "assistant" and content:
-            shown.append({"role": "assistant", "text": content})
+            shown.append({"role": "assistant", "html": answer_html(content)})
         for call in tool_calls_of(message):
             shown.append(
                 {"role": "tool", "name": call["name"], "title": agent.tool_title(call["name"])}

@@ -278,7 +278,7 @@ const EVENTS = {
     for (const m of event.messages) {
       if (m.role === "tool") toolRow({ id: `h${chat.rows.size}`, name: m.name, title: m.title }).classList.add("finished");
       else if (m.role === "user") userBubble(m.text);
-      else chat.log.append(el("div", { class: "answer", text: m.text }));
+      else chat.log.append(rendered(el("div", { class: "answer" }), m.html));
       chat.answer = null;
     }
     for (const e of event.turn || []) onEvent(e);
@@ -292,6 +292,7 @@ const EVENTS = {
     if (!chat.answer) { chat.answer = el("div", { class: "answer" }); chat.log.append(chat.answer); }
     chat.answer.append(event.text);
   },
+  answer_html(event) { if (chat.answer) rendered(chat.answer, event.html); chat.answer = null; },
   tool_start(event) {
     chat.answer = null;
     toolRow(event, event.agent ? delegation(event).body : chat.log);
@@ -324,6 +325,14 @@ function setStatus(text, error = false) {
   const status = document.getElementById("chat-status");
   status.textContent = text;
   status.className = error ? "error" : "muted";
+}
+
+// The server's Markdown rendering: raw HTML in the model's text arrives escaped, images are
+// not rendered, and the page's CSP runs no inline script whatever the HTML says.
+function rendered(node, html) {
+  node.innerHTML = html;
+  node.classList.add("rendered");
+  return node;
 }
 
 function userBubble(text) { chat.log.append(el("div", { class: "user", text })); }

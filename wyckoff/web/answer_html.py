@@ -1,0 +1,20 @@
+"""An answer's Markdown as HTML for the chat page. The model's text may carry what a
+hostile page or tool result talked it into: raw HTML is escaped (never passed through) and
+images are not rendered (an image URL would be a request the page makes on its own, a way
+out for what the model read)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+
+@cache
+def _renderer() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+
+
+def answer_html(text: str) -> str:
+    return _renderer().render(text)
