@@ -17,4 +17,4 @@ def _renderer() -> Any:
 
 
 def answer_html(text: str) -> str:
-    return _renderer().render(text)
+    return str(_renderer().render(text))
