@@ -32,6 +32,12 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
         Reply(text="好的，没有修改现金。"),
         Reply(tool_calls=[("update_portfolio", SET_CASH)]),
         Reply(text="现金已记为五万。"),
+        Reply(
+            tool_calls=[
+                ("ask_user", {"question": "接下来看哪个指数？", "options": ["沪深300", "上证50"]})
+            ]
+        ),
+        Reply(text="好的，看沪深300。"),
     ).route(
         "TASK-R",
         Reply(tool_calls=[("get_market_overview", {})]),
@@ -74,8 +80,14 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
         expect(page.locator(".tool[data-tool=update_portfolio]").last).to_contain_text("50,000.00")
         assert cash() == 50000
 
+        ask(page, "还有呢？")
+        expect(page.locator("dialog.request h2")).to_have_text("接下来看哪个指数？")
+        page.click("dialog.request button:has-text('沪深300')")
+        expect(page.locator(".tool[data-tool=ask_user]")).to_contain_text("用户回答：沪深300")
+        expect(page.locator(".answer").last).to_have_text("好的，看沪深300。")
+
         page.reload()  # the session comes back from the chat log
-        expect(page.locator(".user")).to_have_count(4)
+        expect(page.locator(".user")).to_have_count(5)
         expect(page.locator("#session-list li")).to_have_count(1)
 
 

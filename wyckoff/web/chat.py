@@ -12,6 +12,7 @@ the same three choices as the TUI dialog; leaving (close) answers deny."""
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -187,7 +188,12 @@ class ChatRoom:
             shown["always_label"] = request.get("always_label") or "本会话总是允许"
             self._wait(update["answer"], {"type": "approval_request", **shown})
         elif update["type"] == "question":
-            shown = {"type": "question", "id": f"q{self.seq + 1}", **update["question"]}
+            # its own id: the model chooses tool-call ids, so one could copy an approval's
+            shown = {
+                "type": "question",
+                **update["question"],
+                "id": f"question-{secrets.token_hex(6)}",
+            }
             self._wait(update["answer"], shown)
         else:
             self.publish(dict(update))
