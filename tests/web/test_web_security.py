@@ -44,6 +44,8 @@ def test_the_url_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(web) 
     assert TOKEN not in cookie  # the cookie holds a value derived from it, not the token
     page = client.get("/stock/000001")
     assert page.status_code == 200 and "个股" in page.text
+    again = client.get(f"/market?token={TOKEN}")  # the printed URL opened once more
+    assert again.status_code == 303 and again.headers["location"] == "/market"
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 

@@ -123,11 +123,11 @@ class GuardMiddleware:
             await _plain(send, *refusal)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if "token" in query and self.guard.token_matches(query["token"]):
+            await self.exchange_token(scope, query, send)  # also with a cookie: clean the URL
+            return
         if not self.guard.cookie_matches(headers.get("cookie", "")):
-            if self.guard.token_matches(query.get("token", "")):
-                await self.exchange_token(scope, query, send)
-            else:
-                await _plain(send, 401, UNAUTHORIZED)
+            await _plain(send, 401, UNAUTHORIZED)
             return
         if scope["method"] not in SAFE_METHODS and not self.guard.csrf_matches(
             headers.get(CSRF_HEADER, "")
