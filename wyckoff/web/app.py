@@ -56,7 +56,8 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
         queue: asyncio.Queue[str] = asyncio.Queue()
 
         def deliver(payload: str) -> None:  # called on the publishing thread
-            loop.call_soon_threadsafe(queue.put_nowait, payload)
+            with contextlib.suppress(RuntimeError):  # the server is closing its loop
+                loop.call_soon_threadsafe(queue.put_nowait, payload)
 
         subscriber = await run_in_threadpool(room.subscribe, deliver)
 
