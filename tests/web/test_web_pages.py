@@ -36,3 +36,17 @@ def test_bad_input_gets_one_sentence(web) -> None:
         assert response.status_code == 400, response.text
         error = response.json()["error"]
         assert error and "Traceback" not in error and error.endswith(("。", "）")), error
+
+
+def test_briefs_are_the_routines_markdown_files_newest_first(web, demo_home) -> None:
+    folder = demo_home / "briefs"
+    folder.mkdir()
+    (folder / "2026-12-02.md").write_text("# 12 月 2 日\n旧的", encoding="utf-8")
+    (folder / "2026-12-03.md").write_text(
+        "# 12 月 3 日\n**止损** <script>x()</script>", encoding="utf-8"
+    )
+    (folder / "2026-12-03.html").write_text("<script>x()</script>", encoding="utf-8")
+    briefs = web.login().get("/api/briefs").json()["briefs"]
+    assert [b["name"] for b in briefs] == ["2026-12-03", "2026-12-02"]
+    assert "<strong>止损</strong>" in briefs[0]["html"]
+    assert "<script>" not in briefs[0]["html"] and "&lt;script&gt;" in briefs[0]["html"]

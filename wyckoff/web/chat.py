@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.errors import UsageError
-from wyckoff.web.answer_html import answer_html
+from wyckoff.web.markdown_html import markdown_html
 
 if TYPE_CHECKING:
     from wyckoff.cli.agent import Agent, AgentUpdate
@@ -150,7 +150,7 @@ class ChatRoom:
                 if main and event["type"] == "text_delta":
                     segment += event["text"]
                 elif main and segment and event["type"] != "usage":
-                    self.publish({"type": "answer_html", "html": answer_html(segment)})
+                    self.publish({"type": "answer_html", "html": markdown_html(segment)})
                     segment = ""
                 if main and event["type"] == "done":
                     self._finish(dict(event))
@@ -272,7 +272,7 @@ def _history(agent: Agent, messages: list[Any]) -> list[dict[str, Any]]:
         if role == "user" and kind_of(message) is None:
             shown.append({"role": "user", "text": shown_text(message)})
         elif role == "assistant" and content:
-            shown.append({"role": "assistant", "html": answer_html(content)})
+            shown.append({"role": "assistant", "html": markdown_html(content)})
         for call in tool_calls_of(message):
             shown.append(
                 {"role": "tool", "name": call["name"], "title": agent.tool_title(call["name"])}

@@ -221,16 +221,17 @@ class Desk:
         return {"sentence": f"已删除记忆 {memory_id}。"}
 
     def briefs(self) -> list[dict[str, Any]]:
-        """The files in $WYCKOFF_HOME/briefs/, newest first (written by the daily routine)."""
+        """The routine's Markdown briefs in $WYCKOFF_HOME/briefs/ (YYYY-MM-DD.md), newest
+        first, as HTML."""
+        from wyckoff.web.markdown_html import markdown_html
+
         folder = self.home / "briefs"
         if not folder.is_dir():
             return []
-        files = sorted(
-            (p for p in folder.iterdir() if p.is_file() and p.suffix in (".md", ".txt")),
-            key=lambda p: p.stat().st_mtime,
-            reverse=True,
-        )
-        return [{"name": p.name, "text": p.read_text(errors="replace")} for p in files[:30]]
+        files = sorted(folder.glob("*.md"), key=lambda p: p.name, reverse=True)[:30]
+        return [
+            {"name": p.stem, "html": markdown_html(p.read_text(errors="replace"))} for p in files
+        ]
 
 
 def _same_screen(row: Any, newest: Any) -> bool:

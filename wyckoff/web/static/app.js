@@ -228,7 +228,7 @@ async function memoryPage() {
 async function briefsPage() {
   const { briefs } = await api("/api/briefs");
   show(el("h1", { text: "简报" }), briefs.length
-    ? briefs.map((b) => el("article", { class: "brief" }, el("h2", { text: b.name }), el("pre", { text: b.text })))
+    ? briefs.map((b) => el("article", { class: "brief" }, el("h2", { text: b.name }), rendered(el("div", { class: "answer" }), b.html)))
     : el("p", { text: "还没有简报：每日例行任务写入 $WYCKOFF_HOME/briefs/ 后会显示在这里。" }));
 }
 

@@ -1,5 +1,5 @@
-"""An answer's Markdown as HTML for the chat page. The model's text may carry what a
-hostile page or tool result talked it into: raw HTML is escaped (never passed through) and
+"""Markdown as HTML for the pages (the chat's answers, the briefs). The model's text may carry
+what a hostile page or tool result talked it into: raw HTML is escaped (never passed through) and
 images are not rendered (an image URL would be a request the page makes on its own, a way
 out for what the model read)."""
 
@@ -16,5 +16,5 @@ def _renderer() -> Any:
     return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
 
 
-def answer_html(text: str) -> str:
+def markdown_html(text: str) -> str:
     return str(_renderer().render(text))
