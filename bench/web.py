@@ -101,13 +101,18 @@ def browser_first_page(base: str, token: str, code: str, runs: int) -> tuple[flo
 
 
 def event_latency(client, room, server: OpenAIServer, pieces: int) -> list[float]:
-    """ms from the room publishing each event (the runtime's thread, as it yields) to an SSE
-    client parsing it."""
+    """ms from the runtime's thread handing each event to the room (right after the yield) to
+    an SSE client in another thread having parsed it."""
     published: dict[int, float] = {}
     received: dict[int, float] = {}
-    room.subscribe(
-        lambda payload: published.setdefault(json.loads(payload)["seq"], time.perf_counter())
-    )
+    publish = room.publish
+
+    def stamped(event: dict) -> None:  # the moment the turn's thread hands the event over
+        with room.lock:
+            published[room.seq + 1] = time.perf_counter()
+            publish(event)
+
+    room.publish = stamped
     server.script(Reply(text="量价配合良好。" * pieces, pieces=pieces, piece_delay_s=0.005))
     csrf = client.get("/chat").text.split('name="csrf-token" content="')[1].split('"')[0]
     done = threading.Event()
