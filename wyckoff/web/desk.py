@@ -149,13 +149,14 @@ class Desk:
             describe_state,
             portfolio_tool,
         )
+        from wyckoff.cli.output import local_time
 
         with self.lock:
             holdings = portfolio_tool(PortfolioParams(mode="diagnose"), self.context)
         history = [
             {
                 "id": change["id"],
-                "at": change["ts"],
+                "at": local_time(change["ts"]),
                 "actor": ACTOR_LABELS.get(change["actor"], change["actor"]),
                 "action": ACTION_LABELS.get(change["action"], change["action"]),
                 "before": describe_state(change["before"]),
