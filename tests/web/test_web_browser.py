@@ -115,11 +115,13 @@ def test_stock_page_draws_candles_and_volume_on_a_phone(web, browser_page: Page)
 
 def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page: Page) -> None:
     page = browser_page
+    page.set_viewport_size({"width": 390, "height": 844})  # on a phone
     page.goto(f"{web.base}/portfolio?token={web.token}")
     page.select_option("#change select[name=action]", "set_cash")
     page.fill("#change input[name=cash]", "12345")
     page.click("#change button[type=submit]")
     expect(page.locator("#plan .sentence")).to_have_text("把现金从 0.00 元改为 12,345.00 元")
+    assert page.locator("#plan").bounding_box()["width"] <= 390  # the dialog fits the phone
     assert cash() == 0  # a plan writes nothing
     page.click("#plan #execute")
     expect(page.locator(".notice")).to_contain_text("已设置现金：0.00 → 12,345.00")
@@ -133,6 +135,7 @@ def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page
     page.click("#plan #execute")
     expect(page.locator("main")).to_contain_text("已撤销")
     assert cash() == 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 def test_cancel_a_turn_then_new_resume_and_fork_sessions(
