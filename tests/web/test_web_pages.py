@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from tests.cli_runner import cli
+from tests.conftest import add_scripted_model
 
 
 def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
@@ -50,3 +51,23 @@ def test_briefs_are_the_routines_markdown_files_newest_first(web, demo_home) -> 
     assert [b["name"] for b in briefs] == ["2026-12-03", "2026-12-02"]
     assert "<strong>止损</strong>" in briefs[0]["html"]
     assert "<script>" not in briefs[0]["html"] and "&lt;script&gt;" in briefs[0]["html"]
+
+
+def test_a_memory_added_on_the_page_is_deduplicated_and_masks_a_configured_key(
+    web, openai_server
+) -> None:
+    add_scripted_model(openai_server)  # api key sk-test-0123456789 in wyckoff.json
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    added = client.post(
+        "/api/memory/add",
+        json={"content": "我的密钥是 sk-test-0123456789", "type": "preference"},
+        headers=csrf,
+    )
+    assert added.status_code == 200, added.text
+    again = client.post(
+        "/api/memory/add", json={"content": "只做主板", "type": "nonsense"}, headers=csrf
+    )
+    assert again.status_code == 400 and "类型" in again.json()["error"]
+    [memory] = client.get("/api/memory").json()["memories"]
+    assert "sk-test-0123456789" not in memory["content"]

@@ -94,6 +94,15 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
         ),
         Route("/api/memory", _json(lambda r, body: {"memories": desk.memories()})),
         Route(
+            "/api/memory/add",
+            _json(
+                lambda r, body: desk.add_memory(
+                    str(body.get("content", "")), str(body.get("type", ""))
+                )
+            ),
+            methods=["POST"],
+        ),
+        Route(
             "/api/memory/delete",
             _json(lambda r, body: desk.delete_memory(_int(body.get("id")))),
             methods=["POST"],

@@ -213,6 +213,20 @@ class Desk:
 
         return [m.as_dict() for m in MemoryStore(self.context.store).list_memories()]
 
+    def add_memory(self, content: str, memory_type: str) -> dict[str, Any]:
+        """`memory add`: the user's own words, deduplicated; a configured key is masked."""
+        from wyckoff.config import remember_configured_secrets
+        from wyckoff.memory.extraction import remember
+        from wyckoff.memory.store import MemoryStore
+
+        remember_configured_secrets(self.home)
+        outcome = remember(
+            MemoryStore(self.context.store), content, memory_type or "preference", source_ref="web"
+        )
+        if outcome.status == "skipped":
+            raise UsageError(outcome.sentence())
+        return {"sentence": outcome.sentence()}
+
     def delete_memory(self, memory_id: int) -> dict[str, Any]:
         from wyckoff.memory.store import MemoryStore
 

@@ -214,7 +214,15 @@ function notice(text, error = false) {
 
 async function memoryPage() {
   const { memories } = await api("/api/memory");
-  show(el("h1", { text: "记忆" }), memories.length
+  const content = el("input", { name: "content", placeholder: "要记住的内容，例如：只做主板股票" });
+  const kind = el("select", { name: "type" }, ["preference", "decision", "playbook", "persona"].map((t) => el("option", { value: t, text: t })));
+  const form = el("form", { id: "add-memory", class: "row" }, kind, content, el("button", { type: "submit", text: "添加" }));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try { notice((await api("/api/memory/add", { content: content.value, type: kind.value })).sentence); } catch (error) { return notice(error.message, true); }
+    memoryPage().catch(failed);
+  });
+  show(el("h1", { text: "记忆" }), form, memories.length
     ? table(["id", "类型", "内容", "股票", "状态", ""], memories.map((m) => [m.id, m.type, m.content, m.codes.join(","),
       m.superseded_by ? `已被 ${m.superseded_by} 取代` : "有效",
       el("button", { class: "small", text: "删除", onclick: async () => {
