@@ -116,7 +116,7 @@ async function stockPage(code) {
   document.title = `${d.code} ${d.name} · Wyckoff`;
   const box = el("div", { id: "chart", class: "chart" });
   show(el("h1", { text: `${d.code} ${d.name}` }), ...dataNote(d), box,
-    el("p", { class: "legend muted", text: "K 线（红涨绿跌）· MA50 橙 · MA200 蓝 · ▲ 筛选信号日 · 虚线：60 日交易区间上下沿 · 红线：止损位" }),
+    el("p", { class: "legend muted", text: "K 线（红涨绿跌）· 左上：吸筹阶段与健康度 · MA50 橙 · MA200 蓝 · ▲ 筛选信号日 · 虚线：60 日交易区间上下沿 · 红线：止损位" }),
     el("section", { class: "diagnosis" },
       el("p", { class: "big", text: `${d.health_label}　${d.phase}` }),
       el("ul", {}, d.reasons.map((r) => el("li", { text: r }))),
@@ -149,6 +149,8 @@ function drawChart(box, chart, diagnosis) {
   candles.createPriceLine({ price: diagnosis.stop.stop, color: up, lineWidth: 1, title: "止损" });
   for (const [price, title] of [[chart.range.high, "区间上沿"], [chart.range.low, "区间下沿"]])
     candles.createPriceLine({ price, color: "#7f8c8d", lineWidth: 1, lineStyle: LWC.LineStyle.Dashed, title });
+  LWC.createTextWatermark(view.panes()[0], { horzAlign: "left", vertAlign: "top",
+    lines: [{ text: `${diagnosis.phase} · ${diagnosis.health_label.split(" ").pop()}`, color: "rgba(60, 60, 60, 0.45)", fontSize: 14 }] });
   view.timeScale().fitContent();
 }
 
