@@ -32,7 +32,8 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture
 def browser_page(request) -> Iterator:
     """A headless Chromium page (Debian's chromium driven by Playwright); a failing test
-    leaves its last screen in test-artifacts/NAME.png."""
+    leaves its last screen in test-artifacts/NAME.png, and an error thrown by the pages'
+    script fails the test."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=20_000)  # two shared cores: a turn can take seconds
@@ -41,8 +42,11 @@ def browser_page(request) -> Iterator:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.set_default_timeout(30_000)
+        script_errors: list[str] = []
+        page.on("pageerror", lambda error: script_errors.append(str(error)))
         try:
             yield page
+            assert script_errors == [], script_errors  # the pages' script never threw
         finally:
             if getattr(request.node, "failed_call", False):
                 ARTIFACTS.mkdir(exist_ok=True)
