@@ -114,7 +114,11 @@ class GuardMiddleware:
         self.app, self.guard = app, guard
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":  # none is served: nothing may pass unchecked
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
