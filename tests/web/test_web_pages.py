@@ -71,3 +71,24 @@ def test_a_memory_added_on_the_page_is_deduplicated_and_masks_a_configured_key(
     assert again.status_code == 400 and "类型" in again.json()["error"]
     [memory] = client.get("/api/memory").json()["memories"]
     assert "sk-test-0123456789" not in memory["content"]
+
+
+def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_background(web) -> None:
+    from tests.processes import eventually
+
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    assert client.get("/api/screen").json()["rows"] == []  # a page view starts no screen
+    started = client.post("/api/screen/run", json={}, headers=csrf).json()
+    assert started["status"] == "running"
+    again = client.post("/api/screen/run", json={}, headers=csrf)
+    assert again.status_code == 400 and "已有一次筛选" in again.json()["error"]
+    assert eventually(lambda: client.get("/api/screen").json()["job"]["status"] == "done", 120)
+    rows = client.get("/api/screen").json()["rows"]
+    assert rows and len({(r["as_of"], r["source"]) for r in rows}) == 1
+    assert rows == sorted(rows, key=lambda r: (not r["triggers"], -r["score"]))
+    signalled = next(r for r in rows if r["triggers"])  # its stock page marks the signal day
+    chart = client.get(f"/api/stock/{signalled['code']}").json()["chart"]
+    assert (
+        chart["markers"] == [signalled["as_of"]] and chart["bars"][-1]["date"] == signalled["as_of"]
+    )

@@ -107,22 +107,6 @@ def test_no_secret_in_any_page_api_or_event(demo_home, openai_server) -> None:
         assert TOKEN not in text
 
 
-def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_background(web) -> None:
-    from tests.processes import eventually
-
-    client = web.login()
-    csrf = {"x-csrf-token": web.csrf(client)}
-    assert client.get("/api/screen").json()["rows"] == []  # a page view starts no screen
-    started = client.post("/api/screen/run", json={}, headers=csrf).json()
-    assert started["status"] == "running"
-    again = client.post("/api/screen/run", json={}, headers=csrf)
-    assert again.status_code == 400 and "已有一次筛选" in again.json()["error"]
-    assert eventually(lambda: client.get("/api/screen").json()["job"]["status"] == "done", 120)
-    rows = client.get("/api/screen").json()["rows"]
-    assert rows and len({(r["as_of"], r["source"]) for r in rows}) == 1
-    assert rows == sorted(rows, key=lambda r: (not r["triggers"], -r["score"]))
-
-
 def test_a_hostile_models_change_waits_for_the_page_and_nobody_else(
     demo_home, openai_server
 ) -> None:
