@@ -53,14 +53,13 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
         expect(block).to_contain_text("子智能体 research")
         expect(block.locator(".tool[data-tool=get_market_overview]")).to_contain_text("上证指数")
         expect(block.locator(".answer")).to_have_text("子智能体：大盘中性。")
-        expect(page.locator(".log > .answer").last).to_have_text("研究完毕。")
+        answered(page, "研究完毕。")
 
         page.fill("#prompt", "今天大盘怎么样？")
         page.click("#send")
         row = page.locator(".log > .tool[data-tool=get_market_overview]")
         expect(row).to_contain_text("上证指数")  # the tool's one-line summary
-        expect(page.locator(".answer").last).to_have_text("大盘偏弱，建议控制仓位。")
-        expect(page.locator("#chat-status")).to_have_text("回答完成")
+        answered(page, "大盘偏弱，建议控制仓位。")
 
         page.fill("#prompt", "把现金记为五万")
         page.click("#send")
@@ -70,13 +69,13 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
         )  # the runtime's sentence
         expect(page.locator("dialog.request #deny")).to_be_focused()  # a stray Enter denies
         page.click("dialog.request #deny")
-        expect(page.locator(".answer").last).to_have_text("好的，没有修改现金。")
+        answered(page, "好的，没有修改现金。")
         assert cash() == 0
 
         page.fill("#prompt", "确认，把现金记为五万")
         page.click("#send")
         page.click("dialog.request #allow")
-        expect(page.locator(".answer").last).to_have_text("现金已记为五万。")
+        answered(page, "现金已记为五万。")
         expect(page.locator(".tool[data-tool=update_portfolio]").last).to_contain_text("50,000.00")
         assert cash() == 50000
 
@@ -84,7 +83,7 @@ def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
         expect(page.locator("dialog.request h2")).to_have_text("接下来看哪个指数？")
         page.click("dialog.request button:has-text('沪深300')")
         expect(page.locator(".tool[data-tool=ask_user]")).to_contain_text("用户回答：沪深300")
-        expect(page.locator(".answer").last).to_have_text("好的，看沪深300。")
+        answered(page, "好的，看沪深300。")
 
         page.reload()  # the session comes back from the chat log
         expect(page.locator(".user")).to_have_count(5)
@@ -178,6 +177,12 @@ def test_cancel_a_turn_then_new_resume_and_fork_sessions(
 def ask(page: Page, text: str) -> None:
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")
+
+
+def answered(page: Page, text: str) -> None:
+    """The turn's answer is shown and the turn has ended (the next question may go)."""
+    expect(page.locator(".log > .answer").last).to_have_text(text)
+    expect(page.locator("#chat-status")).to_have_text("回答完成")
 
 
 def test_a_hostile_answer_renders_as_text_and_reaches_nowhere(

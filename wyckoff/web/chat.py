@@ -143,24 +143,29 @@ class ChatRoom:
 
     def _run_turn(self) -> None:
         agent = self.require()
+        segment = ""  # the answer text since the last tool row, shown as HTML once whole
         try:
-            segment = ""  # the answer text since the last tool row, shown as HTML once whole
             for event in agent.run_turn():
                 main = "agent" not in event  # not a sub-agent's
+                if main and event["type"] == "done":
+                    self._finish(dict(event), segment)
+                    return
                 if main and event["type"] == "text_delta":
                     segment += event["text"]
                 elif main and segment and event["type"] != "usage":
                     self.publish({"type": "answer_html", "html": markdown_html(segment)})
                     segment = ""
-                if main and event["type"] == "done":
-                    self._finish(dict(event))
-                    return
                 self.publish(dict(event))
         except Exception as exc:  # the runtime reports its own errors; a last guard
-            self._finish({"type": "done", "status": "error", "error": f"内部错误：{exc}"})
+            error = {"type": "done", "status": "error", "error": f"内部错误：{exc}"}
+            self._finish(error, segment)
 
-    def _finish(self, done: dict[str, Any]) -> None:
+    def _finish(self, done: dict[str, Any], segment: str) -> None:
+        """The last answer, `done` and the end of the turn at once: a page that sees the
+        answer can send the next question."""
         with self.lock:
+            if segment:
+                self.publish({"type": "answer_html", "html": markdown_html(segment)})
             self.publish(done)
             self.running, self.turn_events = False, []
             if self.notifications_pending:
