@@ -54,6 +54,11 @@ BENCHMARKS = (
     Benchmark("backtest.py", "250 日回测 ≤ 60 s", quick_args=None),
     Benchmark("triggers.py", "一个触发信号在平常日子里命中 ≤ 5% 的股票", quick_args=None),
     Benchmark("demo_build.py", "峰值内存远低于 1 GB", quick_args=None),
+    Benchmark(
+        "web.py",
+        "热服务器首页 ≤ 300 ms；个股数据 ≤ 200 ms；对话事件到页面 ≤ 50 ms",
+        quick_args=("--stocks", "400", "--runs", "5"),
+    ),
     Benchmark("warm_commands.py", "热启动 `analyze` ≤ 600 ms，`screen` ≤ 1.5 s", quick_args=None),
 )
 

@@ -192,7 +192,13 @@ ACTION_LABELS = {
     "import": "导入",
     "corporate_action": "分红送转",
 }
-ACTOR_LABELS = {"cli": "命令行", "agent": "智能体", "import": "导入", "market": "行情（除权除息）"}
+ACTOR_LABELS = {
+    "cli": "命令行",
+    "agent": "智能体",
+    "web": "网页",
+    "import": "导入",
+    "market": "行情（除权除息）",
+}
 
 
 def describe_state(state: dict[str, Any] | None) -> str:
@@ -363,43 +369,48 @@ class UpdatePortfolioParams(BaseModel):
 
 
 def update_portfolio(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
-    book = Portfolio(context.store)
     try:
-        if params.action in ("buy", "sell"):
-            return _fill(params, context)
-        if params.action == "set_cash":
-            return book.set_cash(params.cash, actor="agent")
-        if params.action == "add":
-            return book.add(
-                params.code,
-                params.name,
-                params.shares,
-                params.cost_price,
-                params.buy_dt or local_today().strftime("%Y%m%d"),
-                params.stop_loss,
-                actor="agent",
-            )
-        if params.action == "update":
-            return book.update(
-                params.code,
-                params.shares,
-                params.cost_price,
-                params.stop_loss,
-                params.buy_dt,
-                actor="agent",
-            )
-        return book.remove(params.code, actor="agent")
+        return apply_update(params, context, actor="agent")
     except UsageError as exc:
         raise ToolFailure(exc.message) from None
 
 
-def _fill(params: UpdatePortfolioParams, context: ToolContext) -> dict[str, Any]:
+def apply_update(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
+    """Make the change `params` describes (the agent's tool and the web page's execute)."""
+    if params.action in ("buy", "sell"):
+        return _fill(params, context, actor)
+    book = Portfolio(context.store)
+    if params.action == "set_cash":
+        return book.set_cash(params.cash, actor=actor)
+    if params.action == "add":
+        return book.add(
+            params.code,
+            params.name,
+            params.shares,
+            params.cost_price,
+            params.buy_dt or local_today().strftime("%Y%m%d"),
+            params.stop_loss,
+            actor=actor,
+        )
+    if params.action == "update":
+        return book.update(
+            params.code,
+            params.shares,
+            params.cost_price,
+            params.stop_loss,
+            params.buy_dt,
+            actor=actor,
+        )
+    return book.remove(params.code, actor=actor)
+
+
+def _fill(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
     config = context.read_config()
     market, _ = open_market(context.home, config, build=False)
     ledger = Ledger(context.store, broker_fees(config), market)
     day = params.trade_date or local_today().strftime("%Y%m%d")
     return ledger.record(
-        params.action, params.code, params.shares, params.price, day, params.trade_time, "agent"
+        params.action, params.code, params.shares, params.price, day, params.trade_time, actor
     )
 
 

@@ -162,6 +162,9 @@ def summarize_analysis(result: dict[str, Any]) -> str:
     return f"{stock} 收盘 {result['close']:.2f}，{health}，{result['phase']}"
 
 
+BAR_FIELDS = ("open", "high", "low", "close", "volume")
+
+
 def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, Any]:
     """Bars, MA50/MA200 and signal dates of one stock, for the K-line chart."""
     import pandas as pd
@@ -188,8 +191,8 @@ def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, An
         code=code,
         name=panel.stocks.loc[code, "name"],
         bars=[
-            {"date": d, **{k: float(row[k]) for k in ("open", "high", "low", "close", "volume")}}
-            for d, (_, row) in zip(dates, frame.iterrows(), strict=True)
+            {"date": d, **dict(zip(BAR_FIELDS, map(float, row), strict=True))}
+            for d, row in zip(dates, frame[list(BAR_FIELDS)].to_numpy(), strict=True)
         ],
         ma50=clean(ma50),
         ma200=clean(ma200),

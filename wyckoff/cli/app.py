@@ -23,6 +23,7 @@ from wyckoff.cli.commands import skills as skills_commands
 from wyckoff.cli.commands import sweep as sweep_commands
 from wyckoff.cli.commands import tail as tail_commands
 from wyckoff.cli.commands import trace as trace_commands
+from wyckoff.cli.commands import web as web_command
 from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
 from wyckoff.errors import UsageError, WyckoffError
 
@@ -81,6 +82,7 @@ app.command("ask")(ask_command.ask)
 app.command("screen")(market_commands.screen)
 app.command("analyze")(market_commands.analyze)
 app.command("market")(market_commands.market)
+app.command("web")(web_command.web)
 backtest_app = typer.Typer(
     help="漏斗策略回测、参数扫描与滚动检验 / backtest, parameter sweeps, walk-forward.",
     rich_markup_mode=None,

@@ -1,0 +1,51 @@
+"""A real `wyckoff web` process on 127.0.0.1 (an ephemeral port) for the web tests, and an
+httpx client that logs in the way a browser does (the printed URL, then the cookie)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+
+from tests.conftest import spawn_cli
+
+TOKEN = "web-test-token-0123456789abcdef"
+URL_LINE = re.compile(r"(http://[\d.]+:(\d+))/\?token=(\S+)")
+
+
+@dataclass
+class WebServer:
+    base: str
+    token: str
+    process: subprocess.Popen
+
+    def login(self, **options) -> httpx.Client:
+        """A client holding the session cookie, as a browser has after opening the URL."""
+        client = httpx.Client(base_url=self.base, timeout=60, **options)
+        assert client.get(f"/?token={self.token}").status_code == 303
+        return client
+
+    def csrf(self, client: httpx.Client) -> str:
+        page = client.get("/").text
+        return re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+
+
+@contextmanager
+def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[WebServer]:
+    process = spawn_cli(
+        "web", "--port", "0", "--no-browser", *args, env={"WYCKOFF_WEB_TOKEN": TOKEN, **(env or {})}
+    )
+    try:
+        line = process.stdout.readline()
+        match = URL_LINE.search(line)
+        assert match, (
+            f"no URL printed: {line!r} {process.stderr.read() if process.poll() is not None else ''}"
+        )
+        yield WebServer(match.group(1), match.group(3), process)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

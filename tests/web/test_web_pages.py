@@ -1,0 +1,94 @@
+"""The pages' JSON API against a real server: what each page reads, and one Chinese sentence
+(never a traceback) for what the user typed wrong."""
+
+from __future__ import annotations
+
+from tests.cli_runner import cli
+from tests.conftest import add_scripted_model
+
+
+def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
+    client = web.login()
+    market = client.get("/api/market").json()
+    assert market["regime"]["label"] and len(market["indices"]) >= 2
+    trend = client.get("/api/market/index/000300.SH").json()
+    assert trend["name"] == "沪深300" and len(trend["rows"]) == 120
+    stock = client.get("/api/stock/万科A").json()  # a name works as on the command line
+    chart, diagnosis = stock["chart"], stock["diagnosis"]
+    assert chart["code"] == diagnosis["code"] == "000002" and len(chart["bars"]) == 160
+    assert chart["range"]["low"] <= chart["range"]["high"] and diagnosis["stop"]["stop"] > 0
+    assert cli("memory", "add", "--type", "preference", "止损不超过 8%").returncode == 0
+    assert [m["content"] for m in client.get("/api/memory").json()["memories"]] == ["止损不超过 8%"]
+
+
+def test_bad_input_gets_one_sentence(web) -> None:
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    cases = [
+        client.get("/api/stock/999999"),
+        client.get("/api/market/index/XYZ"),
+        client.post("/api/portfolio/plan", json={"action": "add", "code": "000001"}, headers=csrf),
+        client.post("/api/portfolio/execute", json={"plan_id": "made-up"}, headers=csrf),
+        client.post("/api/memory/delete", json={"id": "abc"}, headers=csrf),
+        client.post("/api/portfolio/plan", content=b"{not json", headers=csrf),
+        client.post("/api/chat/send", json={"text": "hi"}, headers=csrf),  # no model configured
+    ]
+    for response in cases:
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error and "Traceback" not in error and error.endswith(("。", "）")), error
+
+
+def test_briefs_are_the_routines_markdown_files_newest_first(web, demo_home) -> None:
+    folder = demo_home / "briefs"
+    folder.mkdir()
+    (folder / "2026-12-02.md").write_text("# 12 月 2 日\n旧的", encoding="utf-8")
+    (folder / "2026-12-03.md").write_text(
+        "# 12 月 3 日\n**止损** <script>x()</script>", encoding="utf-8"
+    )
+    (folder / "2026-12-03.html").write_text("<script>x()</script>", encoding="utf-8")
+    briefs = web.login().get("/api/briefs").json()["briefs"]
+    assert [b["name"] for b in briefs] == ["2026-12-03", "2026-12-02"]
+    assert "<strong>止损</strong>" in briefs[0]["html"]
+    assert "<script>" not in briefs[0]["html"] and "&lt;script&gt;" in briefs[0]["html"]
+
+
+def test_a_memory_added_on_the_page_is_deduplicated_and_masks_a_configured_key(
+    web, openai_server
+) -> None:
+    add_scripted_model(openai_server)  # api key sk-test-0123456789 in wyckoff.json
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    added = client.post(
+        "/api/memory/add",
+        json={"content": "我的密钥是 sk-test-0123456789", "type": "preference"},
+        headers=csrf,
+    )
+    assert added.status_code == 200, added.text
+    again = client.post(
+        "/api/memory/add", json={"content": "只做主板", "type": "nonsense"}, headers=csrf
+    )
+    assert again.status_code == 400 and "类型" in again.json()["error"]
+    [memory] = client.get("/api/memory").json()["memories"]
+    assert "sk-test-0123456789" not in memory["content"]
+
+
+def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_background(web) -> None:
+    from tests.processes import eventually
+
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    assert client.get("/api/screen").json()["rows"] == []  # a page view starts no screen
+    started = client.post("/api/screen/run", json={}, headers=csrf).json()
+    assert started["status"] == "running"
+    again = client.post("/api/screen/run", json={}, headers=csrf)
+    assert again.status_code == 400 and "已有一次筛选" in again.json()["error"]
+    assert eventually(lambda: client.get("/api/screen").json()["job"]["status"] == "done", 120)
+    rows = client.get("/api/screen").json()["rows"]
+    assert rows and len({(r["as_of"], r["source"]) for r in rows}) == 1
+    assert rows == sorted(rows, key=lambda r: (not r["triggers"], -r["score"]))
+    signalled = next(r for r in rows if r["triggers"])  # its stock page marks the signal day
+    chart = client.get(f"/api/stock/{signalled['code']}").json()["chart"]
+    assert (
+        chart["markers"] == [signalled["as_of"]] and chart["bars"][-1]["date"] == signalled["as_of"]
+    )
