@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.engine.backtest import run_backtest  # noqa: E402
 from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from tests.integration.test_compaction import research_conversation  # noqa: E402
 from wyckoff.cli.compaction import (
     find_tail_start,

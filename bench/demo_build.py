@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import describe_machine, run_child  # noqa: E402
+from bench._machine import describe_machine, run_child  # noqa: E402
 
 BUILD = (
     "import sys; from pathlib import Path;"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.cli.builtin_tools import default_registry  # noqa: E402
 from wyckoff.cli.local_tools import sandbox  # noqa: E402
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.memory.codes import _names  # noqa: E402
 from wyckoff.memory.recall import build_memory_context  # noqa: E402
 from wyckoff.memory.store import MemoryStore  # noqa: E402

@@ -17,7 +17,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import FLOOR_RUNS, Run, floor, run_child  # noqa: E402
+from bench._machine import FLOOR_RUNS, Run, floor, run_child  # noqa: E402
 
 PAGE = ROOT / "docs" / "bench.md"
 STARTUP_NOTE = (

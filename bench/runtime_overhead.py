@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import BaseModel  # noqa: E402
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.cli.builtin_tools import default_registry  # noqa: E402
 from wyckoff.cli.chat_log import ChatLog, Conversation  # noqa: E402
 from wyckoff.cli.providers.base import LLMProvider, token_usage  # noqa: E402

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import BaseModel  # noqa: E402
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from tests.conftest import model_config  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 from wyckoff.cli.providers.factory import make_provider  # noqa: E402

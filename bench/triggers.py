@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.engine.funnel import layer2, layer4  # noqa: E402
 from wyckoff.engine.indicators import features_at  # noqa: E402
 from wyckoff.engine.market_store import MarketStore  # noqa: E402

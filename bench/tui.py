@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from tests.conftest import add_scripted_model  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 

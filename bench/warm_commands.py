@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import describe_machine  # noqa: E402
+from bench._machine import describe_machine  # noqa: E402
 from bench.startup import wyckoff_command  # noqa: E402
 
 COMMANDS = {"analyze 600519": ["analyze", "600519"], "screen": ["screen"]}
