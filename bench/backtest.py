@@ -10,11 +10,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.engine.backtest import run_backtest  # noqa: E402
 from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
 
 
 def main() -> None:
+    print(describe_machine())
     with tempfile.TemporaryDirectory() as home:
         panel = ensure_demo(Path(home)).load_panel(520)
     end = len(panel.dates) - 1

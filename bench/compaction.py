@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from tests.integration.test_compaction import research_conversation  # noqa: E402
 from wyckoff.cli.compaction import (
     find_tail_start,
@@ -32,6 +33,7 @@ def plan(messages: list[dict], window: int) -> None:
 
 
 def main() -> None:
+    print(describe_machine())
     encoding()  # load once, as a long session would
     messages = research_conversation(250)[:1000]
     started = time.perf_counter()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.engine.funnel import run_funnel  # noqa: E402
 from wyckoff.engine.health import diagnose  # noqa: E402
 from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
@@ -26,6 +27,7 @@ def timed(func, repeat: int = 5) -> float:
 
 
 def main() -> None:
+    print(describe_machine())
     with tempfile.TemporaryDirectory() as home:
         started = time.perf_counter()
         store = ensure_demo(Path(home))

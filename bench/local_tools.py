@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.cli.builtin_tools import default_registry  # noqa: E402
 from wyckoff.cli.local_tools import sandbox  # noqa: E402
 from wyckoff.cli.local_tools.web_guard import ALLOW_LOOPBACK_ENV  # noqa: E402
@@ -63,6 +64,7 @@ def timed(registry: ToolRegistry, context: ToolContext, name: str, **args) -> fl
 
 
 def main() -> None:
+    print(describe_machine())
     with tempfile.TemporaryDirectory() as folder:
         os.environ.update(WYCKOFF_WORKSPACE=folder, WYCKOFF_HOME=f"{folder}/home")
         os.environ[ALLOW_LOOPBACK_ENV] = "127.0.0.1"

@@ -9,23 +9,22 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
-import statistics
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._machine import FLOOR_RUNS, Run, floor, run_child  # noqa: E402
+
 PAGE = ROOT / "docs" / "bench.md"
-FLOOR_RUNS = 5
 STARTUP_NOTE = (
-    "启动时间：仅 `import typer` 就要 55–85 ms，所以 `wyckoff --help` 直接输出缓存的帮助文本"
-    "（与 Typer 生成的完全一致）；其他命令调用时 typer 会导入 pydantic（约 150 ms），`ask` 还要导入",
-    "`openai` SDK（约 0.4–0.8 s）。重量级库都只在需要它们的函数里导入；对话明显低于压缩阈值时不加载"
-    "分词器（约 0.4 s）。`model list` 的剩余时间几乎都是 Typer 与 pydantic 的导入。",
+    "启动时间：`wyckoff --help` 直接输出缓存的帮助文本（与 Typer 生成的完全一致）；其他命令只导入并构建"
+    "要运行的那一个（cli/app.py 的命令表）。Typer 0.29 用 pydantic 转换每个命令行参数，所以任何经 Typer",
+    "分派的命令都要先付 `import typer` 与 `import pydantic` 的代价（数字见 `startup.py` 一节）；`ask` 还要导入"
+    "模型 SDK。重量级库都只在需要它们的函数里导入。",
 )
 
 
@@ -71,28 +70,12 @@ class Measured(NamedTuple):
     ok: bool
 
 
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(argv: list[str]) -> Measured:
     """One child process: wall time, the CPU time of it and everything it waited for."""
     load = os.getloadavg()[0]
-    cpu_before = children_cpu_s()
-    started = time.perf_counter()
-    result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - started
+    result, run = run_child(argv, cwd=ROOT, capture_output=True, text=True)
     output = result.stdout if result.returncode == 0 else result.stdout + result.stderr
-    return Measured(
-        wall, children_cpu_s() - cpu_before, load, output.strip(), result.returncode == 0
-    )
-
-
-def floor() -> tuple[float, float]:
-    """Median wall and CPU seconds of `python -c pass`: what any command here costs at least."""
-    runs = [measure([sys.executable, "-c", "pass"]) for _ in range(FLOOR_RUNS)]
-    return statistics.median(r.wall_s for r in runs), statistics.median(r.cpu_s for r in runs)
+    return Measured(run.wall_s, run.cpu_s, load, output.strip(), result.returncode == 0)
 
 
 def run_benchmarks(quick: bool) -> list[tuple[Benchmark, tuple[str, ...] | None, Measured | None]]:
@@ -108,7 +91,7 @@ def run_benchmarks(quick: bool) -> list[tuple[Benchmark, tuple[str, ...] | None,
     return rows
 
 
-def page(quick: bool, floor_s: tuple[float, float], rows, load_before, load_after) -> str:
+def page(quick: bool, floor_s: Run, rows, load_before, load_after) -> str:
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     mode = "快速运行（`--quick`：次数更少，构建完整演示市场的基准未运行）" if quick else "完整运行"
     lines = [
@@ -124,8 +107,9 @@ def page(quick: bool, floor_s: tuple[float, float], rows, load_before, load_afte
         f"Python {platform.python_version()}",
         f"- 机器负载（1/5/15 分钟平均）：开始时 {fmt_load(load_before)}，结束时 {fmt_load(load_after)}"
         "（这台机器由多人共用，负载高时所有数字都会变慢；同一命令多次运行也有约 ±30% 的波动）",
-        f"- 裸解释器下限 `python -c pass`（{FLOOR_RUNS} 次中位数）：墙钟 {floor_s[0] * 1000:.0f} ms，"
-        f"CPU {floor_s[1] * 1000:.0f} ms",
+        f"- 裸解释器下限 `python -c pass`（{FLOOR_RUNS} 次中位数）：墙钟 {floor_s.wall_s * 1000:.0f} ms，"
+        f"CPU {floor_s.cpu_s * 1000:.0f} ms",
+        f"- PYTHONDONTWRITEBYTECODE：{bytecode_note()}",
         "",
         "墙钟时间与 CPU 时间（用户态 + 内核态，含子进程）是整个脚本的，包括它的准备工作"
         "（如构建临时演示行情库）；每个基准自己测的数字在它的输出里，与“目标”比较的是那些数字。",
@@ -154,6 +138,12 @@ def table_row(bench: Benchmark, args: tuple[str, ...] | None, measured: Measured
         f"| {name}{failed} | {shown} | {measured.wall_s:.1f} s | {measured.cpu_s:.1f} s "
         f"| {measured.load:.1f} | {bench.goal} |"
     )
+
+
+def bytecode_note() -> str:
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return "未设置（.pyc 缓存照常写入，数字是热缓存的）"
+    return "已设置：可编辑安装下改过的模块每次都重新编译，命令数字偏高（见 README 的安装说明）"
 
 
 def fmt_load(load: tuple[float, float, float]) -> str:

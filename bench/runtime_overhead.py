@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import BaseModel  # noqa: E402
 
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.cli.builtin_tools import default_registry  # noqa: E402
 from wyckoff.cli.chat_log import ChatLog, Conversation  # noqa: E402
 from wyckoff.cli.providers.base import LLMProvider, token_usage  # noqa: E402
@@ -90,6 +91,7 @@ def run(rounds: int, home: Path, full: bool, measure_memory: bool) -> float | in
 
 
 def main() -> None:
+    print(describe_machine())
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
     rounds = parser.parse_args().rounds

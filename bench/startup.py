@@ -1,6 +1,6 @@
-"""Median wall time of `wyckoff --help`, `wyckoff model list` and `wyckoff ask` against an
-instantly answering loopback model, and what `ask` adds over importing the OpenAI SDK it
-uses. Run: python bench/startup.py [--runs N]"""
+"""Median wall and CPU time (user + sys) of `wyckoff --help`, `wyckoff model list` and
+`wyckoff ask` against an instantly answering loopback model, and what `ask` adds over
+importing the OpenAI SDK it uses. Run: python bench/startup.py [--runs N]"""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import Run, describe_machine, run_child  # noqa: E402
 from tests.conftest import add_scripted_model  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 
@@ -24,24 +24,29 @@ def wyckoff_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "wyckoff"]
 
 
-def run_ms(command: list[str], env: dict[str, str], before=None) -> float:
+def run_ms(command: list[str], env: dict[str, str], before=None) -> Run:
+    """Wall and CPU milliseconds of one run."""
     if before:
         before()
-    started = time.perf_counter()
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    result, run = run_child(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {result.stderr.strip()}")
-    return (time.perf_counter() - started) * 1000
+    return Run(run.wall_s * 1000, run.cpu_s * 1000)
 
 
-def median_ms(command: list[str], env: dict[str, str], runs: int, before=None) -> float:
-    return statistics.median(run_ms(command, env, before) for _ in range(runs))
+def median_ms(command: list[str], env: dict[str, str], runs: int, before=None) -> Run:
+    samples = [run_ms(command, env, before) for _ in range(runs)]
+    return Run(
+        statistics.median(s.wall_s for s in samples), statistics.median(s.cpu_s for s in samples)
+    )
 
 
-def overhead_ms(command: list[str], baseline: list[str], env, runs: int, before) -> float:
+def overhead_ms(command: list[str], baseline: list[str], env, runs: int, before) -> Run:
     """Median of paired differences, so load on a shared machine hits both sides alike."""
-    return statistics.median(
-        run_ms(command, env, before) - run_ms(baseline, env) for _ in range(runs)
+    pairs = [(run_ms(command, env, before), run_ms(baseline, env)) for _ in range(runs)]
+    return Run(
+        statistics.median(a.wall_s - b.wall_s for a, b in pairs),
+        statistics.median(a.cpu_s - b.cpu_s for a, b in pairs),
     )
 
 
@@ -75,9 +80,10 @@ def main() -> None:
             ),
         }
     server.close()
-    print(f"startup, median of {runs} runs")
+    print(describe_machine())
+    print(f"startup, median of {runs} runs      wall         CPU")
     for name, ms in figures.items():
-        print(f"  {name:<32} {ms:7.1f} ms")
+        print(f"  {name:<32} {ms.wall_s:7.1f} ms {ms.cpu_s:7.1f} ms")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import BaseModel  # noqa: E402
 
+from bench._machine import describe_machine  # noqa: E402
 from tests.conftest import model_config  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 from wyckoff.cli.providers.factory import make_provider  # noqa: E402
@@ -61,6 +62,7 @@ def one_turn(server: OpenAIServer, home: Path, max_parallel: int, delay: float) 
 
 
 def main() -> None:
+    print(describe_machine())
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per model reply")
     delay = parser.parse_args().delay

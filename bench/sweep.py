@@ -1,25 +1,40 @@
-"""A 64-combination sweep (4 engine configs x 16 exit combinations) on the demo market, three
-ways: the naive way (one full backtest per combination), the sweep in one process (signals
-once per engine config), and the sweep on a local Dask cluster of worker processes.
+"""A 64-combination sweep (4 engine configs x 16 exit combinations) on the demo market: the
+naive way (one full backtest per combination), the sweep in one process (signals once per
+engine config), and the sweep on 2, 4 and 8 Dask worker processes: a LocalCluster up to the
+machine's cores, beyond that a scheduler and workers started as local processes and reached
+with --cluster, as a user's own cluster would be. Wall and CPU seconds (user + sys of this
+process and its workers), cluster start-up and shut-down included.
 
-Run: python bench/sweep.py [--stocks 1000] [--days 120] [--workers 2]
-(the full 5,500 stocks x 250 days takes ~20 s per backtest, so the naive way alone is
-~20 minutes there; the defaults are a smaller slice of the same market)."""
+Run: python bench/sweep.py [--stocks 1000] [--days 120] [--workers 2,4,8] [--no-naive]
+(the naive way alone takes minutes at the defaults; --no-naive skips it)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.engine.backtest import run_backtest  # noqa: E402
 from wyckoff.engine.sources.demo import ensure_demo  # noqa: E402
-from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep  # noqa: E402
+from wyckoff.engine.sweep import (  # noqa: E402
+    dask_client,
+    local_cores,
+    metrics_of,
+    run_sweep,
+    signals_task,
+)
 from wyckoff.engine.sweep_grid import parse_grid  # noqa: E402
 from wyckoff.engine.thresholds import DEFAULT_CONFIG  # noqa: E402
 
@@ -31,12 +46,27 @@ GRID = {
     "take_profit_pct": [15.0, 20.0],
     "trailing": [True, False],
 }
+# What `wyckoff.engine.sweep.WORKER_DASK_CONFIG` does for a LocalCluster, as the dask config
+# file of a cluster started by hand (docs/development.md says so to users of --cluster).
+WORKER_CONFIG_YAML = """distributed:
+  nanny:
+    pre-spawn-environ:
+      MALLOC_TRIM_THRESHOLD_: null
+"""
 
 
-def timed(work):
-    started = time.perf_counter()
+def cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(work: Callable[[], Any]) -> tuple[Any, float, float]:
+    """The value, wall seconds and CPU seconds of work()."""
+    wall, cpu = time.perf_counter(), cpu_s()
     value = work()
-    return value, time.perf_counter() - started
+    return value, time.perf_counter() - wall, cpu_s() - cpu
 
 
 def naive(panel, grid, start, end) -> list[dict]:
@@ -47,12 +77,80 @@ def naive(panel, grid, start, end) -> list[dict]:
     ]
 
 
+@contextmanager
+def local_processes_cluster(workers: int) -> Iterator[Any]:
+    """A scheduler and `workers` single-threaded worker processes on loopback, started as a
+    user would start their own cluster, and a client of it."""
+    with tempfile.TemporaryDirectory() as config_dir:
+        Path(config_dir, "wyckoff.yaml").write_text(WORKER_CONFIG_YAML)
+        env = {**os.environ, "DASK_CONFIG": config_dir}
+        scheduler_file = Path(config_dir, "scheduler.json")
+        dask = Path(sys.executable).with_name("dask")
+        quiet = {"env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        scheduler = subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
+             "127.0.0.1:0", "--scheduler-file", scheduler_file],
+            **quiet,
+        )  # fmt: skip
+        pool = None
+        try:
+            while not scheduler_file.exists():
+                time.sleep(0.1)
+            pool = subprocess.Popen(
+                [dask, "worker", "--scheduler-file", scheduler_file, "--nworkers", str(workers),
+                 "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                **quiet,
+            )  # fmt: skip
+            from distributed import Client
+
+            with Client(scheduler_file=str(scheduler_file)) as client:
+                client.wait_for_workers(workers)
+                yield client
+        finally:
+            for process in (pool, scheduler):
+                if process is not None:
+                    process.terminate()
+                    process.wait()
+
+
+def signals_cpu_s(panel, start: int, end: int) -> float:
+    """CPU seconds of one engine config's signals, in the process that runs this."""
+    started = time.process_time()
+    signals_task(panel, start, end, True, {})
+    return time.process_time() - started
+
+
+def worker_vs_process(panel, start: int, end: int) -> str:
+    """The same signal task in this process and in a worker: Dask's MALLOC_TRIM_THRESHOLD_
+    once made the worker's twice as slow; a figure load on the machine does not change."""
+    here = signals_cpu_s(panel, start, end)
+    with dask_client(1) as client:
+        shared = client.scatter(panel, broadcast=True)
+        there = client.submit(signals_cpu_s, shared, start, end, pure=False).result()
+    return f"one config's signals: CPU {here:.2f} s in this process, {there:.2f} s in a worker"
+
+
+def on_workers(workers: int, sweep: Callable[[Any], dict]) -> tuple[dict, float, float]:
+    """The sweep on a cluster of `workers` processes, timed with its start-up and shut-down."""
+
+    def run() -> dict:
+        if workers <= local_cores():
+            with dask_client(workers) as client:
+                return sweep(client)
+        with local_processes_cluster(workers) as client:
+            return sweep(client)
+
+    return timed(run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stocks", type=int, default=1000)
     parser.add_argument("--days", type=int, default=120)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive way (slow)")
     args = parser.parse_args()
+    print(describe_machine())
     with tempfile.TemporaryDirectory() as home:
         panel = ensure_demo(Path(home), limit=args.stocks).load_panel(args.days + 300)
     end = len(panel.dates) - 1
@@ -62,24 +160,30 @@ def main() -> None:
         f"sweep: {len(panel.codes)} stocks x {args.days} trade dates, {grid.size} combinations "
         f"({len(grid.engine_configs())} engine configs x {len(grid.exit_combinations())} exits)"
     )
-    slow, naive_s = timed(lambda: naive(panel, grid, start, end))
-    serial, serial_s = timed(lambda: run_sweep(panel, grid, start, end))
-
-    def on_cluster():
-        with dask_client(args.workers) as client:
-            return timed(lambda: run_sweep(panel, grid, start, end, client=client))
-
-    (cluster, sweep_s), cluster_s = timed(on_cluster)
-    assert serial == cluster and sorted(map(str, slow)) == sorted(
-        str(r["metrics"]) for r in serial["results"]
-    ), "the three ways disagree"
-    print(f"  naive (one full backtest each)  {naive_s:7.1f} s")
-    print(f"  sweep, one process              {serial_s:7.1f} s  ({naive_s / serial_s:.1f}x)")
+    print(f"  {'':34} {'wall':>8} {'CPU':>8}  speed-up (wall) over one process")
+    serial, serial_wall, serial_cpu = timed(lambda: run_sweep(panel, grid, start, end))
+    if not args.no_naive:
+        slow, naive_wall, naive_cpu = timed(lambda: naive(panel, grid, start, end))
+        assert sorted(map(str, slow)) == sorted(str(r["metrics"]) for r in serial["results"])
+        print(
+            f"  {'naive (one full backtest each)':34} {naive_wall:7.1f}s {naive_cpu:7.1f}s  "
+            f"(the sweep in one process is {naive_wall / serial_wall:.1f}x faster)"
+        )
+    print(f"  {'sweep, one process':34} {serial_wall:7.1f}s {serial_cpu:7.1f}s  1.00x")
+    for workers in (int(n) for n in args.workers.split(",")):
+        kind = "local cluster" if workers <= local_cores() else "--cluster of local procs"
+        result, wall, cpu = on_workers(
+            workers, lambda client: run_sweep(panel, grid, start, end, client=client)
+        )
+        assert result == serial, "the cluster and one process disagree"
+        print(
+            f"  {f'sweep, {kind} ({workers} workers)':34} {wall:7.1f}s {cpu:7.1f}s  "
+            f"{serial_wall / wall:.2f}x"
+        )
     print(
-        f"  sweep, local cluster ({args.workers} procs)  {cluster_s:7.1f} s  "
-        f"({naive_s / cluster_s:.1f}x, cluster start-up and shut-down included)"
+        "  (cluster figures include its start-up and shut-down; results identical to one process)"
     )
-    print(f"    of which the sweep itself      {sweep_s:7.1f} s  ({naive_s / sweep_s:.1f}x)")
+    print(f"  {worker_vs_process(panel, start, end)}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from wyckoff.engine.funnel import layer2, layer4  # noqa: E402
 from wyckoff.engine.indicators import features_at  # noqa: E402
 from wyckoff.engine.market_store import MarketStore  # noqa: E402
@@ -45,6 +46,7 @@ def load(store_file: str | None):
 
 
 def main() -> None:
+    print(describe_machine())
     days = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     panel = load(sys.argv[2] if len(sys.argv) > 2 else None)
     print(f"{len(panel.codes)} stocks, last {days} trading days to {panel.as_of}")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import describe_machine  # noqa: E402
 from tests.conftest import add_scripted_model  # noqa: E402
 from tests.model_servers import OpenAIServer, Reply  # noqa: E402
 
@@ -98,6 +99,7 @@ def tmux_run(home: str, server: OpenAIServer) -> str:
 
 
 def main() -> None:
+    print(describe_machine())
     server = OpenAIServer()
     with tempfile.TemporaryDirectory() as home:
         os.environ["WYCKOFF_HOME"] = home

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import cli_env
+from wyckoff.cli.app import COMMANDS
 
 SCRIPT = shutil.which("wyckoff", path=str(Path(sys.executable).parent))
 
@@ -37,3 +38,20 @@ def test_a_command_in_its_own_process_is_behind_the_loopback_guard(home):
         [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=60
     )
     assert child.returncode == 1 and "NetworkBlocked: tests may not resolve" in child.stderr
+
+
+def test_a_command_imports_only_its_own_module_and_help_still_lists_every_one(home):
+    """`model list` builds that one command: no other command module (ask's agent, the
+    market's engine, ...) is imported to run it; `--help` still lists every command."""
+    probe = (
+        "import sys\nsys.argv = ['wyckoff', 'model', 'list']\n"
+        "from wyckoff.cli.launcher import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('wyckoff.cli.commands.')))"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=120
+    )
+    assert child.stdout.splitlines()[-1] == "['wyckoff.cli.commands.model']", child.stderr
+    listed = run_script("--help").stdout
+    assert all(f"  {name} " in listed for name in COMMANDS)

@@ -25,7 +25,13 @@ from wyckoff.config import SweepConfig
 from wyckoff.engine.backtest import run_backtest
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
-from wyckoff.engine.sweep import dask_client, metrics_of, run_sweep, walk_forward_folds
+from wyckoff.engine.sweep import (
+    dask_client,
+    day_ranges,
+    metrics_of,
+    run_sweep,
+    walk_forward_folds,
+)
 from wyckoff.engine.sweep_grid import EXIT_DEFAULTS, parse_grid
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
 from wyckoff.errors import UsageError
@@ -88,8 +94,56 @@ def test_signals_are_computed_once_per_engine_config(panel, client, monkeypatch)
 
     before = _signal_tasks(client)
     result = run_sweep(panel, parse_grid(GRID), START, END, client=client)
-    assert _signal_tasks(client) - before == 2 == result["signal_computations"]
-    assert result["tasks"] == 2 + 16
+    ranges = day_ranges(START, END, 2, 2)  # each config's days, split for the 2 workers
+    assert len(ranges) == 4 and ranges[0][0] == START and ranges[-1][1] == END
+    assert _signal_tasks(client) - before == 2 * len(ranges)
+    assert result["signal_computations"] == 2
+    assert result["tasks"] == 2 + 16  # however the cluster splits them, as in one process
+
+
+def test_signals_split_by_day_range_are_byte_identical_to_one_process(panel, client):
+    """Each config's days computed by several tasks at once and joined give exactly the
+    numbers (and the JSON bytes) of one process computing them in one go."""
+    grid = parse_grid({"rs10_min": [1.0], "hold_days": [5, 10]})  # one config, 8 ranges
+    assert len(day_ranges(START, END, 2, 1)) == 8
+    split = run_sweep(panel, grid, START, END, client=client, walk_forward=(20, 10))
+    alone = run_sweep(panel, grid, START, END, walk_forward=(20, 10))
+    assert json.dumps(split, sort_keys=True) == json.dumps(alone, sort_keys=True)
+
+
+def test_workers_run_without_dasks_malloc_trim_threshold():
+    """Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in each worker, which made every
+    signal task twice as slow as in this process; our workers run without it."""
+    with dask_client(workers=1) as client:
+        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert list(seen.values()) == [None]
+    assert "MALLOC_TRIM_THRESHOLD_" not in os.environ  # nor leaked into this process
+
+
+def test_the_tools_progress_moves_through_chinese_stages_while_signals_are_computed(
+    home, demo_sweep
+):
+    """Progress while the cluster works, not "启动集群 5%" until the end: stages in order,
+    fractions rising through intermediate values, each stage's tasks done / in all."""
+    start, _ = demo_sweep(40, "")
+    seen = []
+    context = ToolContext(
+        home=home, registry=default_registry(), store=Store.in_home(home), on_progress=seen.append
+    )
+    grid = {"rs10_min": [1.0, 2.0], "hold_days": [5, 10]}
+    run_backtest_sweep(SweepParams(grid=grid, start=start), context, SweepConfig(workers=2))
+    stages = [update["stage"] for update in seen]
+    assert stages[:2] == ["加载行情", "启动集群"] and stages[-1] == "回放组合"
+    assert stages.index("回放组合") > stages.index("计算信号") > 1
+    assert "回放组合" not in stages[: stages.index("计算信号")]
+    fractions = [update["fraction"] for update in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    signals = [u["fraction"] for u in seen if u["stage"] == "计算信号"]
+    assert len(set(signals)) >= 4 and 0.05 < signals[0] < signals[-1] < 1.0
+    ranges = len(day_ranges(0, 39, 2, 2))  # the 40-day window's signal days, per config
+    in_signals = [u["detail"] for u in seen if u["stage"] == "计算信号"]
+    assert in_signals == [f"{k}/{2 * (ranges + 1)}" for k in range(1, 2 * (ranges + 1) + 1)]
+    assert [u["detail"] for u in seen if u["stage"] == "回放组合"][-1] == "4/4"
 
 
 def _signal_tasks(client) -> int:
@@ -141,7 +195,7 @@ def test_a_killed_workers_task_completes_elsewhere(panel):
     killed = []
     with dask_client(workers=2) as client:
 
-        def kill_a_busy_worker(done: int, total: int) -> None:
+        def kill_a_busy_worker(stage: str, done: int, total: int, share: float) -> None:
             busy = [w for w, keys in client.processing().items() if keys]
             if killed or done < 3 or not busy:
                 return
@@ -256,7 +310,7 @@ def test_ctrl_c_cancels_the_cluster_work_and_leaves_no_worker_behind(demo_sweep)
     grid_text = "hold_days = [5, 10, 20]\nrs10_min = [0.5, 1.0, 1.5, 2.0]\n"
     start, grid = demo_sweep(60, grid_text)
     running = spawn_cli("backtest", "sweep", grid, "--start", start, "--workers", "2")
-    while "参数扫描" not in running.stderr.readline():  # wait for the cluster to be working
+    while "计算信号" not in running.stderr.readline():  # wait for the cluster to be working
         assert running.poll() is None, running.stderr.read()
     workers = _children(running.pid)
     assert workers, "the sweep started no worker processes"

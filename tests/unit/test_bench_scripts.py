@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).parents[2] / "bench"
+SCRIPTS = sorted(
+    path for path in BENCH.glob("*.py") if not path.stem.startswith("_")
+)  # _x: helpers
 
 
-@pytest.mark.parametrize("script", sorted(BENCH.glob("*.py")), ids=lambda path: path.stem)
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.stem)
 def test_each_benchmark_loads_against_the_current_code(script: Path):
     spec = importlib.util.spec_from_file_location(f"bench_{script.stem}", script)
     assert spec is not None and spec.loader is not None
@@ -26,4 +29,4 @@ def test_the_figures_page_runs_every_benchmark():
     run_all = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run_all)
     listed = {bench.script for bench in run_all.BENCHMARKS}
-    assert listed == {path.name for path in BENCH.glob("*.py")} - {"run_all.py"}
+    assert listed == {path.name for path in SCRIPTS} - {"run_all.py"}

@@ -18,6 +18,7 @@ from wyckoff.engine.sweep_store import save_sweep
 
 TOOL_GRID_CAP = 64  # the agent's default; the user may raise it
 RESULT_ROWS = 20  # ranked rows returned (all are saved)
+STARTED = 0.05  # the progress shown while the cluster starts; the tasks share the rest
 
 
 class SweepParams(BaseModel):
@@ -74,7 +75,7 @@ def run_backtest_sweep(
     market, panel, start_t, end_t = backtest_span(context, params.start, params.end)
     walk = tuple(int(n) for n in params.walk_forward.split(":")) if params.walk_forward else None
     context.progress(
-        "启动集群", where.cluster or f"本地 {local_workers(where.workers)} 个进程", 0.05
+        "启动集群", where.cluster or f"本地 {local_workers(where.workers)} 个进程", STARTED
     )
     with dask_client(where.workers, where.cluster) as client:
         result = run_sweep(
@@ -86,8 +87,8 @@ def run_backtest_sweep(
             metric=params.metric,
             board=params.board,
             walk_forward=walk,
-            progress=lambda done, total: context.progress(
-                "参数扫描", f"{done}/{total} 个任务", done / total
+            progress=lambda stage, done, total, share: context.progress(
+                stage, f"{done}/{total}", STARTED + (1 - STARTED) * share
             ),
             cancelled=context.cancelled,
         )

@@ -1,7 +1,8 @@
 """The `wyckoff` command: a Typer root with one sub-app per area.
 
-Typer and our own cheap modules are imported at module level; every command imports the
-heavy libraries it needs (pandas, DuckDB, the SDKs) when it runs, so `wyckoff --help` stays fast.
+The root imports no command module: COMMANDS says where each lives, and only the one being
+run is imported and built (cli/lazy_commands.py). Every command imports the heavy libraries
+it needs (pandas, DuckDB, the SDKs) when it runs.
 """
 
 from __future__ import annotations
@@ -12,22 +13,38 @@ import typer
 
 from wyckoff.cli import click_compat as click_errors
 from wyckoff.cli import interrupt
-from wyckoff.cli.commands import ask as ask_command
-from wyckoff.cli.commands import market as market_commands
-from wyckoff.cli.commands import mcp as mcp_commands
-from wyckoff.cli.commands import memory as memory_commands
-from wyckoff.cli.commands import model as model_commands
-from wyckoff.cli.commands import portfolio as portfolio_commands
-from wyckoff.cli.commands import session as session_commands
-from wyckoff.cli.commands import skills as skills_commands
-from wyckoff.cli.commands import sweep as sweep_commands
-from wyckoff.cli.commands import tail as tail_commands
-from wyckoff.cli.commands import trace as trace_commands
-from wyckoff.cli.commands import web as web_command
+from wyckoff.cli.lazy_commands import LazyGroup
 from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
 from wyckoff.errors import UsageError, WyckoffError
 
+# name -> "module:attribute" (a Typer sub-app or a command function), in `--help` order.
+# A new command or command group is one line here.
+COMMANDS = {
+    "ask": "wyckoff.cli.commands.ask:ask",
+    "screen": "wyckoff.cli.commands.market:screen",
+    "analyze": "wyckoff.cli.commands.market:analyze",
+    "market": "wyckoff.cli.commands.market:market",
+    "web": "wyckoff.cli.commands.web:web",
+    "backtest": "wyckoff.cli.commands.sweep:backtest_app",
+    "data": "wyckoff.cli.commands.market:data_app",
+    "memory": "wyckoff.cli.commands.memory:app",
+    "model": "wyckoff.cli.commands.model:app",
+    "mcp": "wyckoff.cli.commands.mcp:app",
+    "portfolio": "wyckoff.cli.commands.portfolio:app",
+    "session": "wyckoff.cli.commands.session:app",
+    "trace": "wyckoff.cli.commands.trace:app",
+    "tail": "wyckoff.cli.commands.tail:app",
+    "skills": "wyckoff.cli.commands.skills:skills_app",
+    "prompt": "wyckoff.cli.commands.skills:prompt_app",
+}
+
+
+class RootGroup(LazyGroup):
+    table = COMMANDS
+
+
 app = typer.Typer(
+    cls=RootGroup,
     name="wyckoff",
     help="Wyckoff — A 股威科夫投研智能体 / terminal research agent for China A-shares.",
     rich_markup_mode=None,
@@ -76,32 +93,6 @@ def use_workspace(folder: str) -> None:
             f"--workspace {folder} 不是一个存在的文件夹：请给出要让本地工具使用的文件夹。"
         )
     os.environ["WYCKOFF_WORKSPACE"] = path
-
-
-app.command("ask")(ask_command.ask)
-app.command("screen")(market_commands.screen)
-app.command("analyze")(market_commands.analyze)
-app.command("market")(market_commands.market)
-app.command("web")(web_command.web)
-backtest_app = typer.Typer(
-    help="漏斗策略回测、参数扫描与滚动检验 / backtest, parameter sweeps, walk-forward.",
-    rich_markup_mode=None,
-)
-backtest_app.callback(invoke_without_command=True)(market_commands.backtest)
-backtest_app.command("sweep")(sweep_commands.sweep)
-backtest_app.command("sweeps")(sweep_commands.sweeps)
-backtest_app.command("cluster")(sweep_commands.cluster)
-app.add_typer(backtest_app, name="backtest")
-app.add_typer(market_commands.data_app, name="data")
-app.add_typer(memory_commands.app, name="memory")
-app.add_typer(model_commands.app, name="model")
-app.add_typer(mcp_commands.app, name="mcp")
-app.add_typer(portfolio_commands.app, name="portfolio")
-app.add_typer(session_commands.app, name="session")
-app.add_typer(trace_commands.app, name="trace")
-app.add_typer(tail_commands.app, name="tail")
-app.add_typer(skills_commands.skills_app, name="skills")
-app.add_typer(skills_commands.prompt_app, name="prompt")
 
 
 def main() -> None:

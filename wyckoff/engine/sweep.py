@@ -2,9 +2,11 @@
 
 Signals (the funnel, day by day) are the expensive part and depend only on the engine
 configuration; exits and top-N only replay them. So a sweep computes signals once per
-distinct EngineConfig (one task each) and runs every exit combination as a cheap task that
-reuses them. Signals are point in time, so one computation over the whole period also
-serves every walk-forward window. The panel is shipped to every worker once.
+distinct EngineConfig and runs every exit combination as a cheap task that reuses them. Each
+day's signals depend on that day alone, so on a cluster one configuration's days are split
+into ranges computed by several tasks at once and joined. Signals are point in time, so one
+computation over the whole period also serves every walk-forward window. The panel is
+shipped to every worker once.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
 from wyckoff.engine.backtest import Signals, compute_signals, run_backtest
@@ -41,7 +44,15 @@ METRICS = (
     "excess_market_pct",
 )
 LOWER_IS_BETTER = {"simple_max_drawdown_pct", "cash_max_drawdown_pct", "max_consecutive_losses"}
-Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
+# (stage, its tasks done, its tasks in all, share of the whole sweep done): the stage says in
+# Chinese what the finished task did; signal tasks weigh by their days (the bulk of the work).
+Progress = Callable[[str, int, int, float], None]
+TASKS_PER_WORKER = 4  # signal tasks per worker slot on a cluster: load balance and progress
+MIN_RANGE_DAYS = 5  # a day range shorter than this costs more to ship than it saves
+# Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in every worker: glibc then maps and unmaps
+# every large numpy temporary, faulting its pages in again on each use, which doubled the
+# time of a signal task. None removes the variable (distributed.nanny._get_env_variables).
+WORKER_DASK_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
 
 class SweepCancelled(WyckoffError):
@@ -84,6 +95,11 @@ def signals_task(
     return compute_signals(panel, start_t, end_t, regime_gate, replace(DEFAULT_CONFIG, **overrides))
 
 
+def join_signals_task(*parts: Signals) -> Signals:
+    """Consecutive day ranges' signals as one."""
+    return Signals(parts[0].start_t, [day for part in parts for day in part.ranked])
+
+
 def combo_task(
     panel: Panel,
     signals: Signals,
@@ -107,6 +123,21 @@ def combo_task(
 # --- runners: where tasks execute ----------------------------------------------------------------
 
 
+class Tally:
+    """How much of a sweep is done, told to `progress` as each task finishes."""
+
+    def __init__(self, stages: dict[str, int], weight: int, progress: Progress | None) -> None:
+        self.total, self.done = stages, dict.fromkeys(stages, 0)
+        self.weight, self.weight_done, self.progress = max(weight, 1), 0, progress
+
+    def finished(self, stage: str, weight: int) -> None:
+        self.done[stage] += 1
+        self.weight_done += weight
+        if self.progress:
+            share = self.weight_done / self.weight
+            self.progress(stage, self.done[stage], self.total[stage], share)
+
+
 @dataclass
 class _Done:
     value: Any
@@ -115,17 +146,17 @@ class _Done:
 class InProcessRunner:
     """Runs each task as it is submitted, in this process (the serial baseline)."""
 
-    def __init__(self, tick: Callable[[], None], cancelled: Callable[[], bool]) -> None:
-        self.tick, self.cancelled = tick, cancelled
+    def __init__(self, tally: Tally, cancelled: Callable[[], bool]) -> None:
+        self.tally, self.cancelled = tally, cancelled
 
     def share(self, value: Any) -> Any:
         return value
 
-    def submit(self, func: Callable, *args: Any) -> _Done:
+    def submit(self, stage: str, weight: int, func: Callable, *args: Any) -> _Done:
         if self.cancelled():
             raise SweepCancelled("参数扫描已取消。")
         done = _Done(func(*(a.value if isinstance(a, _Done) else a for a in args)))
-        self.tick()
+        self.tally.finished(stage, weight)
         return done
 
     def results(self, tasks: list[_Done]) -> list[Any]:
@@ -135,25 +166,30 @@ class InProcessRunner:
 class ClusterRunner:
     """Submits tasks to a Dask cluster; a task's inputs may be other tasks' futures."""
 
-    def __init__(self, client, tick: Callable[[], None], cancelled: Callable[[], bool]) -> None:
-        self.client, self.tick, self.cancelled = client, tick, cancelled
+    def __init__(self, client, tally: Tally, cancelled: Callable[[], bool]) -> None:
+        self.client, self.tally, self.cancelled = client, tally, cancelled
         self.submitted: list = []
+        self.unfinished: dict[str, tuple[Any, str, int]] = {}  # key -> (future, stage, weight)
 
     def share(self, value: Any) -> Any:
         """Sent once to every worker, not with each task."""
         return self.client.scatter(value, broadcast=True)
 
-    def submit(self, func: Callable, *args: Any):
+    def submit(self, stage: str, weight: int, func: Callable, *args: Any):
         future = self.client.submit(func, *args, pure=False)
         self.submitted.append(future)
+        self.unfinished[future.key] = (future, stage, weight)
         return future
 
     def results(self, futures: list) -> list[Any]:
+        """The values of `futures`, counting every submitted task as it finishes (the signal
+        tasks the futures wait for too, so progress moves while signals are computed)."""
         from distributed import as_completed
 
         try:
-            for _ in as_completed(futures):
-                self.tick()
+            for future in as_completed([f for f, _, _ in self.unfinished.values()]):
+                _, stage, weight = self.unfinished.pop(future.key)
+                self.tally.finished(stage, weight)
                 if self.cancelled():
                     raise KeyboardInterrupt
             return self.client.gather(futures)
@@ -163,6 +199,22 @@ class ClusterRunner:
         except BaseException:
             self.client.cancel(self.submitted)
             raise
+
+
+def worker_slots(client) -> int:
+    """Tasks the cluster runs at once (1 in this process)."""
+    return sum(client.nthreads().values()) if client else 1
+
+
+def day_ranges(start_t: int, end_t: int, slots: int, configs: int) -> list[tuple[int, int]]:
+    """Signal days start_t..end_t - 1 cut into consecutive ranges (each start..end - 1), so
+    that about TASKS_PER_WORKER signal tasks per worker slot can run at once; one in process."""
+    days = end_t - start_t
+    pieces = 1
+    if slots > 1:
+        pieces = min(-(-TASKS_PER_WORKER * slots // configs), max(1, days // MIN_RANGE_DAYS))
+    bounds = [start_t + days * k // pieces for k in range(pieces + 1)]
+    return list(pairwise(bounds))
 
 
 def local_cores() -> int:
@@ -182,6 +234,7 @@ def dask_client(workers: int | None = None, address: str | None = None) -> Itera
     loopback, closed afterwards."""
     import logging
 
+    import dask
     from distributed import Client, LocalCluster
 
     if address:
@@ -195,6 +248,7 @@ def dask_client(workers: int | None = None, address: str | None = None) -> Itera
             yield client
         return
     with (
+        dask.config.set(WORKER_DASK_CONFIG),
         LocalCluster(
             n_workers=local_workers(workers),
             threads_per_worker=1,
@@ -232,7 +286,12 @@ def walk_forward_folds(start_t: int, end_t: int, train: int, test: int) -> list[
     return folds
 
 
+STAGE_SIGNALS, STAGE_COMBOS, STAGE_TESTS = "计算信号", "回放组合", "样本外检验"
+
+
 def task_count(grid: Grid, windows: int, walk_forward: bool) -> int:
+    """Signal computations (one per engine config, however a cluster splits them by days) and
+    replays: the same wherever the sweep runs."""
     configs = len(grid.engine_configs())
     return configs + grid.size * windows + (windows if walk_forward else 0)
 
@@ -262,27 +321,28 @@ def run_sweep(
             "的训练 + 测试窗口，请缩短窗口或放宽日期。"
         )
     spans = [fold.train for fold in folds] or [(start_t, end_t)]
-    total, done = task_count(grid, len(spans), bool(folds)), 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if progress:
-            progress(done, total)
-
-    runner = ClusterRunner(client, tick, cancelled) if client else InProcessRunner(tick, cancelled)
     configs, exit_combos = grid.engine_configs(), grid.exit_combinations()
+    combos = [(i, overrides, exits) for i, overrides in enumerate(configs) for exits in exit_combos]
+    ranges = day_ranges(start_t, end_t, worker_slots(client), len(configs))
+    stages = {
+        STAGE_SIGNALS: len(configs) * (len(ranges) + (len(ranges) > 1)),  # ranges and a join
+        STAGE_COMBOS: len(combos) * len(spans),
+        STAGE_TESTS: len(folds),
+    }
+    # a replay costs about one day's funnel
+    tally = Tally(
+        stages, len(configs) * (end_t - start_t) + len(combos) * len(spans) + len(folds), progress
+    )
+    runner = (
+        ClusterRunner(client, tally, cancelled) if client else InProcessRunner(tally, cancelled)
+    )
     options = {"board": board, "regime_gate": regime_gate}
     shared = runner.share(panel)
-    signals = [
-        runner.submit(signals_task, shared, start_t, end_t, regime_gate, overrides)
-        for overrides in configs
-    ]
-    combos = [(i, overrides, exits) for i, overrides in enumerate(configs) for exits in exit_combos]
+    signals = [_signals(runner, shared, ranges, regime_gate, overrides) for overrides in configs]
     tasks = [
-        runner.submit(combo_task, shared, signals[i], span, options, overrides, exits)
+        runner.submit(STAGE_COMBOS, 1, combo_task, shared, signals[i], span, options, *rest)
         for span in spans
-        for i, overrides, exits in combos
+        for i, *rest in combos
     ]
     rows = [
         {"params": {**exits, **overrides}, "metrics": row}
@@ -298,7 +358,7 @@ def run_sweep(
         "combinations": len(combos),
         "engine_configs": len(configs),
         "signal_computations": len(signals),
-        "tasks": total,
+        "tasks": task_count(grid, len(spans), bool(folds)),
         "benchmarks": benchmark_names(panel),
     }
     if not folds:
@@ -309,7 +369,16 @@ def run_sweep(
         min(range(len(combos)), key=lambda c, r=fold_rows: rank(r[c])) for fold_rows in per_fold
     ]
     tests = [
-        runner.submit(combo_task, shared, signals[combos[c][0]], fold.test, options, *combos[c][1:])
+        runner.submit(
+            STAGE_TESTS,
+            1,
+            combo_task,
+            shared,
+            signals[combos[c][0]],
+            fold.test,
+            options,
+            *combos[c][1:],
+        )
         for c, fold in zip(best, folds, strict=True)
     ]
     outs = runner.results(tests)
@@ -327,6 +396,19 @@ def run_sweep(
             for fold, fold_rows, c, out in zip(folds, per_fold, best, outs, strict=True)
         ],
     }
+
+
+def _signals(runner, panel: Any, ranges: list[tuple[int, int]], regime_gate: bool, overrides):
+    """One engine configuration's signals: one task per day range, joined when several."""
+    parts = [
+        runner.submit(
+            STAGE_SIGNALS, end - start, signals_task, panel, start, end, regime_gate, overrides
+        )
+        for start, end in ranges
+    ]
+    return (
+        parts[0] if len(parts) == 1 else runner.submit(STAGE_SIGNALS, 0, join_signals_task, *parts)
+    )
 
 
 def _period(panel: Panel, span: tuple[int, int]) -> dict[str, str]:

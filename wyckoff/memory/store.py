@@ -58,6 +58,7 @@ MAX_AGE_DAYS = {
     "scenario": 60,
 }
 MAX_CONTENT_CHARS = 500
+NEWEST_PER_TERM = 100  # index rows read per search term (recall stays flat as memories grow)
 # Where a memory's text came from. Only 'user' and 'model' memories speak for the user;
 # 'tool_output' ones (their source held tool results, or their origin is unknown) are data.
 PROVENANCE_LABELS = {"user": "用户输入", "model": "模型归纳", "tool_output": "来自工具结果"}
@@ -373,16 +374,32 @@ class MemoryStore:
         return [r[0] for r in rows]
 
     def ids_with_bigrams(self, terms: list[str], limit: int) -> list[tuple[int, int]]:
-        """(id, how many of the terms it holds), most terms first. Each term looks at its
-        newest 100 memories only, so a very common term costs no more than a rare one."""
+        """(id, how many of the 2-character terms it holds), most terms first."""
+        return self._ids_by_terms(
+            "SELECT memory_id FROM agent_memory_bigrams WHERE bigram = ?"
+            " ORDER BY memory_id DESC LIMIT ?",
+            terms,
+            limit,
+        )
+
+    def ids_matching_fts(self, terms: list[str], limit: int) -> list[tuple[int, int]]:
+        """(id, how many of the 3+ character terms it holds), most terms first (superseded
+        ones included: `by_ids` drops them). Not ranked by bm25: that scores every match of
+        every term, 7 ms for a common phrase at 50,000 memories."""
+        phrases = ['"' + t.replace('"', '""') + '"' for t in terms]
+        return self._ids_by_terms(
+            "SELECT rowid FROM agent_memory_fts WHERE agent_memory_fts MATCH ?"
+            " ORDER BY rowid DESC LIMIT ?",
+            phrases,
+            limit,
+        )
+
+    def _ids_by_terms(self, sql: str, terms: list[str], limit: int) -> list[tuple[int, int]]:
+        """Each term looks at its newest NEWEST_PER_TERM memories only, so a very common term
+        costs no more than a rare one; ids that hold more terms first, then newest."""
         hits: Counter[int] = Counter()
         for term in terms:
-            rows = self.store.conn.execute(
-                "SELECT memory_id FROM agent_memory_bigrams WHERE bigram = ?"
-                " ORDER BY memory_id DESC LIMIT 100",
-                (term,),
-            )
-            hits.update(r[0] for r in rows)
+            hits.update(r[0] for r in self.store.conn.execute(sql, (term, NEWEST_PER_TERM)))
         return sorted(hits.items(), key=lambda item: (-item[1], -item[0]))[:limit]
 
     def ids_with_tokens(self, tokens: list[str], limit: int) -> list[int]:
@@ -395,17 +412,6 @@ class MemoryStore:
             (*tokens, limit),
         )
         return [r[0] for r in rows]
-
-    def ids_matching_fts(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
-        """(id, bm25 rank) for memories holding any of the 3+ character terms, best first
-        (superseded ones included: `by_ids` drops them)."""
-        query = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        rows = self.store.conn.execute(
-            "SELECT rowid, bm25(agent_memory_fts) AS rank FROM agent_memory_fts"
-            " WHERE agent_memory_fts MATCH ? ORDER BY rank LIMIT ?",
-            (query, limit),
-        )
-        return [(r[0], r[1]) for r in rows]
 
     # --- extraction markers and layer runs ------------------------------------------------------
 

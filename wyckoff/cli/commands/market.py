@@ -34,12 +34,12 @@ SCREEN_LEGEND = """说明：
 
 
 def _context():
-    from wyckoff.cli.builtin_tools import default_registry
-    from wyckoff.cli.tools import ToolContext
+    """A command calls its tool function directly: no registry of every tool to build."""
+    from wyckoff.cli.tools import ToolContext, ToolRegistry
     from wyckoff.config import wyckoff_home
 
     home = wyckoff_home()
-    return ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    return ToolContext(home=home, registry=ToolRegistry(), store=Store.in_home(home))
 
 
 def _progress_bar():

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _params
+from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _params, backtest
 from wyckoff.cli.output import print_json, print_notice, print_table
 from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid, read_grid_file
 from wyckoff.engine.sweep_store import list_sweeps
@@ -361,3 +361,13 @@ def _write_csv(path: Path, result: dict[str, Any]) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+backtest_app = typer.Typer(
+    help="漏斗策略回测、参数扫描与滚动检验 / backtest, parameter sweeps, walk-forward.",
+    rich_markup_mode=None,
+)
+backtest_app.callback(invoke_without_command=True)(backtest)
+backtest_app.command("sweep")(sweep)
+backtest_app.command("sweeps")(sweeps)
+backtest_app.command("cluster")(cluster)

@@ -59,6 +59,7 @@ class ClaudeProvider(LLMProvider):
             base_url=self.config.base_url,
             max_retries=self.sdk_retries,
             timeout=self.http_timeout(anthropic.Timeout),
+            http_client=self.plain_http_client(anthropic.DefaultHttpxClient),
         )
 
     def _stream(

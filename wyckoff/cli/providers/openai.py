@@ -58,6 +58,7 @@ class OpenAIProvider(LLMProvider):
             base_url=self.config.base_url,
             max_retries=self.sdk_retries,
             timeout=self.http_timeout(openai.Timeout),
+            http_client=self.plain_http_client(openai.DefaultHttpxClient),
         )
 
     def assistant_fields(self, thinking: str) -> AssistantFields:
