@@ -13,6 +13,7 @@ import typer
 from wyckoff.cli import click_compat as click_errors
 from wyckoff.cli import interrupt
 from wyckoff.cli.commands import ask as ask_command
+from wyckoff.cli.commands import brief as brief_command
 from wyckoff.cli.commands import market as market_commands
 from wyckoff.cli.commands import mcp as mcp_commands
 from wyckoff.cli.commands import memory as memory_commands
@@ -80,6 +81,7 @@ app.command("ask")(ask_command.ask)
 app.command("screen")(market_commands.screen)
 app.command("analyze")(market_commands.analyze)
 app.command("market")(market_commands.market)
+app.command("brief")(brief_command.brief)
 backtest_app = typer.Typer(
     help="漏斗策略回测、参数扫描与滚动检验 / backtest, parameter sweeps, walk-forward.",
     rich_markup_mode=None,
