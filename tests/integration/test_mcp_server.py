@@ -50,6 +50,8 @@ TIER_3 = [
     *TIER_2,
     "portfolio",
     "update_portfolio",
+    "watchlist",
+    "update_watchlist",
     "generate_ai_report",
     "generate_strategy_decision",
 ]

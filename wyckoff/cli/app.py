@@ -23,6 +23,7 @@ from wyckoff.cli.commands import session as session_commands
 from wyckoff.cli.commands import skills as skills_commands
 from wyckoff.cli.commands import sweep as sweep_commands
 from wyckoff.cli.commands import trace as trace_commands
+from wyckoff.cli.commands import watch as watch_commands
 from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
 from wyckoff.errors import UsageError, WyckoffError
 
@@ -98,6 +99,7 @@ app.add_typer(mcp_commands.app, name="mcp")
 app.add_typer(portfolio_commands.app, name="portfolio")
 app.add_typer(session_commands.app, name="session")
 app.add_typer(trace_commands.app, name="trace")
+app.add_typer(watch_commands.app, name="watch")
 app.add_typer(skills_commands.skills_app, name="skills")
 app.add_typer(skills_commands.prompt_app, name="prompt")
 

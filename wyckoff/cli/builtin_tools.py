@@ -15,6 +15,7 @@ from wyckoff.agents.backtest import BACKTEST_TOOL
 from wyckoff.agents.history import QUERY_HISTORY_TOOL
 from wyckoff.agents.overview import OVERVIEW_TOOLS
 from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
+from wyckoff.routine.watchlist import WATCHLIST_TOOLS
 from wyckoff.agents.reports import REPORT_TOOLS
 from wyckoff.agents.screening import SCREEN_TOOL
 from wyckoff.agents.stocks import STOCK_TOOLS
@@ -193,6 +194,7 @@ def default_registry() -> ToolRegistry:
             QUERY_HISTORY_TOOL,
             SWEEP_TOOL,
             *PORTFOLIO_TOOLS,
+            *WATCHLIST_TOOLS,
             *REPORT_TOOLS,
             EXECUTE_SKILL,
             *RUNTIME_TOOLS,
