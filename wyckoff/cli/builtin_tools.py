@@ -15,7 +15,6 @@ from wyckoff.agents.backtest import BACKTEST_TOOL
 from wyckoff.agents.history import QUERY_HISTORY_TOOL
 from wyckoff.agents.overview import OVERVIEW_TOOLS
 from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
-from wyckoff.routine.watchlist import WATCHLIST_TOOLS
 from wyckoff.agents.reports import REPORT_TOOLS
 from wyckoff.agents.screening import SCREEN_TOOL
 from wyckoff.agents.stocks import STOCK_TOOLS
@@ -35,6 +34,7 @@ from wyckoff.cli.tools import (
     canonical_args,
 )
 from wyckoff.errors import UsageError
+from wyckoff.routine.watchlist import WATCHLIST_TOOLS
 
 READ_LIMIT = 6_000
 
