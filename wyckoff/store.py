@@ -233,6 +233,7 @@ MIGRATIONS: tuple[str, ...] = (
         kind TEXT NOT NULL,
         scope TEXT NOT NULL,
         threshold REAL,
+        direction TEXT,
         cooldown_days INTEGER NOT NULL DEFAULT 0,
         created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
     );

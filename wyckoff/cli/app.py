@@ -12,6 +12,7 @@ import typer
 
 from wyckoff.cli import click_compat as click_errors
 from wyckoff.cli import interrupt
+from wyckoff.cli.commands import alert as alert_commands
 from wyckoff.cli.commands import ask as ask_command
 from wyckoff.cli.commands import brief as brief_command
 from wyckoff.cli.commands import market as market_commands
@@ -100,6 +101,7 @@ app.add_typer(portfolio_commands.app, name="portfolio")
 app.add_typer(session_commands.app, name="session")
 app.add_typer(trace_commands.app, name="trace")
 app.add_typer(watch_commands.app, name="watch")
+app.add_typer(alert_commands.app, name="alert")
 app.add_typer(skills_commands.skills_app, name="skills")
 app.add_typer(skills_commands.prompt_app, name="prompt")
 

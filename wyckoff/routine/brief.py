@@ -19,13 +19,15 @@ CHART_DAYS = 40
 FORMATS = ("md", "html", "json")
 
 
-def build_brief(context: ToolContext, alerts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The brief of the latest trading day in the open market. Building it changes nothing
-    (the screen runs without saving its candidates to the history)."""
+def build_brief(context: ToolContext) -> dict[str, Any]:
+    """The brief of the latest trading day in the open market, with the alerts recorded for
+    that day. Building it changes nothing (the screen runs without saving its candidates to
+    the history)."""
     from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.overview import NoParams, get_market_overview
     from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool
     from wyckoff.agents.screening import ScreenParams, screen_stocks
+    from wyckoff.routine.alerts import history
 
     book = portfolio_tool(PortfolioParams(mode="diagnose"), context)
     overview = get_market_overview(NoParams(), context)
@@ -41,7 +43,7 @@ def build_brief(context: ToolContext, alerts: list[dict[str, Any]] | None = None
         "cash": book["cash"],
         "equity": book.get("equity", book["cash"]),
         "candidates": [_candidate(c, panel) for c in triggered],
-        "alerts": alerts or [],
+        "alerts": history(context.store, overview["as_of"]),
         "data_caveats": screen.get("data_caveats") or [],
     }
     if overview.get("data_note"):
