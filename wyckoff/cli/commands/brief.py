@@ -9,6 +9,7 @@ import typer
 
 from wyckoff.cli.output import print_notice
 from wyckoff.errors import UsageError
+from wyckoff.store import Store
 
 
 def brief(
@@ -28,6 +29,7 @@ def brief(
     if fmt not in FORMATS:
         raise UsageError(f"--format 只能是 md、html 或 json，收到 {fmt}。")
     home = wyckoff_home()
+    targets = _channels(push) if push and not dry_run else []
     if date is not None and (home / "briefs" / f"{normalize_date(date)}.json").is_file():
         content = load_brief(home, date)
     else:
@@ -41,8 +43,8 @@ def brief(
     if out is not None:
         _write_out(out, text)
     typer.echo(text, nl=False)
-    if push and not dry_run:
-        _push(content, push)
+    if targets:
+        _push(content, targets)
 
 
 def _build() -> dict[str, Any]:
@@ -62,5 +64,18 @@ def _write_out(path: Path, text: str) -> None:
     print_notice(f"已另存：{target}")
 
 
-def _push(content: dict[str, Any], target: str) -> None:
-    raise UsageError("推送渠道还没有配置功能：请先用 `wyckoff notify add` 添加渠道。")
+def _channels(target: str) -> list:
+    from wyckoff.config import wyckoff_home
+    from wyckoff.routine.notify import chosen
+
+    return chosen(Store.in_home(wyckoff_home()), target)
+
+
+def _push(content: dict[str, Any], targets: list) -> None:
+    """Push the Markdown brief; exit 1 when a channel failed (the others still got it)."""
+    from wyckoff.cli.commands.notify import report_push
+    from wyckoff.routine.brief_render import title, to_markdown
+
+    failed = report_push(targets, title(content), to_markdown(content))
+    if failed:
+        raise typer.Exit(failed)
