@@ -268,6 +268,7 @@ MIGRATIONS: tuple[str, ...] = (
         day TEXT NOT NULL,
         status TEXT NOT NULL,
         detail TEXT NOT NULL DEFAULT '',
+        pid INTEGER,
         started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
         finished_at TEXT,
         UNIQUE (schedule, day)

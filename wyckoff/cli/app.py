@@ -21,6 +21,7 @@ from wyckoff.cli.commands import memory as memory_commands
 from wyckoff.cli.commands import model as model_commands
 from wyckoff.cli.commands import notify as notify_commands
 from wyckoff.cli.commands import portfolio as portfolio_commands
+from wyckoff.cli.commands import schedule as schedule_commands
 from wyckoff.cli.commands import session as session_commands
 from wyckoff.cli.commands import skills as skills_commands
 from wyckoff.cli.commands import sweep as sweep_commands
@@ -104,6 +105,7 @@ app.add_typer(trace_commands.app, name="trace")
 app.add_typer(watch_commands.app, name="watch")
 app.add_typer(alert_commands.app, name="alert")
 app.add_typer(notify_commands.app, name="notify")
+app.add_typer(schedule_commands.app, name="schedule")
 app.add_typer(skills_commands.skills_app, name="skills")
 app.add_typer(skills_commands.prompt_app, name="prompt")
 

@@ -1,0 +1,101 @@
+"""The market's clock: where China's A-share trading day stands at a given minute.
+
+Times are Beijing time. `market_now()` is the current minute there, or the minute set in
+the `WYCKOFF_NOW` environment variable (ISO 8601, e.g. `2026-12-02T14:46:00+08:00`; a time
+without a zone is read as Beijing time), which is how tests and rehearsals pin the clock.
+Holidays come from the stored trading calendar (`open_days`); beyond it, weekdays are open.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from zoneinfo import ZoneInfo
+
+from wyckoff.errors import UsageError
+
+BEIJING = ZoneInfo("Asia/Shanghai")
+NOW_ENV = "WYCKOFF_NOW"
+TAIL_START = time(14, 30)
+CLOSE = time(15, 0)
+
+
+@dataclass(frozen=True)
+class Phase:
+    key: str  # closed, pre_open, auction, morning, lunch, afternoon, tail, close_auction, after
+    label: str  # 休市, 盘前, 集合竞价, ...
+    trading_day: bool
+    in_session: bool  # today's daily bar is still forming (from the open auction to 15:00)
+
+
+# (start, key, label, in_session), in order through a trading day
+_SCHEDULE = (
+    (time(0, 0), "pre_open", "盘前", False),
+    (time(9, 15), "auction", "集合竞价", True),
+    (time(9, 30), "morning", "上午盘", True),
+    (time(11, 30), "lunch", "午休", True),
+    (time(13, 0), "afternoon", "下午盘", True),
+    (TAIL_START, "tail", "尾盘", True),
+    (time(14, 57), "close_auction", "收盘集合竞价", True),
+    (CLOSE, "after", "收盘后", False),
+)
+CLOSED = Phase("closed", "休市", False, False)
+
+
+def market_now(now: datetime | None = None) -> datetime:
+    """`now` (or WYCKOFF_NOW, else the system clock) in Beijing time."""
+    if now is None:
+        pinned = os.environ.get(NOW_ENV, "").strip()
+        now = parse_now(pinned) if pinned else datetime.now(BEIJING)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=BEIJING)
+    return now.astimezone(BEIJING)
+
+
+def parse_now(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"{NOW_ENV}={text!r} 不是 ISO 时间：请写成 2026-12-02T14:46:00+08:00 这样。"
+        ) from None
+
+
+def is_trading_day(day: date, open_days: Collection[date] | None = None) -> bool:
+    """Open by the stored calendar when it covers `day`, else any weekday."""
+    if day.weekday() >= 5:
+        return False
+    if open_days and min(open_days) <= day <= max(open_days):
+        return day in open_days
+    return True
+
+
+def trading_phase(now: datetime, open_days: Collection[date] | None = None) -> Phase:
+    """The phase of the trading day at `now` (Beijing time)."""
+    now = market_now(now)
+    if not is_trading_day(now.date(), open_days):
+        return CLOSED
+    current = now.time()
+    key, label, in_session = next(
+        (k, lbl, s) for start, k, lbl, s in reversed(_SCHEDULE) if current >= start
+    )
+    return Phase(key, label, True, in_session)
+
+
+def partial_bar_note(now: datetime, phase: Phase) -> str:
+    """The caveat for today's daily bar while the session runs (empty when it is final)."""
+    if not phase.in_session:
+        return ""
+    return (
+        f"盘中（{phase.label}，{now:%H:%M}）：{now:%Y-%m-%d} 的日线尚未收盘，"
+        "最新价、涨跌幅和成交量都是截至此刻的，不是收盘数据。"
+    )
+
+
+def prompt_note(now: datetime, open_days: Collection[date] | None = None) -> str:
+    """One paragraph for the system prompt: the time, the phase and what it means for data."""
+    phase = trading_phase(now, open_days)
+    head = f"现在是北京时间 {now:%Y-%m-%d %H:%M}（{'交易日' if phase.trading_day else '非交易日'}），市场时段：{phase.label}。"
+    return " ".join(part for part in (head, partial_bar_note(now, phase)) if part)
