@@ -13,6 +13,7 @@ import typer
 from wyckoff.cli import click_compat as click_errors
 from wyckoff.cli import interrupt
 from wyckoff.cli.commands import alert as alert_commands
+from wyckoff.cli.commands import approvals as approvals_commands
 from wyckoff.cli.commands import ask as ask_command
 from wyckoff.cli.commands import brief as brief_command
 from wyckoff.cli.commands import market as market_commands
@@ -106,6 +107,7 @@ app.add_typer(watch_commands.app, name="watch")
 app.add_typer(alert_commands.app, name="alert")
 app.add_typer(notify_commands.app, name="notify")
 app.add_typer(schedule_commands.app, name="schedule")
+app.add_typer(approvals_commands.app, name="approvals")
 app.add_typer(skills_commands.skills_app, name="skills")
 app.add_typer(skills_commands.prompt_app, name="prompt")
 

@@ -178,3 +178,39 @@ def daemon(
             )
         failure_notice(store, acted)
         time.sleep(interval)
+
+
+@app.command("run-ask", hidden=True)
+def run_ask(question: Annotated[str, typer.Argument()]) -> None:
+    """A scheduled question, headless: risky calls become pending approvals, never actions."""
+    import threading
+
+    from wyckoff.cli.agent import open_agent
+    from wyckoff.cli.runtime.approval import Approval
+    from wyckoff.routine.approvals import queue
+
+    agent = open_agent(interactive=True)
+    _, store = _home_and_store()
+
+    def answer_requests() -> None:
+        for update in agent.updates():
+            if update["type"] == "approval_request":
+                request = update["request"]
+                number = queue(
+                    store, request["name"], request["args"], request["description"], "定时任务"
+                )
+                print_notice(f"待批准 #{number}：{request['description']}")
+                update["answer"].set_result(Approval("queued"))
+            elif update["type"] == "question":
+                update["answer"].set_result({"status": "skipped", "answer": ""})
+
+    threading.Thread(target=answer_requests, daemon=True).start()
+    agent.conversation.append(agent.skills.user_message(question))
+    status = "error"
+    for event in agent.run_turn(wait_for_background=True):
+        if event["type"] == "done" and "agent" not in event:  # the main agent's end
+            status = event["status"]
+            typer.echo(event["text"])
+    agent.close()
+    if status != "completed":
+        raise typer.Exit(1)
