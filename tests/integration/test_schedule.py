@@ -141,3 +141,33 @@ def test_a_malformed_injected_time_is_one_sentence(home):
     cli("schedule", "add", "x", "--at", "15:00", "--run", "brief")
     result = cli("schedule", "run-due", env={"WYCKOFF_NOW": "tomorrow"})
     assert result.returncode == 2 and "WYCKOFF_NOW" in result.stderr
+
+
+def test_the_after_close_preset_runs_its_steps_and_saves_the_brief_without_channels(demo_home):
+    day = last_market_day(demo_home)
+    cli("alert", "add", "volume", "--scope", "market", "--threshold", "1.5")
+    cli("schedule", "add", "after-close")
+    ran = run_due(day, "15:41")
+    assert ran.returncode == 0, ran.stderr
+    (run,) = runs()
+    assert run["status"] == "ok" and run["detail"].startswith("4 步全部完成")
+    saved = json.loads((demo_home / "briefs" / f"{day.isoformat()}.json").read_text())
+    history = json.loads(cli("alert", "history", "--json").stdout)["alerts"]
+    assert history and [a["message"] for a in saved["alerts"]] == [a["message"] for a in history]
+
+
+def test_a_run_whose_scheduler_died_is_recorded_as_failed(demo_home):
+    import sqlite3
+
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "evening", "--at", "15:40", "--run", "alert check")
+    dead = spawn_cli("--help")
+    dead.communicate(timeout=60)
+    with sqlite3.connect(demo_home / "wyckoff.db") as conn:  # what kill -9 mid-run leaves
+        conn.execute(
+            "INSERT INTO schedule_runs (schedule, day, status, pid) VALUES ('evening', ?, 'running', ?)",
+            (day.isoformat(), dead.pid),
+        )
+    run_due(day, "15:45")
+    (run,) = runs()
+    assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]

@@ -65,10 +65,16 @@ def _write_out(path: Path, text: str) -> None:
 
 
 def _channels(target: str) -> list:
+    """The channels to push to; `all` with none configured pushes nothing (a scheduled
+    after-close run still builds and saves the brief)."""
     from wyckoff.config import wyckoff_home
-    from wyckoff.routine.notify import chosen
+    from wyckoff.routine.notify import channels, chosen
 
-    return chosen(Store.in_home(wyckoff_home()), target)
+    store = Store.in_home(wyckoff_home())
+    if target == "all" and not channels(store):
+        print_notice("还没有推送渠道，简报只保存不推送（`wyckoff notify add` 添加渠道）。")
+        return []
+    return chosen(store, target)
 
 
 def _push(content: dict[str, Any], targets: list) -> None:
