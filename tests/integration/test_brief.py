@@ -82,3 +82,29 @@ def test_bad_brief_options_get_one_sentence_and_exit_2(demo_home):
     bad_day = cli("brief", "--date", "yesterday")
     assert bad_day.returncode == 2 and "YYYY-MM-DD" in bad_day.stderr
     assert not (demo_home / "briefs").exists() or not any((demo_home / "briefs").iterdir())
+
+
+def test_ai_commentary_comes_from_the_model_in_its_own_section(demo_home, openai_server):
+    from tests.conftest import add_scripted_model
+    from tests.model_servers import Reply
+
+    hold(demo_codes(demo_home, 1))
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(text="注意第一只持仓的止损。"))
+    built = cli("brief", "--ai", "--format", "html")
+    assert built.returncode == 0, built.stderr
+    assert '<h2>AI 点评</h2><div class="ai"><small>模型生成' in built.stdout
+    assert "注意第一只持仓的止损。" in built.stdout
+    sent = openai_server.bodies[0]["messages"][-1]["content"]
+    assert (
+        sent.startswith("# 威科夫收盘简报")
+        and "演示数据" in openai_server.bodies[0]["messages"][0]["content"]
+    )
+    markdown = (demo_home / "briefs").glob("*.md").__next__().read_text(encoding="utf-8")
+    assert markdown.split("## AI 点评")[1].strip().endswith("注意第一只持仓的止损。")
+
+
+def test_ai_commentary_without_a_model_is_skipped_with_a_sentence(demo_home):
+    built = cli("brief", "--ai", "--format", "json")
+    assert built.returncode == 0 and "没有可用的模型" in built.stderr
+    assert "ai_commentary" not in json.loads(built.stdout)

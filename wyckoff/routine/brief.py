@@ -120,3 +120,27 @@ def normalize_date(text: str) -> str:
         return datetime.strptime(cleaned, "%Y%m%d").strftime("%Y-%m-%d")
     except ValueError:
         raise UsageError(f"日期 {text} 无效，请用 YYYY-MM-DD，例如 2026-12-03。") from None
+
+
+# --- AI commentary ------------------------------------------------------------------------------
+
+COMMENTARY_PROMPT = (
+    "你是 A 股威科夫分析助手。下面是今天收盘后由程序计算出的简报（事实与数字都是计算结果）。"
+    "请用不超过 300 字的中文给出点评：最需要注意的持仓风险、候选股里值得关注的、明天的操作纪律。"
+    "不要改写或编造数字，不要给出确定性的收益承诺。"
+)
+COMMENTARY_MAX_CHARS = 2000
+
+
+def ai_commentary(brief: dict[str, Any], provider) -> str:
+    """The model's short commentary on the brief's facts (kept apart from them)."""
+    from wyckoff.agents.reports import system_prompt
+    from wyckoff.routine.brief_render import to_markdown
+
+    facts = to_markdown({**brief, "ai_commentary": None})
+    reply = provider.chat(
+        [{"role": "user", "content": facts}],
+        [],
+        system_prompt(COMMENTARY_PROMPT, brief["source"]),
+    )
+    return str(reply["text"]).strip()[:COMMENTARY_MAX_CHARS]

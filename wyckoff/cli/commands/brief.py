@@ -20,6 +20,7 @@ def brief(
     out: Annotated[Path | None, typer.Option("--out", help="另存一份到这个文件")] = None,
     push: Annotated[str | None, typer.Option("--push", help="推送到通知渠道 NAME，或 all")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="只显示，不保存不推送")] = False,
+    ai: Annotated[bool, typer.Option("--ai", help="附上模型点评（需已配置模型）")] = False,
 ) -> None:
     """收盘简报：市场状态、持仓诊断、候选、提醒 / the after-close brief."""
     from wyckoff.config import wyckoff_home
@@ -34,6 +35,8 @@ def brief(
         content = load_brief(home, date)
     else:
         content = _build()
+        if ai:
+            _add_commentary(content, home)
         if date is not None and normalize_date(date) != content["date"]:
             load_brief(home, date)  # raises: that day has no saved brief
         if not dry_run:
@@ -52,6 +55,24 @@ def _build() -> dict[str, Any]:
     from wyckoff.routine.brief import build_brief
 
     return run_tool(lambda _params, context: build_brief(context), None, label="收盘简报")
+
+
+def _add_commentary(content: dict[str, Any], home: Path) -> None:
+    """The model's commentary, in its own section; without a model the brief goes on without it."""
+    from wyckoff.cli.providers.factory import build_provider
+    from wyckoff.config import load_config
+    from wyckoff.errors import WyckoffError
+    from wyckoff.routine.brief import ai_commentary
+
+    try:
+        provider = build_provider(load_config(home))
+    except WyckoffError as exc:
+        print_notice(f"没有可用的模型，简报不带 AI 点评：{exc.message}")
+        return
+    try:
+        content["ai_commentary"] = ai_commentary(content, provider)
+    except WyckoffError as exc:
+        print_notice(f"AI 点评没有生成（{exc.message}），简报只含计算结果。")
 
 
 def _write_out(path: Path, text: str) -> None:
