@@ -668,3 +668,17 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
             "delegate_to_research",
             "delegate_to_analysis",
         ]
+
+
+@pytest.mark.asyncio
+async def test_opening_the_tui_tells_of_approvals_a_scheduled_run_left(configured, home):
+    from wyckoff.routine.approvals import queue
+    from wyckoff.store import Store
+
+    args = {"action": "remove", "code": "600519"}
+    queue(Store.in_home(home), "update_portfolio", args, "删除持仓 600519 贵州茅台", "定时任务")
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: any("待批准" in n for n in notices(app)))
+        (line,) = [n for n in notices(app) if "待批准" in n]
+        assert "#1 删除持仓 600519 贵州茅台" in line and "wyckoff approvals approve" in line
