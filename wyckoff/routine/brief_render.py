@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+CHARTED_HOLDINGS = 10  # K-line pictures for the first holdings only: the page stays ≤ 200 KB
 EXIT_LABELS = {
     "hold": "持有",
     "watch": "观察",
@@ -113,7 +114,9 @@ def to_html(brief: dict[str, Any]) -> str:
         parts.append(f'<p class="demo">⚠ {escape(brief["data_note"])}</p>')
     parts += ["<h2>市场</h2>", f"<p>{escape(regime_line(brief))}</p>"]
     parts.append(f"<h2>持仓（{len(brief['holdings'])} 只）</h2>")
-    parts += [_holding_card(h) for h in brief["holdings"]] or ["<p>持仓为空。</p>"]
+    parts += [
+        _holding_card(h, chart=i < CHARTED_HOLDINGS) for i, h in enumerate(brief["holdings"])
+    ] or ["<p>持仓为空。</p>"]
     parts.append(f"<p>现金 {brief['cash']:,.2f}，总资产 {brief['equity']:,.2f}</p>")
     parts.append("<h2>候选（触发信号）</h2>")
     parts += [
@@ -133,12 +136,12 @@ def to_html(brief: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _holding_card(h: dict[str, Any]) -> str:
+def _holding_card(h: dict[str, Any], chart: bool) -> str:
     heading = f"{h.get('health_label', '⚪ 未知')} {h['code']} {h['name']}"
     reasons = _list(h["reasons"]) if h["health"] != "unknown" else ""
     return (
         f'<div class="card"><h3>{escape(heading)}</h3><p>{escape(holding_line(h))}</p>'
-        f"{reasons}{kline_svg(h['chart'])}</div>"
+        f"{reasons}{kline_svg(h['chart']) if chart else ''}</div>"
     )
 
 
@@ -157,15 +160,18 @@ def kline_svg(bars: list[list[float]], width: int = 320, height: int = 90) -> st
     def y(price: float) -> float:
         return round(height - 2 - (price - low) / span * (height - 4), 1)
 
+    def n(value: float) -> str:  # short coordinates: the page is read on a phone
+        return f"{value:.1f}".rstrip("0").rstrip(".")
+
     shapes = []
     for i, (open_, high, low_, close) in enumerate(bars):
         x = round(i * step + step / 2, 1)
         colour = "#d62728" if close >= open_ else "#2ca02c"
         top, bottom = y(max(open_, close)), y(min(open_, close))
         shapes.append(
-            f'<line x1="{x}" y1="{y(high)}" x2="{x}" y2="{y(low_)}" stroke="{colour}"/>'
-            f'<rect x="{round(x - step * 0.35, 1)}" y="{top}" width="{round(step * 0.7, 1)}" '
-            f'height="{max(round(bottom - top, 1), 0.8)}" fill="{colour}"/>'
+            f'<path d="M{n(x)} {n(y(high))}V{n(y(low_))}" stroke="{colour}"/>'
+            f'<rect x="{n(x - step * 0.35)}" y="{n(top)}" width="{n(step * 0.7)}" '
+            f'height="{n(max(bottom - top, 0.8))}" fill="{colour}"/>'
         )
     return (
         f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="近 {len(bars)} 日 K 线">'
