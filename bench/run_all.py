@@ -54,6 +54,7 @@ BENCHMARKS = (
     Benchmark("triggers.py", "一个触发信号在平常日子里命中 ≤ 5% 的股票", quick_args=None),
     Benchmark("demo_build.py", "峰值内存远低于 1 GB", quick_args=None),
     Benchmark("warm_commands.py", "热启动 `analyze` ≤ 600 ms，`screen` ≤ 1.5 s", quick_args=None),
+    Benchmark("alerts.py", "200 条提醒规则覆盖全市场，热检查 < 2 s", quick_args=None),
 )
 
 
