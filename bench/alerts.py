@@ -46,7 +46,14 @@ def main() -> None:
     parser.add_argument("--home", help="a WYCKOFF_HOME with the demo market built")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    home = Path(args.home or tempfile.mkdtemp(prefix="bench-alerts-"))
+    if args.home:
+        run(Path(args.home), args.runs)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-alerts-") as home:
+        run(Path(home), args.runs)
+
+
+def run(home: Path, runs: int) -> None:
     os.environ["WYCKOFF_HOME"] = str(home)
 
     from wyckoff.cli.builtin_tools import default_registry
@@ -66,7 +73,7 @@ def main() -> None:
     first = check(context)
     cold = time.perf_counter() - started
     times = []
-    for _ in range(args.runs):
+    for _ in range(runs):
         started = time.perf_counter()
         check(context)
         times.append(time.perf_counter() - started)
@@ -75,7 +82,7 @@ def main() -> None:
         path.unlink()
     print(f"alert check: {count} rules over {len(codes)} stocks, {len(first['fired'])} alerts")
     print(f"  first check (panel from the disk cache): {cold:.2f} s")
-    print(f"  warm check, median of {args.runs}: {statistics.median(times):.2f} s")
+    print(f"  warm check, median of {runs}: {statistics.median(times):.2f} s")
 
 
 if __name__ == "__main__":
