@@ -56,6 +56,7 @@ class AlertDay:
     t: int
     holdings: dict[str, Holding] = field(default_factory=dict)
     _diagnoses: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    _cache: dict[Any, Any] = field(default_factory=dict)
 
     def diagnosis(self, code: str, t: int) -> dict[str, Any]:
         key = (code, t)
@@ -67,7 +68,19 @@ class AlertDay:
         return self._diagnoses[key]
 
     def name(self, code: str) -> str:
-        return str(self.panel.stocks.loc[code, "name"]) if code != MARKET else "大盘"
+        if code == MARKET:
+            return "大盘"
+        if "names" not in self._cache:
+            self._cache["names"] = self.panel.stocks["name"].astype(str).to_dict()
+        return self._cache["names"][code]
+
+    def columns(self, codes: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
+        """The codes the panel has and their columns, worked out once per scope."""
+        key = ("columns", codes)
+        if key not in self._cache:
+            known = [c for c in codes if self.panel.has(c)]
+            self._cache[key] = (known, np.array([self.panel.column(c) for c in known], dtype=int))
+        return self._cache[key]
 
 
 def evaluate(day: AlertDay, rules: list[Rule]) -> list[Hit]:
@@ -120,10 +133,9 @@ def _regime(day: AlertDay, rule: Rule) -> list[Hit]:
 
 def _prices(day: AlertDay, rule: Rule) -> list[Hit]:
     p, t = day.panel, day.t
-    codes = [c for c in rule.codes if p.has(c)]
+    codes, columns = day.columns(rule.codes)
     if not codes or t < 1:
         return []
-    columns = np.array([p.column(c) for c in codes])
     close, previous = p.close[t, columns], p.close[t - 1, columns]
     if rule.kind == "price":
         level = float(rule.threshold or 0)
