@@ -169,3 +169,14 @@ def test_bad_notify_input_says_why(home, args, says):
     result = cli("notify", *args)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
     assert json.loads(cli("notify", "list", "--json").stdout)["channels"] == []
+
+
+def test_a_hostile_service_echoing_the_key_back_never_gets_it_shown(home):
+    # the service puts the webhook key and the secret into its error: neither may be shown
+    echo = {"errcode": 93000, "errmsg": f"invalid webhook key TOKEN-abc123 (secret {SECRET})"}
+    with PushServer(reply=echo) as hostile:
+        url = hostile.url("/cgi-bin/webhook/send?key=TOKEN-abc123")
+        env = channel("wx", "wecom", url, secret=True)
+        sent = cli("notify", "test", "wx", env=env)
+    assert sent.returncode == 1 and "93000 invalid webhook key ***" in sent.stderr
+    no_secret_in(sent.stdout, sent.stderr)

@@ -38,6 +38,7 @@ LIMITS = {
     "webhook": ("bytes", 60_000),
 }
 TIMEOUT_S = 15
+MIN_TOKEN_CHARS = 8  # shorter URL parts ("robot", "send", "hook") are not secrets
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CHANNEL_NAME = re.compile(r"^[\w-]{1,32}$")
 
@@ -241,14 +242,19 @@ def _check_reply(channel: Channel, reply: dict[str, Any]) -> None:
 
 
 def mask(text: str, channel: Channel) -> str:
-    """`text` with the channel's URL, its token-bearing parts and its secret replaced by ***."""
+    """`text` with the channel's URL and secret replaced by ***, and every part of the URL
+    that could be a token (path segments, query values, the password) too: a service may
+    echo just the key back in its error."""
+    from urllib.parse import parse_qsl
+
     values = []
     for env in (channel.url_env, channel.secret_env):
         value = os.environ.get(env or "", "").strip()
         if value:
             parts = urlsplit(value)
-            values += [value, parts.path, parts.query, parts.password or ""]
-    for value in sorted((v for v in values if len(v) >= 6), key=len, reverse=True):
+            values += [value, parts.password or "", *parts.path.split("/")]
+            values += [v for _, v in parse_qsl(parts.query)]
+    for value in sorted((v for v in values if len(v) >= MIN_TOKEN_CHARS), key=len, reverse=True):
         text = text.replace(value, "***")
     return text
 
