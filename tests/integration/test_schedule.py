@@ -171,3 +171,16 @@ def test_a_run_whose_scheduler_died_is_recorded_as_failed(demo_home):
     run_due(day, "15:45")
     (run,) = runs()
     assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]
+
+
+def test_a_data_source_down_fails_the_run_with_its_sentence_and_writes_no_brief(demo_home):
+    day = last_market_day(demo_home)
+    assert cli("data", "use", "baostock").returncode == 0  # its server is out of reach here
+    cli("schedule", "add", "after-close")
+    ran = run_due(day, "15:41")
+    assert ran.returncode == 1
+    (run,) = runs()
+    assert run["status"] == "failed" and run["detail"].startswith(
+        "第 1 步 `wyckoff data sync` 失败"
+    )
+    assert "Traceback" not in run["detail"] and not (demo_home / "briefs").exists()
