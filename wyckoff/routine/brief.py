@@ -31,7 +31,9 @@ def build_brief(context: ToolContext) -> dict[str, Any]:
 
     book = portfolio_tool(PortfolioParams(mode="diagnose"), context)
     overview = get_market_overview(NoParams(), context)
-    screen = screen_stocks(ScreenParams(), dataclasses.replace(context, store=None))
+    context.progress("收盘简报", "全市场筛选", 0.3)
+    quiet = dataclasses.replace(context, store=None, on_progress=None)  # it saves nothing here
+    screen = screen_stocks(ScreenParams(), quiet)
     panel = MarketData.from_context(context).panel()
     holdings = [_holding(row, panel) for row in book["positions"]]
     triggered = [c for c in screen["top_candidates"] if c["triggers"]][:CANDIDATES_SHOWN]

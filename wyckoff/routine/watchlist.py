@@ -36,7 +36,11 @@ class Watchlist:
         return [w for w in found if tag in w["tags"]] if tag else found
 
     def add(
-        self, stock: str, tags: list[str] = (), note: str | None = None, actor: str = "cli"
+        self,
+        stock: str,
+        tags: tuple[str, ...] | list[str] = (),
+        note: str | None = None,
+        actor: str = "cli",
     ) -> dict[str, Any]:
         """Watch a stock, or add tags / replace the note of one already watched."""
         code, name = validate_stock(stock, None)
