@@ -100,7 +100,9 @@ def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_h
     by_name = {r["schedule"]: r for r in runs()}
     assert by_name["later"]["status"] == "ok"
     assert by_name["tail"]["status"] == "failed"
-    assert by_name["tail"]["detail"].startswith("第 1 步 `wyckoff tail` 失败（退出码 2）")
+    assert by_name["tail"]["detail"].startswith(
+        "第 1 步 `wyckoff tail` 失败（退出码 2）：这个版本的 wyckoff 没有 `tail` 命令（尾盘检查"
+    )
     (notice,) = phone.received
     assert "定时任务 tail 运行失败" in notice.json["markdown"]["content"]
 
