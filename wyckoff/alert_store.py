@@ -22,7 +22,7 @@ def add_rule(
         "VALUES (?, ?, ?, ?, ?)",
         (kind, scope, threshold, direction, cooldown_days),
     )
-    return int(cursor.lastrowid)
+    return int(cursor.lastrowid or 0)
 
 
 def rules(store: Store) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ def add(store: Store, tool: str, args: dict, description: str, origin: str, hour
         f"VALUES (?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+{int(hours)} hours'))",
         (tool, json.dumps(args, ensure_ascii=False), description, origin),
     )
-    return int(cursor.lastrowid)
+    return int(cursor.lastrowid or 0)
 
 
 def expire(store: Store) -> None:

@@ -8,6 +8,8 @@ import json
 from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from wyckoff.store import Store
 
 
@@ -65,7 +67,7 @@ def mark_undone(store: Store, change_id: int) -> None:
     store.conn.execute("UPDATE watchlist_changes SET undone = 1 WHERE id = ?", (change_id,))
 
 
-def _watched(row) -> Watched:
+def _watched(row: sqlite3.Row) -> Watched:
     return Watched(
         code=row["code"], name=row["name"], tags=json.loads(row["tags"]), note=row["note"]
     )

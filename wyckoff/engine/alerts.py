@@ -72,7 +72,7 @@ class AlertDay:
             return "大盘"
         if "names" not in self._cache:
             self._cache["names"] = self.panel.stocks["name"].astype(str).to_dict()
-        return self._cache["names"][code]
+        return str(self._cache["names"][code])
 
     def columns(self, codes: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
         """The codes the panel has and their columns, worked out once per scope."""
@@ -80,7 +80,8 @@ class AlertDay:
         if key not in self._cache:
             known = [c for c in codes if self.panel.has(c)]
             self._cache[key] = (known, np.array([self.panel.column(c) for c in known], dtype=int))
-        return self._cache[key]
+        cached: tuple[list[str], np.ndarray] = self._cache[key]
+        return cached
 
 
 def evaluate(day: AlertDay, rules: list[Rule]) -> list[Hit]:

@@ -14,6 +14,7 @@ from wyckoff.errors import UsageError
 
 if TYPE_CHECKING:
     from wyckoff.cli.tools import ToolContext
+    from wyckoff.engine.alerts import Hit
     from wyckoff.store import Store
 
 SCOPES = ("holdings", "watchlist", "market")
@@ -125,7 +126,9 @@ def check(context: ToolContext, date: str | None = None) -> dict[str, Any]:
     return market.envelope(panel.as_of, fired=fired, rules=len(rules), matched=len(hits))
 
 
-def _after_cooldown(store: Store, rules, found, dates: list[str]) -> list[dict[str, Any]]:
+def _after_cooldown(
+    store: Store, rules: list[dict[str, Any]], found: list[Hit], dates: list[str]
+) -> list[dict[str, Any]]:
     """The hits whose rule did not fire for that stock within its cooldown."""
     cooldown = {r["id"]: r["cooldown_days"] for r in rules}
     last = alert_store.last_fired(store)

@@ -9,10 +9,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.tools import ToolContext
 from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from wyckoff.cli.providers.base import LLMProvider
+    from wyckoff.engine.panel import Panel
 
 CANDIDATES_SHOWN = 5
 CHART_DAYS = 40
@@ -53,7 +57,7 @@ def build_brief(context: ToolContext) -> dict[str, Any]:
     return brief
 
 
-def _holding(row: dict[str, Any], panel) -> dict[str, Any]:
+def _holding(row: dict[str, Any], panel: Panel) -> dict[str, Any]:
     holding = dict(row)
     stop, close = row.get("stop_level"), row.get("close")
     holding["stop_distance_pct"] = round((close / stop - 1) * 100, 2) if stop and close else None
@@ -61,12 +65,12 @@ def _holding(row: dict[str, Any], panel) -> dict[str, Any]:
     return holding
 
 
-def _candidate(row: dict[str, Any], panel) -> dict[str, Any]:
+def _candidate(row: dict[str, Any], panel: Panel) -> dict[str, Any]:
     keep = ("code", "name", "industry", "close", "channels", "triggers", "score")
     return {**{k: row[k] for k in keep}, "chart": chart_bars(panel, row["code"])}
 
 
-def chart_bars(panel, code: str) -> list[list[float]]:
+def chart_bars(panel: Panel, code: str) -> list[list[float]]:
     """The last CHART_DAYS bars as [open, high, low, close] for the small K-line picture."""
     frame = panel.stock_frame(code, CHART_DAYS).dropna(subset=["close"])
     columns = ("open", "high", "low", "close")
@@ -107,11 +111,12 @@ def load_brief(home: Path, date: str) -> dict[str, Any]:
     day = normalize_date(date)
     path = briefs_dir(home) / f"{day}.json"
     if not path.is_file():
-        saved = "、".join(saved_dates(home)[:5]) or "还没有"
+        listed = "、".join(saved_dates(home)[:5]) or "还没有"
         raise UsageError(
-            f"{day} 没有保存的简报（已保存：{saved}）。不带 --date 运行 `wyckoff brief` 生成最新交易日的简报。"
+            f"{day} 没有保存的简报（已保存：{listed}）。不带 --date 运行 `wyckoff brief` 生成最新交易日的简报。"
         )
-    return json.loads(path.read_text(encoding="utf-8"))
+    brief: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return brief
 
 
 def normalize_date(text: str) -> str:
@@ -134,7 +139,7 @@ COMMENTARY_PROMPT = (
 COMMENTARY_MAX_CHARS = 2000
 
 
-def ai_commentary(brief: dict[str, Any], provider) -> str:
+def ai_commentary(brief: dict[str, Any], provider: LLMProvider) -> str:
     """The model's short commentary on the brief's facts (kept apart from them)."""
     from wyckoff.agents.reports import system_prompt
     from wyckoff.routine.brief_render import to_markdown

@@ -28,6 +28,7 @@ def send_mail(url: str, password: str | None, subject: str, text: str) -> None:
             "邮件地址要写成 smtps://用户@主机:465?to=收件人（或 smtp://…:587 走 STARTTLS）"
         )
     context = ssl.create_default_context()
+    server: smtplib.SMTP
     if parts.scheme == "smtps":
         server = smtplib.SMTP_SSL(
             parts.hostname, parts.port or 465, timeout=TIMEOUT_S, context=context

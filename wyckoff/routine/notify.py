@@ -17,6 +17,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote_plus, urlsplit
@@ -298,7 +299,7 @@ def split(text: str, unit: str, limit: int) -> list[str]:
     return [f"（{i}/{len(parts)}）\n{part.rstrip()}" for i, part in enumerate(parts, 1)]
 
 
-def _pieces(text: str, size, budget: int) -> list[str]:
+def _pieces(text: str, size: Callable[[str], int], budget: int) -> list[str]:
     pieces = []
     for line in text.splitlines(keepends=True):
         while size(line) > budget:

@@ -86,7 +86,7 @@ class Watchlist:
 
     def watched_code(self, stock: str) -> str:
         """The code of the watched stock `stock` names, by the one resolver's rules."""
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]
 
         watched = pd.DataFrame(self.items(), columns=["code", "name"])
         try:
@@ -168,7 +168,7 @@ def describe_update(params: UpdateWatchlistParams, context: ToolContext) -> str:
             code, name = validate_stock(params.code, None)
         else:
             code = Watchlist(context.store).watched_code(params.code)
-            name = watchlist_store.one(context.store, code)["name"]
+            name = (watchlist_store.one(context.store, code) or {"name": code})["name"]
     except WyckoffError:
         verb = "加入" if params.action == "add" else "移出"
         return f"{verb}自选股：{params.code}（没有找到这只股票，工具会拒绝）"
