@@ -60,3 +60,11 @@ def record_result(store: Store, approval_id: int, status: str, result: str) -> N
         "UPDATE pending_approvals SET status = ?, result = ? WHERE id = ?",
         (status, result, approval_id),
     )
+
+
+def count_pending(store: Store) -> int:
+    """Pending and not yet expired (a read: nothing is marked expired here)."""
+    row = store.conn.execute(
+        f"SELECT COUNT(*) FROM pending_approvals WHERE status = 'pending' AND expires_at > {NOW}"
+    ).fetchone()
+    return int(row[0])

@@ -468,7 +468,15 @@ class WyckoffApp(App):
             status.usage,
             self.data_source,
             status.memories,
+            self.routine_status(),
         )
+
+    def routine_status(self) -> str:
+        from wyckoff.routine.notices import status_text
+        from wyckoff.store import Store
+
+        assert self.agent is not None
+        return status_text(Store.in_home(self.agent.home))
 
     def current_data_source(self) -> str:
         """Read again each time: `wyckoff data use` in another terminal switches the tools too."""
