@@ -121,3 +121,15 @@ def test_bad_alert_input_says_why_and_adds_nothing(home, args, says):
     result = cli("alert", *args)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
     assert json.loads(cli("alert", "list", "--json").stdout)["rules"] == []
+
+
+def test_the_brief_checks_the_rules_itself_and_a_dry_run_records_nothing(demo_home):
+    code = panel_of(demo_home).codes[0]
+    added("price", "--scope", code, "--above", "0.01")
+    dry = json.loads(cli("brief", "--dry-run", "--format", "json").stdout)
+    assert (
+        dry["alerts"] == [] and json.loads(cli("alert", "history", "--json").stdout)["alerts"] == []
+    )
+    brief = json.loads(cli("brief", "--format", "json").stdout)
+    assert [(a["code"], a["kind"]) for a in brief["alerts"]] == [(code, "price")]
+    assert checked()["fired"] == []  # already recorded by the brief

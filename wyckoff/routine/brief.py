@@ -23,16 +23,19 @@ CHART_DAYS = 40
 FORMATS = ("md", "html", "json")
 
 
-def build_brief(context: ToolContext) -> dict[str, Any]:
-    """The brief of the latest trading day in the open market, with the alerts recorded for
-    that day. Building it changes nothing (the screen runs without saving its candidates to
-    the history)."""
+def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, Any]:
+    """The brief of the latest trading day in the open market, with that day's alerts: the
+    alert rules are checked first (once per rule, stock and date, so checking again records
+    nothing new) unless `check_alerts` is off. Nothing else is written (the screen runs
+    without saving its candidates to the history)."""
     from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.overview import NoParams, get_market_overview
     from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool
     from wyckoff.agents.screening import ScreenParams, screen_stocks
-    from wyckoff.routine.alerts import history
+    from wyckoff.routine.alerts import check, history
 
+    if check_alerts and context.store is not None:
+        check(context)
     book = portfolio_tool(PortfolioParams(mode="diagnose"), context)
     overview = get_market_overview(NoParams(), context)
     context.progress("收盘简报", "全市场筛选", 0.3)

@@ -34,7 +34,7 @@ def brief(
     if date is not None and (home / "briefs" / f"{normalize_date(date)}.json").is_file():
         content = load_brief(home, date)
     else:
-        content = _build()
+        content = _build(check_alerts=not dry_run)
         if ai:
             _add_commentary(content, home)
         if date is not None and normalize_date(date) != content["date"]:
@@ -50,11 +50,13 @@ def brief(
         _push(content, targets)
 
 
-def _build() -> dict[str, Any]:
+def _build(check_alerts: bool) -> dict[str, Any]:
     from wyckoff.cli.commands.market import _call as run_tool
     from wyckoff.routine.brief import build_brief
 
-    return run_tool(lambda _params, context: build_brief(context), None, label="收盘简报")
+    return run_tool(
+        lambda _params, context: build_brief(context, check_alerts), None, label="收盘简报"
+    )
 
 
 def _add_commentary(content: dict[str, Any], home: Path) -> None:
