@@ -95,7 +95,21 @@ def partial_bar_note(now: datetime, phase: Phase) -> str:
 
 
 def prompt_note(now: datetime, open_days: Collection[date] | None = None) -> str:
-    """One paragraph for the system prompt: the time, the phase and what it means for data."""
+    """One paragraph for the system prompt: the day, the phase and what it means for data.
+    It names no minute, so the prompt (a cached prefix) changes only with the phase."""
     phase = trading_phase(now, open_days)
-    head = f"现在是北京时间 {now:%Y-%m-%d %H:%M}（{'交易日' if phase.trading_day else '非交易日'}），市场时段：{phase.label}。"
-    return " ".join(part for part in (head, partial_bar_note(now, phase)) if part)
+    if not phase.trading_day:
+        return f"今天 {now:%Y-%m-%d} 不是交易日，市场时段：休市。"
+    note = (
+        f"今天 {now:%Y-%m-%d} 是交易日，市场时段：{phase.label}（{phase_span(phase)}，北京时间）。"
+    )
+    if phase.in_session:
+        note += "盘中：今天的日线尚未收盘，最新价、涨跌幅和成交量都只是截至此刻的，不是收盘数据。"
+    return note
+
+
+def phase_span(phase: Phase) -> str:
+    """The hours of a trading day's phase, as 14:30–14:57."""
+    starts = [start for start, *_ in _SCHEDULE] + [time(23, 59)]
+    i = next(k for k, (_, key, *_rest) in enumerate(_SCHEDULE) if key == phase.key)
+    return f"{starts[i]:%H:%M}–{starts[i + 1]:%H:%M}"
