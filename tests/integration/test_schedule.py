@@ -91,7 +91,7 @@ def test_two_schedulers_racing_run_the_schedule_once(demo_home):
 
 def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_home):
     day = last_market_day(demo_home)
-    cli("schedule", "add", "tail")  # the tail-session check; `wyckoff tail` is not installed here
+    cli("schedule", "add", "early", "--at", "14:45", "--run", "nosuch --flag")  # no such command
     cli("schedule", "add", "later", "--at", "14:50", "--run", "alert check")
     with PushServer(reply={"errcode": 0}) as phone:
         cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
@@ -99,12 +99,18 @@ def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_h
     assert result.returncode == 1
     by_name = {r["schedule"]: r for r in runs()}
     assert by_name["later"]["status"] == "ok"
-    assert by_name["tail"]["status"] == "failed"
-    assert by_name["tail"]["detail"].startswith(
-        "第 1 步 `wyckoff tail` 失败（退出码 2）：这个版本的 wyckoff 没有 `tail` 命令（尾盘检查"
+    assert by_name["early"]["status"] == "failed"
+    assert by_name["early"]["detail"] == (
+        "第 1 步 `wyckoff nosuch --flag` 失败（退出码 2）：这个版本的 wyckoff 没有 `nosuch` 命令。"
     )
     (notice,) = phone.received
-    assert "定时任务 tail 运行失败" in notice.json["markdown"]["content"]
+    assert "定时任务 early 运行失败" in notice.json["markdown"]["content"]
+
+
+def test_the_tail_preset_runs_wyckoff_tail_at_14_45(home):
+    cli("schedule", "add", "tail")
+    (tail,) = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
+    assert (tail["at"], tail["command"], tail["days"]) == ("14:45", [["tail"]], "trading")
 
 
 def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_system(demo_home):

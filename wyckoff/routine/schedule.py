@@ -35,7 +35,6 @@ PRESETS: dict[str, tuple[str, list[list[str]]]] = {
     "tail": ("14:45", [["tail"]]),  # the tail-session check (`wyckoff tail`, #27)
     "pre-open": ("08:45", [["alert", "history"], ["brief", "--push", "all"]]),
 }
-MISSING_COMMANDS = {"tail": "（尾盘检查由尾盘功能 #27 提供，装上含它的版本后这个任务即可运行）"}
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 WEEKDAY_LABELS = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
 DAY_RULES = ("trading", "weekdays", "daily")
@@ -202,7 +201,7 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
 def _why(args: list[str], stderr: str) -> str:
     """The step's own last sentence, or that this wyckoff lacks the command."""
     if f"没有子命令 '{args[0]}'" in stderr:
-        return f"这个版本的 wyckoff 没有 `{args[0]}` 命令{MISSING_COMMANDS.get(args[0], '')}。"
+        return f"这个版本的 wyckoff 没有 `{args[0]}` 命令。"
     return _last_line(stderr)
 
 
