@@ -59,6 +59,7 @@ BENCHMARKS = (
         quick_args=("--stocks", "400", "--runs", "5"),
     ),
     Benchmark("warm_commands.py", "热启动 `analyze` ≤ 600 ms，`screen` ≤ 1.5 s", quick_args=None),
+    Benchmark("alerts.py", "200 条提醒规则覆盖全市场，热检查 < 2 s", quick_args=None),
 )
 
 

@@ -305,6 +305,86 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX tail_checks_code ON tail_checks (code, day)
     """,
+    # 14: the trading day's routine (#28): the watchlist and its change log, alert rules and
+    # the alerts they fired (one per rule, stock and date), push channels (environment
+    # variable names only, never their values), schedules and their runs (one per schedule
+    # and day), and approvals that scheduled runs left for the user
+    """
+    CREATE TABLE watchlist (
+        code TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        note TEXT NOT NULL DEFAULT '',
+        added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    );
+    CREATE TABLE watchlist_changes (
+        id INTEGER PRIMARY KEY,
+        ts TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        code TEXT NOT NULL,
+        before TEXT,
+        after TEXT,
+        undone INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE alert_rules (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        threshold REAL,
+        direction TEXT,
+        cooldown_days INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    );
+    CREATE TABLE alert_events (
+        id INTEGER PRIMARY KEY,
+        rule_id INTEGER NOT NULL REFERENCES alert_rules (id) ON DELETE CASCADE,
+        code TEXT NOT NULL,
+        name TEXT NOT NULL,
+        date TEXT NOT NULL,
+        message TEXT NOT NULL,
+        fired_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        UNIQUE (rule_id, code, date)
+    );
+    CREATE INDEX alert_events_date ON alert_events (date);
+    CREATE TABLE notify_channels (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        url_env TEXT NOT NULL,
+        secret_env TEXT
+    );
+    CREATE TABLE schedules (
+        name TEXT PRIMARY KEY,
+        at TEXT NOT NULL,
+        days TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        command TEXT NOT NULL,
+        paused INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE schedule_runs (
+        id INTEGER PRIMARY KEY,
+        schedule TEXT NOT NULL,
+        day TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '',
+        pid INTEGER,
+        started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        finished_at TEXT,
+        UNIQUE (schedule, day)
+    );
+    CREATE TABLE pending_approvals (
+        id INTEGER PRIMARY KEY,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        description TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        expires_at TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending',
+        decided_at TEXT,
+        result TEXT
+    )
+    """,
 )
 
 

@@ -53,6 +53,8 @@ TIER_3 = [
     *TIER_2,
     "portfolio",
     "update_portfolio",
+    "watchlist",
+    "update_watchlist",
     "generate_ai_report",
     "generate_strategy_decision",
     "tail_check",

@@ -830,3 +830,46 @@ def test_chinese_lines_break_before_the_character_ahead_of_closing_punctuation(w
     assert "".join(lines) == text  # nothing lost or added
     assert all(cell_len(line) <= width for line in lines)
     assert not any(line[:1] in NO_LINE_START for line in lines[1:])
+
+
+@pytest.mark.asyncio
+async def test_opening_the_tui_tells_of_approvals_a_scheduled_run_left(configured, home):
+    from wyckoff.routine.approvals import queue
+    from wyckoff.store import Store
+
+    args = {"action": "remove", "code": "600519"}
+    queue(Store.in_home(home), "update_portfolio", args, "删除持仓 600519 贵州茅台", "定时任务")
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: any("待批准" in n for n in notices(app)))
+        (line,) = [n for n in notices(app) if "待批准" in n]
+        assert "#1 删除持仓 600519 贵州茅台" in line and "wyckoff approvals approve" in line
+
+
+@pytest.mark.asyncio
+async def test_the_status_bar_counts_the_days_alerts_and_the_pending_approvals(configured, home):
+    import sqlite3
+
+    from wyckoff.routine.approvals import queue
+    from wyckoff.store import Store
+
+    store = Store.in_home(home)
+    queue(
+        store,
+        "update_watchlist",
+        {"action": "add", "code": "600519"},
+        "把 600519 加入自选股",
+        "定时任务",
+    )
+    cli("alert", "add", "price", "--scope", "600519", "--above", "1")
+    with sqlite3.connect(home / "wyckoff.db") as conn:  # what `alert check` records
+        for code in ("600519", "000001"):
+            conn.execute(
+                "INSERT INTO alert_events (rule_id, code, name, date, message) VALUES (1, ?, '', '2026-12-03', 'x')",
+                (code,),
+            )
+    app = create_app()
+    async with app.run_test(size=(140, 30)) as pilot:
+        bar = app.query_one(StatusBar)
+        await wait_until(pilot, lambda: "待批准" in str(bar.render()))
+        assert "提醒 2（12-03） │ 待批准 1" in str(bar.render())

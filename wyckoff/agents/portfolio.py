@@ -288,6 +288,8 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
                 "health_label": result["health_label"],
                 "reasons": result["reasons"],
                 "stop_level": result["stop"]["stop"],
+                "stop_kind": result["stop"]["kind"],
+                "stop_label": result["stop"]["label"],
                 "exit_status": result["exit"],
                 "phase": result["phase"],
             }

@@ -35,6 +35,7 @@ from wyckoff.cli.tools import (
     canonical_args,
 )
 from wyckoff.errors import UsageError
+from wyckoff.routine.watchlist import WATCHLIST_TOOLS
 
 READ_LIMIT = 6_000
 
@@ -194,6 +195,7 @@ def default_registry() -> ToolRegistry:
             QUERY_HISTORY_TOOL,
             SWEEP_TOOL,
             *PORTFOLIO_TOOLS,
+            *WATCHLIST_TOOLS,
             *REPORT_TOOLS,
             *TAIL_TOOLS,
             *INTRADAY_TOOLS,

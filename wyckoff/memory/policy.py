@@ -12,7 +12,7 @@ import re
 
 # The tools that need the user's approval (a test keeps this in step with the registry) and
 # web_fetch, which can send what a session read to the network.
-RISKY_TOOLS = ("update_portfolio", "write_file", "exec_command", "web_fetch")
+RISKY_TOOLS = ("update_portfolio", "update_watchlist", "write_file", "exec_command", "web_fetch")
 
 _NEGATION = r"(?:不必|不用|无需|无须|毋须|不需要?|免|免去|跳过|省去|省略|别|不要|不再)"
 _WHO = r"(?:再|经过?|征得|等待?|让|用户|我|他|她|对方|本人|的|\s)"  # "不需要经过他的确认"

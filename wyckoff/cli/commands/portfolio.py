@@ -10,7 +10,7 @@ from wyckoff.cli.output import local_time, local_today, print_json, print_notice
 from wyckoff.store import Store
 
 app = typer.Typer(
-    help="持仓 / portfolio: list, add, rm, cash, buy, sell, history, undo.",
+    help="持仓 / portfolio: list, check, add, rm, cash, buy, sell, history, undo.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -60,6 +60,37 @@ def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False)
             ],
         )
     typer.echo(f"现金：{cash:,.2f}")
+
+
+@app.command("check")
+def check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """持仓诊断（不需要模型）：健康度、理由、止损、离场状态 / diagnose every holding."""
+    from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool, price_text
+    from wyckoff.cli.commands.market import _call as run_tool
+    from wyckoff.cli.commands.market import _note as show_data_note
+
+    result = run_tool(portfolio_tool, PortfolioParams(mode="diagnose"), label="持仓诊断")
+    if json_output:
+        print_json(result)
+        return
+    if not result["positions"]:
+        print_notice(
+            "持仓为空，没有可诊断的。用 `wyckoff portfolio add CODE --shares 100 --cost 10.5` 添加。"
+        )
+        return
+    show_data_note(result)
+    for p in result["positions"]:
+        if p["health"] == "unknown":
+            typer.echo(f"{p['code']} {p['name']}：{p['reasons'][0]}")
+            continue
+        stop = price_text(p["stop_level"]) if p["stop_level"] else "—"
+        typer.echo(
+            f"{p['health_label']}  {p['code']} {p['name']}  {p['shares']} 股  "
+            f"收盘 {price_text(p['close'])}  盈亏 {p['pnl_pct']:+.2f}%  "
+            f"止损 {stop}（{p['stop_label']}）  {p['exit_status']['detail']}"
+        )
+        typer.echo("".join(f"  · {reason}\n" for reason in p["reasons"]).rstrip("\n"))
+    typer.echo(f"现金 {result['cash']:,.2f}  总资产 {result['equity']:,.2f}")
 
 
 @app.command("add")

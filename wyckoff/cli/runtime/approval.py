@@ -12,7 +12,8 @@ from wyckoff.cli.events import ApprovedBy
 from wyckoff.cli.messages import ToolCall
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, canonical_args
 
-ConfirmDecision = Literal["allow", "always", "edit", "deny"]
+# "queued": nobody is there to answer (a scheduled run); the call waits in `wyckoff approvals`
+ConfirmDecision = Literal["allow", "always", "edit", "deny", "queued"]
 
 
 @dataclass
@@ -110,4 +111,10 @@ class ApprovalPolicy:
             return "user", None
         if approval.decision == "edit" and approval.args is not None:
             return "edit", approval.args
+        if approval.decision == "queued":
+            return (
+                f"{name} 需要用户批准。这是定时任务的无界面运行，已把这次调用记为待批准，"
+                "现在什么也没有执行；用户批准（`wyckoff approvals approve`）后才会执行一次。"
+                "请在回答里说明待批准的操作，不要重复调用。"
+            )
         return denial(name)

@@ -142,11 +142,16 @@ class WyckoffApp(App):
         self.call_from_thread(self._agent_ready, agent, source)
 
     def _agent_ready(self, agent, source: str) -> None:
+        from wyckoff.routine.notices import opening_notices
+        from wyckoff.store import Store
+
         self.agent, self.data_source, self.loading_agent = agent, source, False
         self.end_waiting()
         self._relay_updates()
         for line in agent.skills.warnings + agent.skills.notices + agent.mcp_warnings:
             self.show_notice(line, error=line not in agent.skills.notices)
+        for line in opening_notices(Store.in_home(agent.home)):  # what scheduled runs left
+            self.show_notice(line)
         self.query_one(PromptInput).commands = [
             *(command.name for command in COMMANDS),
             *(f"/{name}" for name in agent.skills.skills),
@@ -472,7 +477,15 @@ class WyckoffApp(App):
             status.usage,
             self.data_source,
             status.memories,
+            self.routine_status(),
         )
+
+    def routine_status(self) -> str:
+        from wyckoff.routine.notices import status_text
+        from wyckoff.store import Store
+
+        assert self.agent is not None
+        return status_text(Store.in_home(self.agent.home))
 
     def current_data_source(self) -> str:
         """Read again each time: `wyckoff data use` in another terminal switches the tools too."""

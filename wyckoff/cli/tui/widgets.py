@@ -216,6 +216,7 @@ class StatusBar(Static):
         usage: dict[str, Any],
         source: str,
         memories: int = 0,
+        routine: str = "",
     ) -> None:
         cost = usage.get("cost")
         parts: list[tuple[str, str] | str] = [(f" {model}", "bold")]
@@ -229,6 +230,8 @@ class StatusBar(Static):
         ]
         if memories:
             parts.insert(-1, f" │ 记忆 {memories}")
+        if routine:  # alerts and approvals the scheduled runs left
+            parts.insert(-1, (f" │ {routine}", "yellow"))
         if source == "demo":
             parts.append((" DEMO 演示数据 ", "bold white on dark_red"))
         self.update(Text.assemble(*parts))

@@ -1,0 +1,194 @@
+"""Schedules on the trading calendar at an injected time (WYCKOFF_NOW): once per day, caught
+up the same day, skipped with a record on weekends and holidays, one run when two
+schedulers race, and a failed run recorded, announced and not stopping the others."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+
+import duckdb
+import pytest
+
+from tests.cli_runner import cli
+from tests.conftest import cli_env, spawn_cli
+from tests.push_servers import PushServer
+from wyckoff.engine.market_store import MarketStore
+
+
+def last_market_day(home) -> date:
+    return MarketStore.for_source(home, "demo").bar_dates()["date"].iloc[-1].date()
+
+
+def at(day: date, minute: str) -> dict[str, str]:
+    """The environment of a run at `minute` (Beijing time) on `day`, behind the network guard."""
+    return {
+        "WYCKOFF_NOW": f"{day.isoformat()}T{minute}:00+08:00",
+        "PYTHONPATH": cli_env()["PYTHONPATH"],
+    }
+
+
+def runs() -> list[dict]:
+    return json.loads(cli("schedule", "runs", "--json").stdout)["runs"]
+
+
+def run_due(day: date, minute: str):
+    return cli("schedule", "run-due", env=at(day, minute))
+
+
+def test_run_due_runs_a_due_schedule_once_and_skips_weekends(demo_home):
+    day = last_market_day(demo_home)
+    assert (
+        cli("schedule", "add", "evening", "--at", "15:40", "--run", "alert check").returncode == 0
+    )
+    assert run_due(day, "15:39").stderr == "" and runs() == []  # not yet
+    first = run_due(day, "15:41")
+    assert first.returncode == 0, first.stderr
+    (run,) = runs()
+    assert (run["schedule"], run["day"], run["status"]) == ("evening", day.isoformat(), "ok")
+    assert run_due(day, "15:41").stderr == "" and len(runs()) == 1  # the same minute again
+    saturday = day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+    skipped = run_due(saturday, "16:00")
+    assert "周六，不是交易日" in skipped.stderr
+    assert [(r["day"], r["status"]) for r in runs()][0] == (saturday.isoformat(), "skipped")
+    run_due(saturday, "16:01")
+    assert len(runs()) == 2  # the skip is recorded once
+    log = (demo_home / "schedule" / "logs" / f"evening-{day.isoformat()}.log").read_text()
+    assert log.count("$ wyckoff alert check") == 1
+
+
+def test_a_holiday_on_the_stored_calendar_is_skipped_and_a_missed_run_caught_up(demo_home):
+    day = last_market_day(demo_home)
+    weekdays = [
+        day + timedelta(days=n) for n in range(1, 10) if (day + timedelta(days=n)).weekday() < 5
+    ]
+    holiday, reopening = weekdays[0], weekdays[1]
+    conn = duckdb.connect(str(MarketStore.for_source(demo_home, "demo").path))
+    conn.execute("INSERT INTO trade_calendar VALUES (?, true, 'test')", [reopening])
+    conn.close()
+    cli("schedule", "add", "evening", "--at", "15:40", "--run", "alert check")
+    assert "节假日" in run_due(holiday, "15:45").stderr
+    caught_up = run_due(reopening, "21:30")  # the scheduler was off at 15:40
+    assert caught_up.returncode == 0, caught_up.stderr
+    assert [(r["day"], r["status"]) for r in runs()] == [
+        (reopening.isoformat(), "ok"),
+        (holiday.isoformat(), "skipped"),
+    ]
+
+
+def test_two_schedulers_racing_run_the_schedule_once(demo_home):
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "evening", "--at", "15:40", "--run", "alert check")
+    racers = [spawn_cli("schedule", "run-due", env=at(day, "15:41")) for _ in range(2)]
+    outputs = [racer.communicate(timeout=120) for racer in racers]
+    assert all(racer.returncode == 0 for racer in racers), outputs
+    assert sum("evening：成功" in err for _, err in outputs) == 1
+    (run,) = runs()
+    assert run["status"] == "ok"
+    log = (demo_home / "schedule" / "logs" / f"evening-{day.isoformat()}.log").read_text()
+    assert log.count("$ wyckoff alert check") == 1
+
+
+def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_home):
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "early", "--at", "14:45", "--run", "nosuch --flag")  # no such command
+    cli("schedule", "add", "later", "--at", "14:50", "--run", "alert check")
+    with PushServer(reply={"errcode": 0}) as phone:
+        cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
+        result = cli("schedule", "run-due", env={**at(day, "15:00"), "PHONE_URL": phone.url()})
+    assert result.returncode == 1
+    by_name = {r["schedule"]: r for r in runs()}
+    assert by_name["later"]["status"] == "ok"
+    assert by_name["early"]["status"] == "failed"
+    assert by_name["early"]["detail"] == (
+        "第 1 步 `wyckoff nosuch --flag` 失败（退出码 2）：这个版本的 wyckoff 没有 `nosuch` 命令。"
+    )
+    (notice,) = phone.received
+    assert "定时任务 early 运行失败" in notice.json["markdown"]["content"]
+
+
+def test_the_tail_preset_runs_wyckoff_tail_at_14_45(home):
+    cli("schedule", "add", "tail")
+    (tail,) = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
+    assert (tail["at"], tail["command"], tail["days"]) == ("14:45", [["tail"]], "trading")
+
+
+def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_system(demo_home):
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "after-close")
+    assert cli("schedule", "pause", "after-close").returncode == 0
+    run_due(day, "15:50")
+    assert runs() == []
+    listed = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
+    assert listed[0]["paused"] == 1 and listed[0]["at"] == "15:40"
+    cron = cli("schedule", "install", "--print", "cron")
+    assert cron.stdout.startswith("* * * * * WYCKOFF_HOME=") and "schedule run-due" in cron.stdout
+    units = cli("schedule", "install", "--print", "systemd").stdout
+    assert "[Timer]" in units and "Persistent=true" in units
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("add", "x", "--at", "25:00", "--run", "brief"), "HH:MM"),
+        (("add", "x", "--at", "15:00"), "--run"),
+        (("add", "x", "--at", "15:00", "--run", "brief", "--ask", "q"), "只能选一个"),
+        (("add", "x", "--at", "15:00", "--days", "someday", "--run", "brief"), "--days"),
+        (("add", "x", "--at", "15:00", "--run", "schedule run-due"), "不能再调用"),
+        (("pause", "nope"), "没有名为 nope"),
+        (("install",), "--print cron"),
+    ],
+)
+def test_bad_schedule_input_says_why(home, args, says):
+    result = cli("schedule", *args)
+    assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
+    assert json.loads(cli("schedule", "list", "--json").stdout)["schedules"] == []
+
+
+def test_a_malformed_injected_time_is_one_sentence(home):
+    cli("schedule", "add", "x", "--at", "15:00", "--run", "brief")
+    result = cli("schedule", "run-due", env={"WYCKOFF_NOW": "tomorrow"})
+    assert result.returncode == 2 and "WYCKOFF_NOW" in result.stderr
+
+
+def test_the_after_close_preset_runs_its_steps_and_saves_the_brief_without_channels(demo_home):
+    day = last_market_day(demo_home)
+    cli("alert", "add", "volume", "--scope", "market", "--threshold", "1.5")
+    cli("schedule", "add", "after-close")
+    ran = run_due(day, "15:41")
+    assert ran.returncode == 0, ran.stderr
+    (run,) = runs()
+    assert run["status"] == "ok" and run["detail"].startswith("4 步全部完成")
+    saved = json.loads((demo_home / "briefs" / f"{day.isoformat()}.json").read_text())
+    history = json.loads(cli("alert", "history", "--json").stdout)["alerts"]
+    assert history and [a["message"] for a in saved["alerts"]] == [a["message"] for a in history]
+
+
+def test_a_run_whose_scheduler_died_is_recorded_as_failed(demo_home):
+    import sqlite3
+
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "evening", "--at", "15:40", "--run", "alert check")
+    dead = spawn_cli("--help")
+    dead.communicate(timeout=60)
+    with sqlite3.connect(demo_home / "wyckoff.db") as conn:  # what kill -9 mid-run leaves
+        conn.execute(
+            "INSERT INTO schedule_runs (schedule, day, status, pid) VALUES ('evening', ?, 'running', ?)",
+            (day.isoformat(), dead.pid),
+        )
+    run_due(day, "15:45")
+    (run,) = runs()
+    assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]
+
+
+def test_a_data_source_down_fails_the_run_with_its_sentence_and_writes_no_brief(demo_home):
+    day = last_market_day(demo_home)
+    assert cli("data", "use", "baostock").returncode == 0  # its server is out of reach here
+    cli("schedule", "add", "after-close")
+    ran = run_due(day, "15:41")
+    assert ran.returncode == 1
+    (run,) = runs()
+    assert run["status"] == "failed" and run["detail"].startswith(
+        "第 1 步 `wyckoff data sync` 失败"
+    )
+    assert "Traceback" not in run["detail"] and not (demo_home / "briefs").exists()

@@ -1,0 +1,87 @@
+"""`wyckoff approvals ...`: risky calls scheduled runs left for the user to approve."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from wyckoff.cli.output import local_time, print_json, print_notice, print_table
+
+app = typer.Typer(
+    help="待批准操作 / approvals: list, approve, reject.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+STATUS_LABELS = {
+    "pending": "待批准",
+    "applied": "已执行",
+    "failed": "执行失败",
+    "rejected": "已拒绝",
+    "expired": "已过期",
+}
+
+
+def _context():
+    from wyckoff.cli.commands.market import _context as tool_context
+
+    return tool_context()
+
+
+@app.command("list")
+def list_approvals(
+    all_items: Annotated[bool, typer.Option("--all", help="包括已处理的")] = False,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """列出待批准的操作 / list pending approvals."""
+    from wyckoff.routine.approvals import history, pending
+
+    store = _context().store
+    items = history(store) if all_items else pending(store)
+    if json_output:
+        print_json({"approvals": items})
+        return
+    if not items:
+        print_notice("没有待批准的操作。")
+        return
+    print_table(
+        "待批准的操作",
+        ["编号", "状态", "操作", "来源", "提出时间", "过期时间"],
+        [
+            [
+                i["id"],
+                STATUS_LABELS.get(i["status"], i["status"]),
+                i["description"],
+                i["origin"],
+                local_time(i["created_at"], seconds=False),
+                local_time(i["expires_at"], seconds=False),
+            ]
+            for i in items
+        ],
+    )
+    if not all_items:
+        print_notice(
+            "批准：`wyckoff approvals approve 编号`；拒绝：`wyckoff approvals reject 编号`。"
+        )
+
+
+@app.command("approve")
+def approve(approval_id: Annotated[int, typer.Argument(help="编号（见 approvals list）")]) -> None:
+    """批准并执行一次 / approve and run it once."""
+    from wyckoff.routine.approvals import approve as run_approved
+
+    item = run_approved(_context(), approval_id)
+    if item["status"] == "applied":
+        print_notice(f"已批准并执行 #{approval_id}：{item['result']}")
+        return
+    print_notice(f"已批准 #{approval_id}，但执行失败：{item['result']}")
+    raise typer.Exit(1)
+
+
+@app.command("reject")
+def reject(approval_id: Annotated[int, typer.Argument(help="编号（见 approvals list）")]) -> None:
+    """拒绝（不执行）/ reject it."""
+    from wyckoff.routine.approvals import reject as drop
+
+    item = drop(_context().store, approval_id)
+    print_notice(f"已拒绝 #{approval_id}：{item['description']}（没有执行）")

@@ -1,0 +1,180 @@
+"""A brief as Markdown (pushes, the terminal), JSON (scripts) or one self-contained HTML page
+(the phone): no script, no external URL, the K-line pictures drawn inline as SVG."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+CHARTED_HOLDINGS = 10  # K-line pictures for the first holdings only: the page stays ≤ 200 KB
+EXIT_LABELS = {
+    "hold": "持有",
+    "watch": "观察",
+    "exit": "离场",
+    "skipped": "不判断",
+    "unknown": "未知",
+}
+STOP_KINDS = {"accumulation": "吸筹止损", "trailing": "移动止损", "own": "持仓止损"}
+
+
+def render(brief: dict[str, Any], fmt: str) -> str:
+    from wyckoff.cli.output import json_text
+
+    if fmt == "json":
+        return json_text(brief, indent=2) + "\n"
+    return to_html(brief) if fmt == "html" else to_markdown(brief)
+
+
+def title(brief: dict[str, Any]) -> str:
+    return f"威科夫收盘简报 {brief['date']}"
+
+
+def regime_line(brief: dict[str, Any]) -> str:
+    regime = brief["regime"]
+    allowed = "允许开新仓" if regime["buy_allowed"] else "禁止开新仓，只管理持仓"
+    return f"市场状态：{regime['label']} — {regime['reason']}（{allowed}）"
+
+
+def holding_line(h: dict[str, Any]) -> str:
+    if h["health"] == "unknown":
+        return f"{h['code']} {h['name']}：{h['reasons'][0]}"
+    stop = "—" if h["stop_level"] is None else f"{h['stop_level']:.2f}"
+    distance = "" if h["stop_distance_pct"] is None else f"，距止损 {h['stop_distance_pct']:+.2f}%"
+    exit_status = h["exit_status"]
+    return (
+        f"收盘 {h['close']:.2f} · 盈亏 {h['pnl_pct']:+.2f}% · "
+        f"止损 {stop}（{STOP_KINDS.get(h['stop_kind'], '数据不足')}）{distance} · "
+        f"{EXIT_LABELS.get(exit_status['status'], exit_status['status'])}：{exit_status['detail']}"
+    )
+
+
+def candidate_line(c: dict[str, Any]) -> str:
+    return (
+        f"{c['code']} {c['name']}（{c['industry']}）收盘 {c['close']:.2f}，"
+        f"信号 {'、'.join(c['triggers'])}，评分 {c['score']:.1f}"
+    )
+
+
+def alert_line(a: dict[str, Any]) -> str:
+    return f"{a['code']} {a['name']}：{a['message']}"
+
+
+def to_markdown(brief: dict[str, Any]) -> str:
+    lines = [f"# {title(brief)}", ""]
+    if brief.get("data_note"):
+        lines += [f"> ⚠ {brief['data_note']}", ""]
+    lines += ["## 市场", regime_line(brief), ""]
+    lines.append(f"## 持仓（{len(brief['holdings'])} 只）")
+    for h in brief["holdings"]:
+        lines += [
+            f"### {h.get('health_label', '⚪ 未知')} {h['code']} {h['name']}",
+            holding_line(h),
+        ]
+        lines += [f"- {reason}" for reason in h["reasons"] if h["health"] != "unknown"]
+    if not brief["holdings"]:
+        lines.append("持仓为空。")
+    lines += ["", f"现金 {brief['cash']:,.2f}，总资产 {brief['equity']:,.2f}", ""]
+    lines.append("## 候选（触发信号）")
+    lines += [f"- {candidate_line(c)}" for c in brief["candidates"]] or ["今天没有触发信号的候选。"]
+    lines += ["", "## 提醒"]
+    lines += [f"- {alert_line(a)}" for a in brief["alerts"]] or ["今天没有触发的提醒。"]
+    if brief["data_caveats"]:
+        lines += ["", "## 数据缺口", *[f"- {c}" for c in brief["data_caveats"]]]
+    if brief.get("ai_commentary"):
+        lines += [
+            "",
+            "## AI 点评（模型生成，仅供参考，不是上面的计算结果）",
+            brief["ai_commentary"],
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+
+STYLE = """
+body{font-family:-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0 auto;
+max-width:640px;padding:12px;line-height:1.5;color:#222;background:#fff}
+h1{font-size:1.3em}h2{font-size:1.1em;border-bottom:1px solid #ddd;padding-bottom:2px}
+h3{font-size:1em;margin:.8em 0 .2em}.demo{background:#fff3cd;border:1px solid #e0b000;
+padding:8px;font-weight:bold}.card{border:1px solid #eee;border-radius:6px;padding:8px;
+margin:8px 0}.ai{background:#f3f6fb;border-left:4px solid #6b8fd6;padding:8px}
+svg{display:block;width:100%;height:auto;max-width:320px}ul{padding-left:1.2em;margin:.3em 0}
+small{color:#666}
+"""
+
+
+def to_html(brief: dict[str, Any]) -> str:
+    parts = [
+        '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title(brief))}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{escape(title(brief))}</h1>",
+    ]
+    if brief.get("data_note"):
+        parts.append(f'<p class="demo">⚠ {escape(brief["data_note"])}</p>')
+    parts += ["<h2>市场</h2>", f"<p>{escape(regime_line(brief))}</p>"]
+    parts.append(f"<h2>持仓（{len(brief['holdings'])} 只）</h2>")
+    parts += [
+        _holding_card(h, chart=i < CHARTED_HOLDINGS) for i, h in enumerate(brief["holdings"])
+    ] or ["<p>持仓为空。</p>"]
+    parts.append(f"<p>现金 {brief['cash']:,.2f}，总资产 {brief['equity']:,.2f}</p>")
+    parts.append("<h2>候选（触发信号）</h2>")
+    parts += [
+        f'<div class="card">{escape(candidate_line(c))}{kline_svg(c["chart"])}</div>'
+        for c in brief["candidates"]
+    ] or ["<p>今天没有触发信号的候选。</p>"]
+    parts.append("<h2>提醒</h2>")
+    parts.append(_list([alert_line(a) for a in brief["alerts"]]) or "<p>今天没有触发的提醒。</p>")
+    if brief["data_caveats"]:
+        parts += ["<h2>数据缺口</h2>", _list(brief["data_caveats"])]
+    if brief.get("ai_commentary"):
+        parts += [
+            '<h2>AI 点评</h2><div class="ai"><small>模型生成，仅供参考，不是上面的计算结果。</small>',
+            f"<p>{escape(brief['ai_commentary']).replace(chr(10), '<br>')}</p></div>",
+        ]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _holding_card(h: dict[str, Any], chart: bool) -> str:
+    heading = f"{h.get('health_label', '⚪ 未知')} {h['code']} {h['name']}"
+    reasons = _list(h["reasons"]) if h["health"] != "unknown" else ""
+    return (
+        f'<div class="card"><h3>{escape(heading)}</h3><p>{escape(holding_line(h))}</p>'
+        f"{reasons}{kline_svg(h['chart']) if chart else ''}</div>"
+    )
+
+
+def _list(items: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else ""
+
+
+def kline_svg(bars: list[list[float]], width: int = 320, height: int = 90) -> str:
+    """Candles of [open, high, low, close] bars: red up, green down (the A-share colours)."""
+    if not bars:
+        return ""
+    low = min(b[2] for b in bars)
+    span = (max(b[1] for b in bars) - low) or 1.0
+    step = width / len(bars)
+
+    def y(price: float) -> float:
+        return round(height - 2 - (price - low) / span * (height - 4), 1)
+
+    def n(value: float) -> str:  # short coordinates: the page is read on a phone
+        return f"{value:.1f}".rstrip("0").rstrip(".")
+
+    shapes = []
+    for i, (open_, high, low_, close) in enumerate(bars):
+        x = round(i * step + step / 2, 1)
+        colour = "#d62728" if close >= open_ else "#2ca02c"
+        top, bottom = y(max(open_, close)), y(min(open_, close))
+        shapes.append(
+            f'<path d="M{n(x)} {n(y(high))}V{n(y(low_))}" stroke="{colour}"/>'
+            f'<rect x="{n(x - step * 0.35)}" y="{n(top)}" width="{n(step * 0.7)}" '
+            f'height="{n(max(bottom - top, 0.8))}" fill="{colour}"/>'
+        )
+    return (
+        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="近 {len(bars)} 日 K 线">'
+        + "".join(shapes)
+        + "</svg>"
+    )
