@@ -489,3 +489,50 @@ def test_a_yes_to_one_action_cannot_be_replayed_for_another(home):
     assert "99,999,999.00 元" in request.params.message
     assert isinstance(forged, types.InputRequiredResult)
     assert saved_cash(home) == (0.0, 0)
+
+
+def in_process_client(home: Path, tier: int = 2) -> Client:
+    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    return Client(build_server(context, tier))
+
+
+def test_a_numeric_code_from_a_client_is_read_as_the_six_digit_code(demo_home):
+    """The MCP Inspector's form sends `code` as a number; 1 is 000001, not an error."""
+
+    async def main():
+        async with in_process_client(demo_home) as client:
+            padded = await client.call_tool("analyze_stock", {"code": 1})
+            found = await client.call_tool("search_stock_by_name", {"keyword": 2})
+            history = await client.call_tool("query_history", {"source": "signal", "code": 1})
+            return padded, found, history
+
+    padded, found, history = run(main)
+    assert not padded.is_error, text_of(padded)
+    assert padded.structured_content["code"] == "000001"
+    assert found.structured_content["results"][0]["code"] == "000002"
+    assert not history.is_error, text_of(history)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"code": ["600519"]}, "code：需要文字（字符串）"),
+        ({"code": 6_005_190}, "code：股票代码是 6 位数字，收到 6005190"),
+        ({"code": 600519.5}, "code：股票代码是 6 位数字"),
+        ({"code": "600519", "days": "x"}, "days：需要一个整数"),
+        ({"code": "600519", "mode": 5}, "mode：可选 'diagnose', 'price'"),
+        ({}, "code：缺少这一项"),
+    ],
+)
+def test_argument_errors_over_mcp_are_chinese_sentences(demo_home, args, expected):
+    async def main():
+        async with in_process_client(demo_home) as client:
+            return await client.call_tool("analyze_stock", args)
+
+    result = run(main)
+    assert result.is_error
+    assert text_of(result) == (
+        f"analyze_stock 的参数无效：{expected}" + text_of(result).partition(expected)[2]
+    )
+    assert text_of(result).endswith("请按工具的参数定义重新调用。")
+    assert not re.search(r"[A-Z][a-z]+ should|valid string|Input ", text_of(result))

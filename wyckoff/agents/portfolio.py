@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, model_validator
 from wyckoff import portfolio_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.stock_args import StockText
 from wyckoff.agents.stock_lookup import StockNotResolved, normalize, resolve_stock
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
@@ -373,7 +374,9 @@ def summarize_change(result: dict[str, Any]) -> str:
 
 class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash"]
-    code: str | None = Field(default=None, description="6 位代码或股票名称（set_cash 不需要）")
+    code: StockText | None = Field(
+        default=None, description="6 位代码或股票名称（set_cash 不需要）"
+    )
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
     shares: int | None = Field(default=None, description="股数，100 的整数倍")
     cost_price: float | None = None

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData, price_text, signed_pct
+from wyckoff.agents.stock_args import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-
-STOCK_TEXT_MAX_CHARS = 40
-
 
 # --- search_stock_by_name -------------------------------------------------------------------
 
@@ -56,18 +54,6 @@ def _latest_quote(panel, code: str) -> dict[str, Any]:
         return {"close": None, "pct_change": None}
     last, prev = closes[valid[-1]], closes[valid[-2]]
     return {"close": round(float(last), 2), "pct_change": round(float(last / prev - 1) * 100, 2)}
-
-
-def short_stock_text(text: str) -> str:
-    """A stock named in a few characters; fuzzy matching a long text would take minutes."""
-    if len(text.strip()) > STOCK_TEXT_MAX_CHARS:
-        raise ValueError(
-            f"股票代码或名称最长 {STOCK_TEXT_MAX_CHARS} 个字，收到 {len(text)} 个字：请只给代码或名称"
-        )
-    return text
-
-
-StockText = Annotated[str, AfterValidator(short_stock_text)]
 
 
 class SearchParams(BaseModel):
