@@ -28,7 +28,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from pydantic import BaseModel
 
 from tests.conftest import NETGUARD, cli
-from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.builtin_tools import default_registry, mcp_registry
 from wyckoff.cli.tool_table import README, main_agent_tools, readme_with_table, tool_table
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
 from wyckoff.mcp.server import build_server
@@ -45,6 +45,9 @@ TIER_2 = [
     "screen_stocks",
     "run_backtest",
     "query_history",
+    "market_regime",
+    "wyckoff_diagnose",
+    "run_funnel_simulation",
 ]
 TIER_3 = [
     *TIER_2,
@@ -104,7 +107,7 @@ def test_each_tier_lists_its_tools_with_the_registrys_definitions(home, args, ex
 
     tools = run(main)
     assert sorted(t.name for t in tools) == sorted(expected)
-    registry = default_registry()
+    registry = mcp_registry()
     for tool in tools:
         spec = registry.get(tool.name)
         assert tool.title == spec.title and tool.description == spec.description
@@ -492,7 +495,7 @@ def test_a_yes_to_one_action_cannot_be_replayed_for_another(home):
 
 
 def in_process_client(home: Path, tier: int = 2) -> Client:
-    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    context = ToolContext(home=home, registry=mcp_registry(), store=Store.in_home(home))
     return Client(build_server(context, tier))
 
 
@@ -536,3 +539,81 @@ def test_argument_errors_over_mcp_are_chinese_sentences(demo_home, args, expecte
     )
     assert text_of(result).endswith("请按工具的参数定义重新调用。")
     assert not re.search(r"[A-Z][a-z]+ should|valid string|Input ", text_of(result))
+
+
+PAST_DAY = "2026-06-01"  # a Monday of the demo market, a year and a half into its history
+
+
+def call_each(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[types.CallToolResult]:
+    async def main():
+        async with in_process_client(home) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return run(main)
+
+
+def test_the_market_on_a_past_date_is_served_at_tier_2_and_says_it_is_point_in_time(demo_home):
+    registry = mcp_registry()
+    regime, diagnosis, funnel, latest = call_each(
+        demo_home,
+        [
+            ("market_regime", {"date": PAST_DAY}),
+            ("wyckoff_diagnose", {"code": 1, "date": PAST_DAY}),
+            ("run_funnel_simulation", {"date": "2026/05/31"}),  # a Sunday: Friday's close
+            ("market_regime", {}),
+        ],
+    )
+    for name, result in [
+        ("market_regime", regime),
+        ("wyckoff_diagnose", diagnosis),
+        ("run_funnel_simulation", funnel),
+    ]:
+        assert not result.is_error, text_of(result)
+        registry.get(name).output.model_validate(result.structured_content)
+        assert "无未来函数" in result.structured_content["point_in_time"]
+        assert "演示数据" in result.structured_content["data_note"]
+    assert regime.structured_content["as_of"] == PAST_DAY
+    assert latest.structured_content["as_of"] > PAST_DAY
+    assert diagnosis.structured_content["code"] == "000001"
+    assert (
+        diagnosis.structured_content["market_regime"]["regime"]
+        == (regime.structured_content["regime"])
+    )
+    assert funnel.structured_content["as_of"] == "2026-05-29"
+    assert f"只用 {'2026-05-29'} 收盘及以前的行情" in funnel.structured_content["point_in_time"]
+    assert funnel.structured_content["summary"]["report_candidates"] > 0
+
+
+def test_the_funnel_replay_reads_nothing_after_its_date(demo_home, tmp_path):
+    """Rewrite every bar after the replayed day: the replay is the same, while the latest
+    day's regime (which reads them) changes."""
+    import duckdb
+
+    home = tmp_path / "home"
+    shutil.copytree(demo_home, home)
+    calls = [("run_funnel_simulation", {"date": PAST_DAY}), ("market_regime", {})]
+    before = call_each(home, calls)
+    (store,) = home.glob("market-demo.duckdb")
+    with duckdb.connect(str(store)) as conn:
+        conn.execute(
+            "UPDATE bars SET volume = volume * 5, close = close * CASE WHEN date = "
+            "(SELECT max(date) FROM bars) THEN 0.7 ELSE 1.3 END WHERE date > ?",
+            [PAST_DAY],
+        )
+    after = call_each(home, calls)
+    assert after[0].structured_content == before[0].structured_content
+    assert after[1].structured_content != before[1].structured_content
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({}, "date：缺少这一项"),
+        ({"date": "2026-13-05"}, "date：日期 2026-13-05 无效"),
+        ({"date": "2001-01-01"}, "2001-01-01 及以前没有行情，至少需要 250 个交易日"),
+    ],
+)
+def test_a_funnel_replay_without_a_usable_date_is_one_chinese_sentence(demo_home, args, expected):
+    (result,) = call_each(demo_home, [("run_funnel_simulation", args)])
+    assert result.is_error and expected in text_of(result)
+    assert "Error" not in text_of(result)

@@ -109,29 +109,40 @@ class AnalyzeParams(BaseModel):
 
 
 def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.engine.health import diagnose
-
     market = MarketData.from_context(context)
     code = market.resolve_code(params.code)
     panel = market.panel()
+    if params.mode == "diagnose":
+        return stock_diagnosis(market, panel, code, params.cost)
+    name = name_with_bars(panel, code)
+    frame = panel.stock_frame(code, params.days)
+    rows = [
+        {
+            "date": d.strftime("%Y-%m-%d"),
+            **{k: round(float(v), 2) for k, v in row.items() if k not in ("volume", "amount")},
+            "volume": int(row["volume"]),
+            "amount": round(float(row["amount"])),
+        }
+        for d, row in frame.iterrows()
+    ]
+    return market.envelope(panel.as_of, code=code, name=name, adjust="qfq", bars=rows)
+
+
+def name_with_bars(panel, code: str) -> str:
+    """The stock's name, when the panel has its bars."""
     if not panel.has(code):
         raise ToolFailure(
             f"{code} 在本地行情库中没有日线数据：运行 `wyckoff data sync --codes {code}` 后重试。"
         )
-    name = panel.stocks.loc[code, "name"]
-    if params.mode == "price":
-        frame = panel.stock_frame(code, params.days)
-        rows = [
-            {
-                "date": d.strftime("%Y-%m-%d"),
-                **{k: round(float(v), 2) for k, v in row.items() if k not in ("volume", "amount")},
-                "volume": int(row["volume"]),
-                "amount": round(float(row["amount"])),
-            }
-            for d, row in frame.iterrows()
-        ]
-        return market.envelope(panel.as_of, code=code, name=name, adjust="qfq", bars=rows)
-    result = diagnose(panel, code, cost=params.cost)
+    return panel.stocks.loc[code, "name"]
+
+
+def stock_diagnosis(market: MarketData, panel, code: str, cost: float = 0.0) -> dict[str, Any]:
+    """The engine's diagnosis of one stock on the panel's last day, in the market envelope."""
+    from wyckoff.engine.health import diagnose
+
+    name = name_with_bars(panel, code)
+    result = diagnose(panel, code, cost=cost)
     if "error" in result:
         raise ToolFailure(f"{code} {name}：{result['error']}")
     return market.envelope(

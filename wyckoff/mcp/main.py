@@ -88,7 +88,7 @@ def is_loopback(host: str) -> bool:
 def open_context(tier: int):
     """The ToolContext every call runs with: WYCKOFF_HOME's config, data source and store;
     the configured model only at tier 3 (reports and decisions need one)."""
-    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.builtin_tools import mcp_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import load_config, wyckoff_home
 
@@ -105,7 +105,7 @@ def open_context(tier: int):
                 f"wyckoff-mcp：没有可用的模型（{exc.message}），研报与决策工具将报错。\n"
             )
     return ToolContext(
-        home=home, registry=default_registry(), store=Store.in_home(home), provider=provider
+        home=home, registry=mcp_registry(), store=Store.in_home(home), provider=provider
     )
 
 
