@@ -24,6 +24,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
 from pydantic import BaseModel
 
@@ -617,3 +618,104 @@ def test_a_funnel_replay_without_a_usable_date_is_one_chinese_sentence(demo_home
     (result,) = call_each(demo_home, [("run_funnel_simulation", args)])
     assert result.is_error and expected in text_of(result)
     assert "Error" not in text_of(result)
+
+
+def prompts_and_resources(home: Path, tier: int, reads: list[str] = (), prompts=()) -> dict:
+    """What a client at `tier` sees: prompt names, resource URIs, and the named reads."""
+
+    async def main():
+        seen: dict[str, Any] = {}
+        async with in_process_client(home, tier) as client:
+            seen["prompts"] = sorted(p.name for p in (await client.list_prompts()).prompts)
+            seen["resources"] = sorted(r.uri for r in (await client.list_resources()).resources)
+            for uri in reads:
+                seen[uri] = await refused_or(client.read_resource(uri))
+            for name, arguments in prompts:
+                seen[name] = await refused_or(client.get_prompt(name, arguments))
+        return seen
+
+    return run(main)
+
+
+async def refused_or(request):
+    """The answer to a request, or the server's error message when it refused it."""
+    try:
+        answer = await request
+    except MCPError as exc:
+        return exc.error.message
+    return answer.contents[0] if isinstance(answer, types.ReadResourceResult) else answer
+
+
+def test_skills_are_prompts_served_by_the_tier_of_the_tools_they_need(home):
+    (home / "skills").mkdir(parents=True)
+    (home / "skills" / "mine.md").write_text(
+        "---\nname: mine\ndescription: 我的复盘\n---\n按我的规则复盘：{user_input}\n", "utf-8"
+    )
+    (home / "skills" / "shared.md").write_text(
+        "---\nname: shared\ndescription: 公开的\nmcp_tier: 1\n---\n调用 query_history。\n", "utf-8"
+    )
+    tier1 = prompts_and_resources(home, 1)
+    tier2 = prompts_and_resources(home, 2)
+    tier3 = prompts_and_resources(home, 3, prompts=[("mine", {"user_input": "只看昨天"})])
+    assert tier1["prompts"] == ["shared"]
+    assert tier2["prompts"] == ["backtest", "screen", "shared"]
+    assert tier3["prompts"] == [
+        "backtest",
+        "checkup",
+        "mine",
+        "report",
+        "screen",
+        "shared",
+        "strategy",
+    ]
+    (message,) = tier3["mine"].messages
+    assert message.role == "user" and message.content.text == "按我的规则复盘：只看昨天"
+
+
+def test_a_prompt_above_the_tier_is_refused_in_chinese(home):
+    refused = prompts_and_resources(home, 2, prompts=[("checkup", {})])["checkup"]
+    assert (
+        refused == "wyckoff-mcp 在 tier 2 没有名为 checkup 的提示（技能）：先用 prompts/list 查看。"
+    )
+
+
+def test_the_latest_screen_portfolio_and_brief_are_read_only_resources_by_tier(demo_home, tmp_path):
+    from wyckoff.agents.portfolio import Portfolio
+
+    home = tmp_path / "home"
+    shutil.copytree(demo_home, home)
+    (screen,) = call_each(home, [("screen_stocks", {})])
+    Portfolio(Store.in_home(home)).set_cash(50_000, actor="cli")
+    (home / "briefs").mkdir()
+    (home / "briefs" / "2026-12-02.md").write_text("# 旧简报\n", "utf-8")
+    time.sleep(0.01)
+    (home / "briefs" / "2026-12-03.md").write_text("# 今日简报\n大盘中性。\n", "utf-8")
+    uris = ["wyckoff://screen/latest", "wyckoff://portfolio", "wyckoff://brief/latest"]
+
+    tier1 = prompts_and_resources(home, 1, reads=uris[:1])
+    tier2 = prompts_and_resources(home, 2)
+    tier3 = prompts_and_resources(home, 3, reads=uris)
+
+    assert tier1["resources"] == tier2["resources"] == ["wyckoff://screen/latest"]
+    assert tier3["resources"] == sorted(uris)
+    latest = json.loads(tier1["wyckoff://screen/latest"].text)
+    shown = screen.structured_content["top_candidates"]
+    assert [c["code"] for c in latest["candidates"]] == [c["code"] for c in shown]
+    assert latest["as_of"] == screen.structured_content["as_of"] and latest["source"] == "demo"
+    assert json.loads(tier3["wyckoff://portfolio"].text)["cash"] == 50_000
+    brief = tier3["wyckoff://brief/latest"]
+    assert brief.text == "# 今日简报\n大盘中性。\n" and brief.mime_type == "text/markdown"
+    refused = prompts_and_resources(home, 2, reads=["wyckoff://portfolio"])["wyckoff://portfolio"]
+    assert (
+        refused == "wyckoff-mcp 在 tier 2 没有资源 wyckoff://portfolio：先用 resources/list 查看。"
+    )
+
+
+def test_a_brief_that_links_out_of_the_briefs_folder_is_not_served(home, tmp_path):
+    secret = tmp_path / "private.md"
+    secret.write_text("别人的文件", "utf-8")
+    (home / "briefs").mkdir(parents=True)
+    (home / "briefs" / "today.md").symlink_to(secret)
+    assert prompts_and_resources(home, 3)["resources"] == sorted(
+        ["wyckoff://screen/latest", "wyckoff://portfolio"]
+    )

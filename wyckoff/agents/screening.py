@@ -53,7 +53,7 @@ def funnel_on_last_day(panel, board: str) -> dict[str, Any]:
     boards = np.array([board_of(c) for c in panel.codes])
     in_board = np.ones(len(boards), dtype=bool) if board == "all" else boards == board
     ranked = [j for j in result.ranked() if in_board[j]]
-    top = [_candidate(panel, result, j) for j in ranked[:20]]
+    top = [_candidate(panel, result, j) for j in ranked[: history_store.SCREEN_MAX_CANDIDATES]]
     triggered = [c for c in top if c["triggers"]]
     return {
         "board": board,
