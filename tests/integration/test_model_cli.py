@@ -333,9 +333,7 @@ def test_config_written_by_cli_loads_back(home):
 
 def test_help_is_served_from_a_cache_identical_to_typers_output(home):
     first = cli("--help")
-    assert (
-        first.returncode == 0 and "Usage: wyckoff" in first.stdout and "portfolio" in first.stdout
-    )
+    assert first.returncode == 0 and "用法：wyckoff" in first.stdout and "portfolio" in first.stdout
     (cached,) = list((home / "cache").glob("help-*.txt"))
     second = cli("-h")
     assert second.returncode == 0 and second.stdout == first.stdout == cached.read_text(

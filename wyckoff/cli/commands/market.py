@@ -324,15 +324,25 @@ def _print_benchmark(benchmark: dict[str, Any]) -> None:
         typer.echo(f"  注：{benchmark['note']}。")
 
 
+ARGUMENTS = {"code": "STOCK"}  # params fields that are positional arguments, by their name
+
+
 def _params(model, **values):
+    """The tool's params from the command's options; a bad value is named by its option
+    (`--hold-days`), not by the field behind it."""
     from pydantic import ValidationError
 
-    from wyckoff.config import describe_validation_error
+    from wyckoff.config import describe_pydantic_error
 
     try:
         return model(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
-        raise UsageError(f"参数有误：{describe_validation_error(exc)}。") from None
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        option = (
+            ARGUMENTS.get(field) or f"--{field.replace('_', '-')}" if field in values else "参数"
+        )
+        raise UsageError(f"参数 {option} 的值无效：{describe_pydantic_error(first)}。") from None
 
 
 # --- wyckoff data ------------------------------------------------------------------------------

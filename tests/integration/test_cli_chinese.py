@@ -1,0 +1,60 @@
+"""The command line speaks Chinese: every help page, a mistyped command, a bad option value."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.main
+
+from tests.conftest import cli
+from wyckoff.cli.app import app
+
+CLICK_ENGLISH = re.compile(
+    r"Usage:|Options:|Commands:|Arguments:|Show this message|\[default:|\[required\]|\[OPTIONS\]"
+)
+
+
+def command_paths(command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [path]
+    for name, sub in getattr(command, "commands", {}).items():
+        if not sub.hidden:
+            paths += command_paths(sub, (*path, name))
+    return paths
+
+
+def test_every_help_page_is_in_chinese(home):
+    paths = command_paths(typer.main.get_command(app))
+    assert len(paths) > 30
+    for path in paths:
+        shown = cli(*path, "--help")
+        assert shown.returncode == 0, (path, shown.stderr)
+        assert shown.stdout.startswith(f"用法：wyckoff {' '.join(path)}".rstrip()), path
+        assert "显示本帮助并退出" in shown.stdout, path
+        assert not CLICK_ENGLISH.search(shown.stdout), (path, CLICK_ENGLISH.search(shown.stdout))
+        assert not re.search(r"^\s*[，。]", shown.stdout, re.M), path
+
+
+def test_a_help_page_shows_defaults_in_chinese(home):
+    shown = cli("backtest", "--help").stdout
+    assert "[默认：10]" in shown and "选项：" in shown and "子命令：" not in shown
+    assert "命令：" in shown and "用法：wyckoff backtest [选项] 子命令 [参数]..." in shown
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["scren"], "错误：没有子命令 scren（是不是 screen？）。用 `wyckoff -h` 查看用法。\n"),
+        (
+            ["model", "ad"],
+            "错误：没有子命令 ad（是不是 add？）。用 `wyckoff model -h` 查看用法。\n",
+        ),
+        (["xyzzy"], "错误：没有子命令 xyzzy。用 `wyckoff -h` 查看用法。\n"),
+        (["backtest", "--hold-days", "0"], "错误：参数 --hold-days 的值无效：不能小于 1。\n"),
+        (["analyze", "600519", "--cost", "-1"], "错误：参数 --cost 的值无效：不能小于 0.0。\n"),
+    ],
+)
+def test_usage_errors_are_one_chinese_sentence_naming_the_option(home, args, expected):
+    result = cli(*args)
+    assert result.returncode == 2
+    assert result.stderr == expected
