@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 class ScreenParams(BaseModel):
     board: Literal["all", "main", "chinext", "star"] = Field(default="all", description="板块范围")
+    limit: int = Field(
+        default=history_store.SCREEN_MAX_CANDIDATES,
+        ge=0,
+        description="返回前几只候选（默认 20；0 为第三层全部）",
+    )
 
 
 def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
@@ -26,12 +31,11 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     context.progress("加载行情", market.source, 0.05)
     panel = market.panel()
     context.progress("全市场漏斗", f"{len(panel.codes)} 只股票", 0.3)
-    funnel = funnel_on_last_day(panel, params.board)
+    funnel = funnel_on_last_day(panel, params.board, params.limit)
     context.progress("保存结果", f"{funnel['shown']} 只候选", 0.9)
     if context.store is not None:
-        save_screen(
-            context.store, market.source, panel.as_of, funnel["top_candidates"], market.open_days()
-        )
+        saved = funnel["top_candidates"][: history_store.SCREEN_MAX_CANDIDATES]
+        save_screen(context.store, market.source, panel.as_of, saved, market.open_days())
     return market.envelope(
         panel.as_of,
         **funnel,
@@ -40,9 +44,12 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     )
 
 
-def funnel_on_last_day(panel, board: str) -> dict[str, Any]:
-    """The funnel and the regime on the panel's last day, limited to `board`: the result
-    fields of a screen (and of its replay on a past date, over a panel that ends there)."""
+def funnel_on_last_day(
+    panel, board: str, limit: int = history_store.SCREEN_MAX_CANDIDATES
+) -> dict[str, Any]:
+    """The funnel and the regime on the panel's last day, limited to `board`, its first
+    `limit` candidates (0: all): the result fields of a screen (and of its replay on a past
+    date, over a panel that ends there)."""
     import numpy as np
 
     from wyckoff.engine.funnel import run_funnel, trigger_groups
@@ -53,7 +60,7 @@ def funnel_on_last_day(panel, board: str) -> dict[str, Any]:
     boards = np.array([board_of(c) for c in panel.codes])
     in_board = np.ones(len(boards), dtype=bool) if board == "all" else boards == board
     ranked = [j for j in result.ranked() if in_board[j]]
-    top = [_candidate(panel, result, j) for j in ranked[: history_store.SCREEN_MAX_CANDIDATES]]
+    top = [_candidate(panel, result, j) for j in ranked[: limit or None]]
     triggered = [c for c in top if c["triggers"]]
     return {
         "board": board,

@@ -135,12 +135,14 @@ def _note(result: dict[str, Any]) -> None:
 
 def screen(
     board: Annotated[str, typer.Option("--board", help="all | main | chinext | star")] = "all",
+    limit: Annotated[int, typer.Option("--limit", help="显示前几只候选；0 为第三层全部")] = 20,
     json_output: JsonOption = False,
 ) -> None:
     """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
     from wyckoff.agents.screening import ScreenParams, screen_stocks
 
-    result = _call(screen_stocks, _params(ScreenParams, board=board), label="全市场筛选")
+    params = _params(ScreenParams, board=board, limit=limit)
+    result = _call(screen_stocks, params, label="全市场筛选")
     if json_output:
         print_json(result)
         return
@@ -167,7 +169,9 @@ def screen(
         ],
     )
     if result["shown"] < result["total"]:
-        typer.echo(f"第三层共 {result['total']} 只，只显示排序前 {result['shown']} 只。")
+        typer.echo(
+            f"第三层共 {result['total']} 只，只显示排序前 {result['shown']} 只（`--limit 0` 显示全部）。"
+        )
     if result["top_sectors"]:
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
     if result["top_candidates"]:
