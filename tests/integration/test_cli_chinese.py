@@ -58,3 +58,12 @@ def test_usage_errors_are_one_chinese_sentence_naming_the_option(home, args, exp
     result = cli(*args)
     assert result.returncode == 2
     assert result.stderr == expected
+
+
+def test_memory_tables_name_types_and_matches_in_chinese(home):
+    assert cli("memory", "add", "贵州茅台跌破 MA200 就减半仓").returncode == 0
+    listed = cli("memory", "list").stdout
+    assert "│ 偏好 " in listed and "preference" not in listed
+    found = cli("memory", "search", "600519").stdout
+    assert "匹配方式" in found and "│ 股票代码 " in found
+    assert not re.search(r"│ (preference|code|fts|keyword) ", found)
