@@ -70,9 +70,11 @@ class ApprovalPolicy:
             return "consent", None
         if self.confirm is None:
             why = f"：{self.context.egress.reason(host)}。" if host else "，"
+            action = self.registry.describe(name, args, self.context)
             return (
-                f"{name} 需要用户批准{why}当前是无界面模式，已拒绝执行。请告诉用户要执行的具体操作；"
-                f"用户可以用 `--approve {name}`（或 `--approve-all`）重新运行来允许它。"
+                f"没有执行「{action}」：{name} 需要用户批准{why}当前是无界面模式，已拒绝执行。"
+                f"请告诉用户要执行的具体操作；用户可以用 `--approve {name}`（或 `--approve-all`）"
+                "重新运行来允许它。"
             )
         return self._ask(call, spec, host)
 
