@@ -67,3 +67,14 @@ def test_memory_tables_name_types_and_matches_in_chinese(home):
     found = cli("memory", "search", "600519").stdout
     assert "匹配方式" in found and "│ 股票代码 " in found
     assert not re.search(r"│ (preference|code|fts|keyword) ", found)
+
+
+def test_numbers_are_written_one_way_per_kind(demo_home):
+    """Prices with 2 decimals and thousands separators, changes signed with 2 decimals."""
+    rows = [line for line in cli("market").stdout.splitlines() if line.startswith("│ 0")]
+    cells = [[cell.strip() for cell in row.strip("│ ").split("│")] for row in rows]
+    assert cells and all(re.fullmatch(r"\d{1,3}(,\d{3})*\.\d{2}", c[2]) for c in cells)
+    assert all(re.fullmatch(r"[+-]\d+\.\d{2}%", c[3]) for c in cells)
+    assert any("," in c[2] for c in cells)  # an index above 1,000
+    analysis = cli("analyze", "000001").stdout
+    assert re.search(r"收益：5d [+-]\d+\.\d{2}%  20d [+-]\d+\.\d{2}%", analysis)
