@@ -101,6 +101,16 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
             return failure(f"wyckoff-mcp 在 tier {tier} 没有名为 {params.name} 的工具。")
         return await run_call(ctx, spec, params, context)
 
+    async def served_one(find, key: str, what: str, listing: str):
+        """The prompt or resource `key` served at this tier, else the client's error."""
+        found = (await anyio.to_thread.run_sync(find, context, tier)).get(key)
+        if found is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"wyckoff-mcp 在 tier {tier} 没有{what}：先用 {listing} 查看。",
+            )
+        return found
+
     async def list_prompts(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
@@ -110,12 +120,8 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
     async def get_prompt(
         ctx: ServerRequestContext, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        skill = (await anyio.to_thread.run_sync(served_skills, context, tier)).get(params.name)
-        if skill is None:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"wyckoff-mcp 在 tier {tier} 没有名为 {params.name} 的提示（技能）：先用 prompts/list 查看。",
-            )
+        what = f"名为 {params.name} 的提示（技能）"
+        skill = await served_one(served_skills, params.name, what, "prompts/list")
         return prompt_result(skill, params.arguments)
 
     async def list_resources(
@@ -127,12 +133,9 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        offer = (await anyio.to_thread.run_sync(served_resources, context, tier)).get(params.uri)
-        if offer is None:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"wyckoff-mcp 在 tier {tier} 没有资源 {params.uri}：先用 resources/list 查看。",
-            )
+        offer = await served_one(
+            served_resources, params.uri, f"资源 {params.uri}", "resources/list"
+        )
         text = await anyio.to_thread.run_sync(read_offer, offer, context)
         return types.ReadResourceResult(
             contents=[
