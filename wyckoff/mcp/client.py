@@ -36,6 +36,7 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,29}$")
 SEPARATOR = "__"
 CONNECT_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 120.0
+MAX_SAID_CHARS = 200  # of a server's own error message, quoted in ours
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_ENV_NAME = re.compile(
     r"(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|AUTHORIZATION|COOKIE|"
@@ -389,8 +390,11 @@ def failure_reason(entry: ServerEntry, exc: BaseException) -> str:
         return f"服务器返回 HTTP {status}：检查地址是不是 MCP 端点（通常以 /mcp 结尾）"
     if is_connect_error(exc):
         return f"连不上 {entry.url}：服务器没有运行，或地址、端口不对"
-    if connection_closed(exc) or type(exc).__name__ == "MCPError":
+    if connection_closed(exc):
         return f"没有完成 MCP 握手：它可能不是 MCP 服务器，或启动后就退出了{log}"
+    said = getattr(getattr(exc, "error", None), "message", None)  # an MCPError: its words
+    if said:
+        return f"服务器拒绝了连接，它说：{said[:MAX_SAID_CHARS]}"
     return f"连接失败（{type(exc).__name__}）{log}"
 
 
