@@ -654,6 +654,9 @@ def test_skills_are_prompts_served_by_the_tier_of_the_tools_they_need(home):
     (home / "skills" / "shared.md").write_text(
         "---\nname: shared\ndescription: 公开的\nmcp_tier: 1\n---\n调用 query_history。\n", "utf-8"
     )
+    (home / "skills" / "bad.md").write_text(
+        "---\nname: bad\ndescription: 层级写错\nmcp_tier: 9\n---\n随便\n", "utf-8"
+    )
     tier1 = prompts_and_resources(home, 1)
     tier2 = prompts_and_resources(home, 2)
     tier3 = prompts_and_resources(home, 3, prompts=[("mine", {"user_input": "只看昨天"})])
