@@ -722,3 +722,21 @@ def test_a_brief_that_links_out_of_the_briefs_folder_is_not_served(home, tmp_pat
     assert prompts_and_resources(home, 3)["resources"] == sorted(
         ["wyckoff://screen/latest", "wyckoff://portfolio"]
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--tier", "5"], "错误：--tier 只能是 1, 2, 3，收到 5。用 `wyckoff-mcp -h` 查看用法。\n"),
+        (
+            ["--http", "--port", "x"],
+            "错误：--port 需要一个整数，收到 x。用 `wyckoff-mcp -h` 查看用法。\n",
+        ),
+        (["--bogus"], "错误：不认识的参数 --bogus。用 `wyckoff-mcp -h` 查看用法。\n"),
+    ],
+)
+def test_a_bad_wyckoff_mcp_command_line_is_one_chinese_sentence(home, args, expected):
+    result = subprocess.run(
+        [SCRIPT, *args], env=server_env(home), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and result.stderr == expected
