@@ -25,6 +25,13 @@ class Approval:
 
 ConfirmCallback = Callable[[dict[str, Any]], Approval]
 
+DENIED = "用户拒绝了这次"  # how a denied call's result begins (a resumed row says 已拒绝)
+
+
+def denial(name: str) -> str:
+    """A denied call's result, written for the model."""
+    return f"{DENIED} {name} 调用。不要重复同样的操作，除非用户明确要求。"
+
 
 class ApprovalPolicy:
     """The approvals of one session: reset when the front end switches sessions."""
@@ -70,11 +77,9 @@ class ApprovalPolicy:
             return "consent", None
         if self.confirm is None:
             why = f"：{self.context.egress.reason(host)}。" if host else "，"
-            action = self.registry.describe(name, args, self.context)
             return (
-                f"没有执行「{action}」：{name} 需要用户批准{why}当前是无界面模式，已拒绝执行。"
-                f"请告诉用户要执行的具体操作；用户可以用 `--approve {name}`（或 `--approve-all`）"
-                "重新运行来允许它。"
+                f"{name} 需要用户批准{why}当前是无界面模式，已拒绝执行。请告诉用户要执行的具体操作；"
+                f"用户可以用 `--approve {name}`（或 `--approve-all`）重新运行来允许它。"
             )
         return self._ask(call, spec, host)
 
@@ -105,4 +110,4 @@ class ApprovalPolicy:
             return "user", None
         if approval.decision == "edit" and approval.args is not None:
             return "edit", approval.args
-        return f"用户拒绝了这次 {name} 调用。不要重复同样的操作，除非用户明确要求。"
+        return denial(name)
