@@ -25,13 +25,6 @@ class Approval:
 
 ConfirmCallback = Callable[[dict[str, Any]], Approval]
 
-DENIED = "用户拒绝了这次"  # how a denied call's result begins (a resumed row says 已拒绝)
-
-
-def denial(name: str) -> str:
-    """A denied call's result, written for the model."""
-    return f"{DENIED} {name} 调用。不要重复同样的操作，除非用户明确要求。"
-
 
 class ApprovalPolicy:
     """The approvals of one session: reset when the front end switches sessions."""
@@ -110,4 +103,4 @@ class ApprovalPolicy:
             return "user", None
         if approval.decision == "edit" and approval.args is not None:
             return "edit", approval.args
-        return denial(name)
+        return f"用户拒绝了这次 {name} 调用。不要重复同样的操作，除非用户明确要求。"
