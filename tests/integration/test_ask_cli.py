@@ -159,3 +159,13 @@ def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "✓ get_market_overview" in line]
     assert "上证指数" in line and "市场状态" in line and "演示数据" in line
+
+
+def test_the_agent_reads_a_numeric_code_as_the_six_digit_one(configured, home, install_demo):
+    install_demo(home, 100)
+    cli("data", "use", "demo")
+    configured.script(Reply(tool_calls=[("analyze_stock", {"code": 1})]), Reply(text="看完了。"))
+    result = cli("ask", "平安银行怎么样？")
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "✓ analyze_stock" in line]
+    assert "000001 平安银行" in line
