@@ -56,14 +56,13 @@ def market_on(context: ToolContext, day: str | None, min_days: int = 2):
     market = MarketData.from_context(context)
     dates = market.bar_dates()
     days = len(dates) if not day else int((dates <= np.datetime64(day)).sum())
-    panel = market.panel(end=day) if day and days else market.panel()
     if days < min_days:
         have = f"只有 {days} 个交易日的行情" if days else "没有行情"
         raise ToolFailure(
             f"{day or '最新'} 及以前{have}，至少需要 {min_days} 个交易日：选更晚的日期，"
             "或先用 `wyckoff data sync --days N` 同步更早的行情。"
         )
-    return market, panel
+    return market, market.panel(end=day)
 
 
 def point_in_time(as_of: str) -> str:
