@@ -1,9 +1,11 @@
 """A small MCP server for the client tests: `shout` (read-only), `save_note`, which
-appends to the file named by its first argument, and `wait`, which marks that file when
-cancelled. Run as `python mcp_notes_server.py FILE`."""
+appends to the file named by its first argument, `wait`, which marks that file when
+cancelled, and `env_value`, one variable of its environment. Run as
+`python mcp_notes_server.py FILE`."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -38,6 +40,12 @@ async def wait(seconds: float) -> str:
         NOTES.write_text("cancelled\n", encoding="utf-8")
         raise
     return "waited"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def env_value(name: str) -> str:
+    """The value of one environment variable of this server ("<unset>" when it has none)."""
+    return os.environ.get(name, "<unset>")
 
 
 if __name__ == "__main__":

@@ -292,7 +292,9 @@ def describe_pydantic_error(error: ErrorDetails) -> str:
     kind = error["type"]
     if kind in PYDANTIC_PHRASES:
         return PYDANTIC_PHRASES[kind].format(**ctx).replace("' or '", "', '")
-    return error["msg"].removeprefix("Value error, ")
+    if kind in ("value_error", "assertion_error"):  # our validators' own Chinese sentences
+        return error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return "取值不符合要求"  # never pydantic's English
 
 
 PYDANTIC_PHRASES = {
@@ -314,6 +316,19 @@ PYDANTIC_PHRASES = {
     "missing": "缺少这一项",
     "extra_forbidden": "不认识的字段",
     "url_parsing": "不是有效的网址",
+    "string_type": "需要文字（字符串）",
+    "bool_type": "需要 true 或 false",
+    "list_type": "需要一个列表",
+    "dict_type": "需要一个对象（键值对）",
+    "model_type": "需要一个对象（键值对）",
+    "too_short": "至少需要 {min_length} 项",
+    "too_long": "最多 {max_length} 项",
+    "string_too_long": "最长 {max_length} 个字",
+    "none_required": "不应给出",
+    "date_parsing": "需要日期 YYYY-MM-DD",
+    "date_from_datetime_parsing": "需要日期 YYYY-MM-DD",
+    "datetime_parsing": "需要日期时间",
+    "json_invalid": "不是合法的 JSON",
 }
 
 

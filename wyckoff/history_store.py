@@ -55,6 +55,7 @@ class Signal(_ScreenRow):
 
 
 ReportKind = Literal["ai_report", "strategy_decision"]
+SCREEN_MAX_CANDIDATES = 20  # a screen saves at most this many
 
 
 def save_screen(
@@ -96,6 +97,19 @@ def recommendations(store: Store, code: str | None, limit: int) -> list[Recommen
         )
         for row in _newest(store, "recommendations", code, limit)
     ]
+
+
+def latest_screen(store: Store) -> list[Recommendation]:
+    """The candidates of the newest screen, in its order: the newest rows of one day and
+    source, up to the first code seen twice (where the screen before it begins)."""
+    newest = recommendations(store, None, SCREEN_MAX_CANDIDATES)
+    screen: list[Recommendation] = []
+    for row in newest:
+        same_screen = (row["as_of"], row["source"]) == (newest[0]["as_of"], newest[0]["source"])
+        if not same_screen or any(r["code"] == row["code"] for r in screen):
+            break
+        screen.append(row)
+    return screen[::-1]
 
 
 def signals(store: Store, code: str | None, limit: int) -> list[Signal]:

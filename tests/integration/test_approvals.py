@@ -141,6 +141,21 @@ def test_headless_approve_prints_each_approved_call_as_a_sentence(openai_server,
     assert "已批准" not in result.stdout
 
 
+def test_a_headless_refusal_shows_the_action_sentence_not_the_raw_arguments(openai_server, home):
+    add_scripted_model(openai_server)
+    assert cli("portfolio", "add", "600519", "--shares", "100", "--cost", "1500").returncode == 0
+    openai_server.script(update({"action": "remove", "code": "茅台"}), Reply(text="需要你批准。"))
+    result = cli("ask", "把茅台删掉")
+    assert result.returncode == 0, result.stderr
+    assert "→ 删除持仓 600519 贵州茅台（100 股）" in result.stderr
+    assert (
+        "✗ update_portfolio：update_portfolio 需要用户批准，当前是无界面模式，已拒绝执行"
+        in result.stderr
+    )
+    assert '"action"' not in result.stderr and "修改持仓" not in result.stderr
+    assert [p["code"] for p in Portfolio(Store.in_home(home)).positions()] == ["600519"]
+
+
 # --- untrusted text -----------------------------------------------------------------------------
 
 INJECTION = (

@@ -134,6 +134,23 @@ def test_sessions_and_traces_are_listed_shown_exported_and_forked(configured):
     assert json.loads(lines[0])["type"] == "init" and json.loads(lines[-1])["type"] == "final"
 
 
+def test_trace_list_shows_when_each_turn_began_in_the_users_zone(configured):
+    from datetime import UTC, datetime, timedelta
+
+    nine_east = {"TZ": "XYZ-9"}  # POSIX: UTC+9
+    configured.script(Reply(text="好"))
+    assert cli("ask", "问题", env=nine_east).returncode == 0
+    shown = cli("trace", "list", env=nine_east).stdout
+    assert "时间（本地时间 UTC+09:00）" in shown and "│ 完成 │" in shown
+    (trace,) = json.loads(cli("trace", "list", "--json").stdout)["traces"]
+    began = datetime.strptime(trace["id"][:15], "%Y%m%d-%H%M%S")
+    now_there = datetime.now(UTC).replace(tzinfo=None) + timedelta(hours=9)
+    assert abs(now_there - began) < timedelta(minutes=5)
+    assert began.strftime("%Y-%m-%d %H:%M:%S") in shown
+    first = json.loads(cli("trace", "show", trace["id"]).stdout.splitlines()[0])
+    assert first["ts"].endswith("+09:00")
+
+
 def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home, install_demo):
     install_demo(home, 100)
     cli("data", "use", "demo")
@@ -142,3 +159,13 @@ def test_text_output_gives_each_tool_result_in_one_chinese_line(configured, home
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "✓ get_market_overview" in line]
     assert "上证指数" in line and "市场状态" in line and "演示数据" in line
+
+
+def test_the_agent_reads_a_numeric_code_as_the_six_digit_one(configured, home, install_demo):
+    install_demo(home, 100)
+    cli("data", "use", "demo")
+    configured.script(Reply(tool_calls=[("analyze_stock", {"code": 1})]), Reply(text="看完了。"))
+    result = cli("ask", "平安银行怎么样？")
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "✓ analyze_stock" in line]
+    assert "000001 平安银行" in line

@@ -110,7 +110,7 @@ def test_a_very_long_stock_text_is_refused_at_once(home):
 @pytest.mark.parametrize("cost", ["inf", "-inf", "nan"])
 def test_a_cost_that_is_not_a_finite_number_is_refused(demo_home, cost):
     result = cli("analyze", "000001", "--cost", cost, "--json")  # a stock the demo market has
-    assert_refused(result, "cost：必须是有限的数")
+    assert_refused(result, "参数 --cost 的值无效：必须是有限的数")
     assert result.stdout == ""  # no half-valid JSON for a script to read
 
 

@@ -23,7 +23,7 @@ def run_script(*args: str) -> subprocess.CompletedProcess:
 
 def test_the_console_script_answers_help_from_its_cache_and_exits_with_its_codes(home):
     first = run_script("--help")
-    assert first.returncode == 0 and "Usage: wyckoff" in first.stdout and not first.stderr
+    assert first.returncode == 0 and "用法：wyckoff" in first.stdout and not first.stderr
     assert [p.name for p in (home / "cache").iterdir()][0].startswith("help-")
     again = run_script("--help")
     assert again.returncode == 0 and again.stdout == first.stdout

@@ -5,11 +5,16 @@ MCP server (tests/mcp_notes_server.py, built with the same `mcp` package)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
 import sys
 import time
 from pathlib import Path
 
-from tests.conftest import add_scripted_model, cli, marked_data
+import pytest
+
+from tests.conftest import NETGUARD, add_scripted_model, cli, marked_data
 from tests.model_servers import Reply
 
 NOTES_SERVER = str(Path(__file__).parent.parent / "mcp_notes_server.py")
@@ -137,6 +142,8 @@ def test_tool_flags_follow_the_servers_annotations_and_trust(home, tmp_path):
         "trusted__save_note": (False, False),
         "notes__wait": (False, True),
         "trusted__wait": (False, False),
+        "notes__env_value": (True, True),
+        "trusted__env_value": (True, False),
     }
 
 
@@ -177,3 +184,117 @@ def test_a_broken_mcp_json_is_reported_and_the_session_goes_on(openai_server, ho
     )
     listed = cli("mcp", "list")
     assert listed.returncode == 2 and "mcp.json 不是有效的 JSON" in listed.stderr
+
+
+def remote_answers(home: Path, server: str, calls: list[tuple[str, dict]]) -> list[str]:
+    """Connect to a configured server the way the agent does and call its tools."""
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.mcp.client import RemoteServers, load_servers
+
+    (entry,) = [e for e in load_servers(home) if e.name == server]
+    servers = RemoteServers(home)
+    context = ToolContext(home=home, registry=default_registry())
+    try:
+        servers.connect(entry)
+        results = [servers.call(server, tool, args, context) for tool, args in calls]
+    finally:
+        servers.close()
+    return ["".join(block.text for block in r.content) for r in results]
+
+
+def test_a_server_gets_the_wyckoff_home_its_env_values_and_referenced_secrets(
+    home, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("NOTES_TOKEN", "tok-from-the-shell-123")
+    added = cli(
+        "mcp", "add", "notes", "--env", "GREETING=你好", "--env", "NOTES_TOKEN",
+        "--", sys.executable, NOTES_SERVER, str(tmp_path / "notes.txt"),
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    names = ["WYCKOFF_HOME", "GREETING", "NOTES_TOKEN", "OPENAI_API_KEY"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-server-0123456789")
+    answers = remote_answers(home, "notes", [("env_value", {"name": n}) for n in names])
+    assert answers == [str(home), "你好", "tok-from-the-shell-123", "<unset>"]
+    saved = (home / "mcp.json").read_text()
+    assert "tok-from-the-shell" not in saved and '"env_from": [\n      "NOTES_TOKEN"' in saved
+    listed = cli("mcp", "list").stdout
+    assert "GREETING=你好" in listed and "NOTES_TOKEN=（启动时从环境读取）" in listed
+
+
+@pytest.mark.parametrize(
+    "pair", ["GITHUB_TOKEN=ghp_0123456789abcdef", "X=sk-0123456789abcdef", "DB_PASSWORD=hunter2"]
+)
+def test_a_secret_value_is_never_written_to_mcp_json(home, pair):
+    refused = cli("mcp", "add", "notes", "--env", pair, "--", sys.executable, NOTES_SERVER, "x")
+    key = pair.partition("=")[0]
+    assert refused.returncode == 2
+    assert f"{key} 的值看起来是密钥，不会写进 mcp.json" in refused.stderr
+    assert f"`--env {key}`" in refused.stderr
+    assert not (home / "mcp.json").exists()
+
+
+def test_wyckoff_mcp_added_as_a_server_reads_the_same_home(home, tmp_path, monkeypatch):
+    """Not ~/.wyckoff: the user's HOME here holds nothing, this home holds the history."""
+    from wyckoff import history_store
+    from wyckoff.store import Store
+
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    home.mkdir(parents=True)
+    history_store.save_screen(
+        Store.in_home(home), "demo", "2026-12-01",
+        [history_store.NewRecommendation("000001", "平安银行", ["趋势"], [], 80.0, 5.5)], [],
+    )  # fmt: skip
+    python_path = os.pathsep.join([str(NETGUARD), os.environ.get("PYTHONPATH", "")])
+    script = shutil.which("wyckoff-mcp", path=str(Path(sys.executable).parent))
+    added = cli(
+        "mcp", "add", "self", "--env", f"PYTHONPATH={python_path}", "--", script, "--tier", "1"
+    )
+    assert added.returncode == 0, added.stderr
+    (answer,) = remote_answers(home, "self", [("query_history", {"source": "recommendation"})])
+    assert json.loads(answer)["rows"][0]["name"] == "平安银行"
+    assert not (tmp_path / "user" / ".wyckoff").exists()
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (
+            ["--", "/nonexistent/wyckoff-test-cmd"],
+            "找不到命令 /nonexistent/wyckoff-test-cmd：检查拼写",
+        ),
+        (
+            ["--url", "http://127.0.0.1:{port}/mcp"],
+            "连不上 http://127.0.0.1:{port}/mcp：服务器没有运行",
+        ),
+        (["--", sys.executable, "-c", BROKEN], "没有完成 MCP 握手：它可能不是 MCP 服务器"),
+        (
+            ["--", sys.executable, "-c", "print('hello'); import time; time.sleep(9)"],
+            "没有完成 MCP 握手",
+        ),
+    ],
+    ids=["not-found", "refused", "exits", "not-mcp"],
+)
+def test_a_server_that_cannot_be_used_is_one_chinese_sentence(home, target, expected):
+    port = closed_port()
+    added = cli("mcp", "add", "bad", "--timeout", "20", *(t.format(port=port) for t in target))
+    assert added.returncode == 0, added.stderr
+    tested = cli("mcp", "test", "bad")
+    assert tested.returncode == 1
+    assert expected.format(port=port) in tested.stderr
+    assert "Error" not in tested.stderr and "Traceback" not in tested.stderr
+    assert tested.stderr.count("\n") == 1
+
+
+def test_mcp_test_of_an_unknown_server_is_a_usage_error(home):
+    missing = cli("mcp", "test", "nope")
+    assert missing.returncode == 2
+    assert (
+        missing.stderr == "错误：没有名为 nope 的 MCP 服务器：`wyckoff mcp list` 查看已添加的。\n"
+    )

@@ -24,11 +24,12 @@ import mcp_types as types
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
 from pydantic import BaseModel
 
 from tests.conftest import NETGUARD, cli
-from wyckoff.cli.builtin_tools import default_registry
+from wyckoff.cli.builtin_tools import default_registry, mcp_registry
 from wyckoff.cli.tool_table import README, main_agent_tools, readme_with_table, tool_table
 from wyckoff.cli.tools import ToolContext, ToolRegistry, ToolSpec, json_schema
 from wyckoff.mcp.server import build_server
@@ -48,6 +49,9 @@ TIER_2 = [
     "screen_stocks",
     "run_backtest",
     "query_history",
+    "market_regime",
+    "wyckoff_diagnose",
+    "run_funnel_simulation",
 ]
 TIER_3 = [
     *TIER_2,
@@ -110,7 +114,7 @@ def test_each_tier_lists_its_tools_with_the_registrys_definitions(home, args, ex
 
     tools = run(main)
     assert sorted(t.name for t in tools) == sorted(expected)
-    registry = default_registry()
+    registry = mcp_registry()
     for tool in tools:
         spec = registry.get(tool.name)
         assert tool.title == spec.title and tool.description == spec.description
@@ -517,3 +521,250 @@ def test_a_yes_to_one_action_cannot_be_replayed_for_another(home):
     assert "99,999,999.00 元" in request.params.message
     assert isinstance(forged, types.InputRequiredResult)
     assert saved_cash(home) == (0.0, 0)
+
+
+def in_process_client(home: Path, tier: int = 2) -> Client:
+    context = ToolContext(home=home, registry=mcp_registry(), store=Store.in_home(home))
+    return Client(build_server(context, tier))
+
+
+def test_a_numeric_code_from_a_client_is_read_as_the_six_digit_code(demo_home):
+    """The MCP Inspector's form sends `code` as a number; 1 is 000001, not an error."""
+
+    async def main():
+        async with in_process_client(demo_home) as client:
+            padded = await client.call_tool("analyze_stock", {"code": 1})
+            found = await client.call_tool("search_stock_by_name", {"keyword": 2})
+            history = await client.call_tool("query_history", {"source": "signal", "code": 1})
+            return padded, found, history
+
+    padded, found, history = run(main)
+    assert not padded.is_error, text_of(padded)
+    assert padded.structured_content["code"] == "000001"
+    assert found.structured_content["results"][0]["code"] == "000002"
+    assert not history.is_error, text_of(history)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"code": ["600519"]}, "code：需要文字（字符串）"),
+        ({"code": 6_005_190}, "code：股票代码是 6 位数字，收到 6005190"),
+        ({"code": 600519.5}, "code：股票代码是 6 位数字"),
+        ({"code": "600519", "days": "x"}, "days：需要一个整数"),
+        ({"code": "600519", "mode": 5}, "mode：可选 'diagnose', 'price'"),
+        ({}, "code：缺少这一项"),
+    ],
+)
+def test_argument_errors_over_mcp_are_chinese_sentences(demo_home, args, expected):
+    async def main():
+        async with in_process_client(demo_home) as client:
+            return await client.call_tool("analyze_stock", args)
+
+    result = run(main)
+    assert result.is_error
+    assert text_of(result) == (
+        f"analyze_stock 的参数无效：{expected}" + text_of(result).partition(expected)[2]
+    )
+    assert text_of(result).endswith("请按工具的参数定义重新调用。")
+    assert not re.search(r"[A-Z][a-z]+ should|valid string|Input ", text_of(result))
+
+
+PAST_DAY = "2026-06-01"  # a Monday of the demo market, a year and a half into its history
+
+
+def call_each(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[types.CallToolResult]:
+    async def main():
+        async with in_process_client(home) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return run(main)
+
+
+def test_the_market_on_a_past_date_is_served_at_tier_2_and_says_it_is_point_in_time(demo_home):
+    registry = mcp_registry()
+    regime, diagnosis, funnel, latest = call_each(
+        demo_home,
+        [
+            ("market_regime", {"date": PAST_DAY}),
+            ("wyckoff_diagnose", {"code": 1, "date": PAST_DAY}),
+            ("run_funnel_simulation", {"date": "2026/05/31"}),  # a Sunday: Friday's close
+            ("market_regime", {}),
+        ],
+    )
+    for name, result in [
+        ("market_regime", regime),
+        ("wyckoff_diagnose", diagnosis),
+        ("run_funnel_simulation", funnel),
+    ]:
+        assert not result.is_error, text_of(result)
+        registry.get(name).output.model_validate(result.structured_content)
+        assert "无未来函数" in result.structured_content["point_in_time"]
+        assert "演示数据" in result.structured_content["data_note"]
+    assert regime.structured_content["as_of"] == PAST_DAY
+    assert latest.structured_content["as_of"] > PAST_DAY
+    assert diagnosis.structured_content["code"] == "000001"
+    assert (
+        diagnosis.structured_content["market_regime"]["regime"]
+        == (regime.structured_content["regime"])
+    )
+    assert funnel.structured_content["as_of"] == "2026-05-29"
+    assert f"只用 {'2026-05-29'} 收盘及以前的行情" in funnel.structured_content["point_in_time"]
+    assert funnel.structured_content["summary"]["report_candidates"] > 0
+
+
+def test_the_funnel_replay_reads_nothing_after_its_date(demo_home, tmp_path):
+    """Rewrite every bar after the replayed day: the replay is the same, while the latest
+    day's regime (which reads them) changes."""
+    import duckdb
+
+    home = tmp_path / "home"
+    shutil.copytree(demo_home, home)
+    calls = [("run_funnel_simulation", {"date": PAST_DAY}), ("market_regime", {})]
+    before = call_each(home, calls)
+    (store,) = home.glob("market-demo.duckdb")
+    with duckdb.connect(str(store)) as conn:
+        conn.execute(
+            "UPDATE bars SET volume = volume * 5, close = close * CASE WHEN date = "
+            "(SELECT max(date) FROM bars) THEN 0.7 ELSE 1.3 END WHERE date > ?",
+            [PAST_DAY],
+        )
+    after = call_each(home, calls)
+    assert after[0].structured_content == before[0].structured_content
+    assert after[1].structured_content != before[1].structured_content
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({}, "date：缺少这一项"),
+        ({"date": "2026-13-05"}, "date：日期 2026-13-05 无效"),
+        ({"date": "2001-01-01"}, "2001-01-01 及以前没有行情，至少需要 250 个交易日"),
+    ],
+)
+def test_a_funnel_replay_without_a_usable_date_is_one_chinese_sentence(demo_home, args, expected):
+    (result,) = call_each(demo_home, [("run_funnel_simulation", args)])
+    assert result.is_error and expected in text_of(result)
+    assert "Error" not in text_of(result)
+
+
+def prompts_and_resources(home: Path, tier: int, reads: list[str] = (), prompts=()) -> dict:
+    """What a client at `tier` sees: prompt names, resource URIs, and the named reads."""
+
+    async def main():
+        seen: dict[str, Any] = {}
+        async with in_process_client(home, tier) as client:
+            seen["prompts"] = sorted(p.name for p in (await client.list_prompts()).prompts)
+            seen["resources"] = sorted(r.uri for r in (await client.list_resources()).resources)
+            for uri in reads:
+                seen[uri] = await refused_or(client.read_resource(uri))
+            for name, arguments in prompts:
+                seen[name] = await refused_or(client.get_prompt(name, arguments))
+        return seen
+
+    return run(main)
+
+
+async def refused_or(request):
+    """The answer to a request, or the server's error message when it refused it."""
+    try:
+        answer = await request
+    except MCPError as exc:
+        return exc.error.message
+    return answer.contents[0] if isinstance(answer, types.ReadResourceResult) else answer
+
+
+def test_skills_are_prompts_served_by_the_tier_of_the_tools_they_need(home):
+    (home / "skills").mkdir(parents=True)
+    (home / "skills" / "mine.md").write_text(
+        "---\nname: mine\ndescription: 我的复盘\n---\n按我的规则复盘：{user_input}\n", "utf-8"
+    )
+    (home / "skills" / "shared.md").write_text(
+        "---\nname: shared\ndescription: 公开的\nmcp_tier: 1\n---\n调用 query_history。\n", "utf-8"
+    )
+    (home / "skills" / "bad.md").write_text(
+        "---\nname: bad\ndescription: 层级写错\nmcp_tier: 9\n---\n随便\n", "utf-8"
+    )
+    tier1 = prompts_and_resources(home, 1)
+    tier2 = prompts_and_resources(home, 2)
+    tier3 = prompts_and_resources(home, 3, prompts=[("mine", {"user_input": "只看昨天"})])
+    assert tier1["prompts"] == ["shared"]
+    assert tier2["prompts"] == ["backtest", "screen", "shared"]
+    assert tier3["prompts"] == [
+        "backtest",
+        "checkup",
+        "mine",
+        "report",
+        "screen",
+        "shared",
+        "strategy",
+    ]
+    (message,) = tier3["mine"].messages
+    assert message.role == "user" and message.content.text == "按我的规则复盘：只看昨天"
+
+
+def test_a_prompt_above_the_tier_is_refused_in_chinese(home):
+    refused = prompts_and_resources(home, 2, prompts=[("checkup", {})])["checkup"]
+    assert (
+        refused == "wyckoff-mcp 在 tier 2 没有名为 checkup 的提示（技能）：先用 prompts/list 查看。"
+    )
+
+
+def test_the_latest_screen_portfolio_and_brief_are_read_only_resources_by_tier(demo_home, tmp_path):
+    from wyckoff.agents.portfolio import Portfolio
+
+    home = tmp_path / "home"
+    shutil.copytree(demo_home, home)
+    (screen,) = call_each(home, [("screen_stocks", {})])
+    Portfolio(Store.in_home(home)).set_cash(50_000, actor="cli")
+    (home / "briefs").mkdir()
+    (home / "briefs" / "2026-12-02.md").write_text("# 旧简报\n", "utf-8")
+    time.sleep(0.01)
+    (home / "briefs" / "2026-12-03.md").write_text("# 今日简报\n大盘中性。\n", "utf-8")
+    uris = ["wyckoff://screen/latest", "wyckoff://portfolio", "wyckoff://brief/latest"]
+
+    tier1 = prompts_and_resources(home, 1, reads=uris[:1])
+    tier2 = prompts_and_resources(home, 2)
+    tier3 = prompts_and_resources(home, 3, reads=uris)
+
+    assert tier1["resources"] == tier2["resources"] == ["wyckoff://screen/latest"]
+    assert tier3["resources"] == sorted(uris)
+    latest = json.loads(tier1["wyckoff://screen/latest"].text)
+    shown = screen.structured_content["top_candidates"]
+    assert [c["code"] for c in latest["candidates"]] == [c["code"] for c in shown]
+    assert latest["as_of"] == screen.structured_content["as_of"] and latest["source"] == "demo"
+    assert json.loads(tier3["wyckoff://portfolio"].text)["cash"] == 50_000
+    brief = tier3["wyckoff://brief/latest"]
+    assert brief.text == "# 今日简报\n大盘中性。\n" and brief.mime_type == "text/markdown"
+    refused = prompts_and_resources(home, 2, reads=["wyckoff://portfolio"])["wyckoff://portfolio"]
+    assert (
+        refused == "wyckoff-mcp 在 tier 2 没有资源 wyckoff://portfolio：先用 resources/list 查看。"
+    )
+
+
+def test_a_brief_that_links_out_of_the_briefs_folder_is_not_served(home, tmp_path):
+    secret = tmp_path / "private.md"
+    secret.write_text("别人的文件", "utf-8")
+    (home / "briefs").mkdir(parents=True)
+    (home / "briefs" / "today.md").symlink_to(secret)
+    assert prompts_and_resources(home, 3)["resources"] == sorted(
+        ["wyckoff://screen/latest", "wyckoff://portfolio"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--tier", "5"], "错误：--tier 只能是 1, 2, 3，收到 5。用 `wyckoff-mcp -h` 查看用法。\n"),
+        (
+            ["--http", "--port", "x"],
+            "错误：--port 需要一个整数，收到 x。用 `wyckoff-mcp -h` 查看用法。\n",
+        ),
+        (["--bogus"], "错误：不认识的参数 --bogus。用 `wyckoff-mcp -h` 查看用法。\n"),
+    ],
+)
+def test_a_bad_wyckoff_mcp_command_line_is_one_chinese_sentence(home, args, expected):
+    result = subprocess.run(
+        [SCRIPT, *args], env=server_env(home), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and result.stderr == expected

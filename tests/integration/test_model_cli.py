@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import signal
 import stat
+import sys
+import termios
 
-from tests.conftest import base_url_of, cli
+import pytest
+
+from tests.conftest import base_url_of, cli, cli_env
 from tests.model_servers import Reply
+from tests.processes import eventually
 from wyckoff.cli.pricing import price
 from wyckoff.cli.providers.base import token_usage
 from wyckoff.cli.providers.context_windows import infer_context_window
@@ -324,11 +333,110 @@ def test_config_written_by_cli_loads_back(home):
 
 def test_help_is_served_from_a_cache_identical_to_typers_output(home):
     first = cli("--help")
-    assert (
-        first.returncode == 0 and "Usage: wyckoff" in first.stdout and "portfolio" in first.stdout
-    )
+    assert first.returncode == 0 and "用法：wyckoff" in first.stdout and "portfolio" in first.stdout
     (cached,) = list((home / "cache").glob("help-*.txt"))
     second = cli("-h")
     assert second.returncode == 0 and second.stdout == first.stdout == cached.read_text(
         encoding="utf-8"
     )
+
+
+def at_a_terminal(*args: str, answers: list[tuple[str, str]]) -> tuple[int, str]:
+    """`python -m wyckoff ARGS` on a pseudo-terminal (its controlling terminal, so the
+    hidden key prompt works), typing each answer once its prompt (a part of it) shows."""
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
+        os.execve(sys.executable, [sys.executable, "-m", "wyckoff", *args], cli_env())
+    shown, answered_up_to, pending = "", 0, list(answers)
+    while True:
+        ready, _, _ = select.select([terminal], [], [], 60)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            break
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the child closed the terminal: it has ended
+            break
+        shown += chunk.decode(errors="replace")
+        if pending and pending[0][0] in shown[answered_up_to:]:
+            prompt, answer = pending.pop(0)
+            if "API key" in prompt:  # typed only once echo is off, or getpass drops it
+                assert eventually(lambda: not termios.tcgetattr(terminal)[3] & termios.ECHO)
+            os.write(terminal, (answer + "\n").encode())
+            answered_up_to = len(shown)
+    _, status = os.waitpid(pid, 0)
+    os.close(terminal)
+    return os.waitstatus_to_exitcode(status), shown
+
+
+@pytest.mark.parametrize("make_default", ["y", "n"])
+def test_interactive_add_asks_the_base_url_and_whether_a_keyless_model_is_the_default(
+    home, make_default
+):
+    code, shown = at_a_terminal(
+        "model", "add", "local",
+        answers=[
+            ("provider（", "openai"),
+            ("模型名", "qwen2.5"),
+            ("base URL（留空即默认 https://api.openai.com/v1）", "http://127.0.0.1:11434/v1"),
+            ("API key", ""),
+            ("仍然把它设为默认模型吗？", make_default),
+        ],
+    )  # fmt: skip
+    assert code == 0, shown
+    assert "模型 local 没有 API key：只有不需要密钥的端点（如本地 Ollama）能用它。" in shown
+    saved = json.loads((home / "wyckoff.json").read_text())
+    assert saved["models"][0]["base_url"] == "http://127.0.0.1:11434/v1"
+    assert saved.get("default") == ("local" if make_default == "y" else None)
+    assert _models(home)["local"]["default"] is (make_default == "y")
+
+
+def test_an_empty_base_url_answer_keeps_the_providers_own(home):
+    code, shown = at_a_terminal(
+        "model", "add", "c",
+        answers=[
+            ("provider（", "claude"),
+            ("模型名", "claude-sonnet-4-5"),
+            ("base URL（留空即默认 https://api.anthropic.com）", ""),
+            ("API key", "sk-ant-typed-0123456789"),
+        ],
+    )  # fmt: skip
+    assert code == 0, shown
+    saved = json.loads((home / "wyckoff.json").read_text())
+    assert "base_url" not in saved["models"][0] and saved["default"] == "c"
+    assert "sk-ant-typed" not in shown
+
+
+def test_a_script_never_makes_a_keyless_model_the_default_silently(home):
+    added = cli("model", "add", "local", "--provider", "openai", "--model", "qwen2.5")
+    assert added.returncode == 0, added.stderr
+    assert "模型 local 没有 API key" in added.stderr
+    assert (
+        "local 没有设为默认模型。" in added.stderr
+        and "`wyckoff model default local`" in added.stderr
+    )
+    assert _models(home)["local"]["default"] is False
+    asked = cli("ask", "你好")
+    assert asked.returncode == 2
+    assert (
+        "还没有默认模型（已配置：local）：运行 `wyckoff model default ID` 选一个。" in asked.stderr
+    )
+    assert cli("model", "default", "local").returncode == 0
+    assert _models(home)["local"]["default"] is True
+
+
+def test_cost_updates_any_subset_of_its_fields(home):
+    cli("model", "add", "a", "--provider", "claude", "--model", "m", "--api-key-env", "K")
+    window = cli("model", "cost", "a", "--context-window", "64000")
+    assert window.returncode == 0, window.stderr
+    assert "已更新 a：上下文窗口 64,000 token。" in window.stderr
+    prices = cli("model", "cost", "a", "--output-per-1m", "15")
+    assert prices.returncode == 0 and "输出价 15/1M" in prices.stderr
+    model = _models(home)["a"]
+    assert (model["context_window"], model["output_per_1m"], model["input_per_1m"]) == (
+        64000,
+        15,
+        None,
+    )
+    nothing = cli("model", "cost", "a")
+    assert nothing.returncode == 2 and "没有要改的项" in nothing.stderr

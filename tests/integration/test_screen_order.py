@@ -37,4 +37,14 @@ def test_a_cut_screen_table_says_how_many_of_how_many(demo_home):
     assert payload["total"] == payload["summary"]["layer3_passed"] > 20
     text = cli("screen").stdout
     assert len(_table_rows(text)) == 20
-    assert f"第三层共 {payload['total']} 只，只显示排序前 20 只。" in text
+    assert f"第三层共 {payload['total']} 只，只显示排序前 20 只（`--limit 0` 显示全部）。" in text
+
+
+def test_screen_limit_shows_as_many_as_asked_and_zero_shows_all(demo_home):
+    total = json.loads(cli("screen", "--json").stdout)["total"]
+    five = cli("screen", "--limit", "5")
+    assert len(_table_rows(five.stdout)) == 5
+    assert f"第三层共 {total} 只，只显示排序前 5 只" in five.stdout
+    every = cli("screen", "--limit", "0")
+    assert len(_table_rows(every.stdout)) == total and "只显示排序前" not in every.stdout
+    assert json.loads(cli("screen", "--limit", "0", "--json").stdout)["shown"] == total

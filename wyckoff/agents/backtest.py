@@ -29,17 +29,22 @@ class BacktestParams(BaseModel):
     @field_validator("start", "end")
     @classmethod
     def _real_date(cls, text: str | None) -> str | None:
-        """A typo like 2026-13-05 is the user's mistake, not an empty backtest range."""
-        text = (text or "").strip()
-        if not text:
-            return None
-        parts = text.replace("/", "-").split("-")
-        if len(parts) == 1 and len(text) == 8:  # YYYYMMDD
-            parts = [text[:4], text[4:6], text[6:]]
-        try:
-            return date(*(int(part) for part in parts)).isoformat()
-        except (TypeError, ValueError):
-            raise ValueError(f"日期 {text} 无效，请用 YYYY-MM-DD，如 2026-01-05") from None
+        return real_date(text)
+
+
+def real_date(text: str | None) -> str | None:
+    """YYYY-MM-DD (YYYYMMDD and slashes accepted), None when empty. A typo like 2026-13-05
+    is the user's mistake, not an empty range."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    parts = text.replace("/", "-").split("-")
+    if len(parts) == 1 and len(text) == 8:  # YYYYMMDD
+        parts = [text[:4], text[4:6], text[6:]]
+    try:
+        return date(*(int(part) for part in parts)).isoformat()
+    except (TypeError, ValueError):
+        raise ValueError(f"日期 {text} 无效，请用 YYYY-MM-DD，如 2026-01-05") from None
 
 
 def run_backtest_tool(params: BacktestParams, context: ToolContext) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.stock_args import StockText
 from wyckoff.archive_store import search_archives
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
@@ -32,7 +33,7 @@ class HistoryQueryParams(BaseModel):
     source: Literal["recommendation", "signal", "archive"] = Field(
         description="recommendation 推荐记录；signal 待确认信号；archive 压缩归档"
     )
-    code: str | None = Field(default=None, description="只看这只股票")
+    code: StockText | None = Field(default=None, description="只看这只股票")
     limit: int = Field(default=20, ge=1, le=100)
 
 

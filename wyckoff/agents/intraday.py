@@ -337,7 +337,7 @@ def summarize_tail(result: dict[str, Any]) -> str:
 
 
 class TailHistoryParams(BaseModel):
-    code: str | None = Field(default=None, description="只看这只股票（代码）")
+    code: StockText | None = Field(default=None, description="只看这只股票（代码）")
     limit: int = Field(default=30, ge=1, le=500, description="最多返回几条")
 
 

@@ -26,6 +26,7 @@ from wyckoff.agents.portfolio_rules import (
     validate_shares,
     validate_stock,
 )
+from wyckoff.agents.stock_args import StockText
 from wyckoff.agents.stock_lookup import StockNotResolved
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
@@ -332,7 +333,9 @@ class UpdatePortfolioParams(BaseModel):
     action: Literal["add", "update", "remove", "set_cash", "buy", "sell"] = Field(
         description="add/update/remove/set_cash 直接改持仓；buy/sell 记录一笔成交（扣费用、改现金）"
     )
-    code: str | None = Field(default=None, description="6 位代码或股票名称（set_cash 不需要）")
+    code: StockText | None = Field(
+        default=None, description="6 位代码或股票名称（set_cash 不需要）"
+    )
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
     shares: int | None = Field(default=None, description="股数，100 的整数倍")
     cost_price: float | None = None

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from wyckoff import history_store
 from wyckoff.agents.market_data import MarketData
 from wyckoff.agents.portfolio import Portfolio
+from wyckoff.agents.stock_args import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.config import redact_text
 from wyckoff.engine.strategy import PRIORITY, entry_stop, holding_action, size_position
@@ -103,7 +104,7 @@ def compressed_features(panel, code: str, regime: dict[str, Any]) -> dict[str, A
 
 
 class ReportParams(BaseModel):
-    stock_codes: list[str] = Field(
+    stock_codes: list[StockText] = Field(
         min_length=1,
         max_length=20,
         description="要研究的股票代码，如 screen_stocks 的 symbols_for_report",
@@ -171,7 +172,7 @@ def summarize_decision(result: dict[str, Any]) -> str:
 
 
 class DecisionParams(BaseModel):
-    candidate_codes: list[str] = Field(
+    candidate_codes: list[StockText] = Field(
         default_factory=list,
         max_length=20,
         description="候选股；省略则用最近研报的起跳板与储备营地",

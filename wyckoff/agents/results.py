@@ -147,3 +147,20 @@ class PortfolioChange(Open):
     action: str
     before: dict[str, Any] | None
     after: dict[str, Any] | None
+
+
+class RegimeResult(MarketResult):
+    regime: str
+    label: str
+    reason: str
+    buy_allowed: bool
+    point_in_time: str = Field(description="只用 as_of 及以前的行情计算的说明")
+
+
+class WyckoffDiagnoseResult(AnalyzeResult):
+    market_regime: dict[str, Any]
+    point_in_time: str = Field(description="只用 as_of 及以前的行情计算的说明")
+
+
+class FunnelSimulationResult(ScreenResult):
+    point_in_time: str = Field(description="只用 as_of 及以前的行情计算的说明")

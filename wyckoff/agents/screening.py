@@ -19,56 +19,72 @@ if TYPE_CHECKING:
 
 class ScreenParams(BaseModel):
     board: Literal["all", "main", "chinext", "star"] = Field(default="all", description="板块范围")
+    limit: int = Field(
+        default=history_store.SCREEN_MAX_CANDIDATES,
+        ge=0,
+        description="返回前几只候选（默认 20；0 为第三层全部）",
+    )
 
 
 def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
+    market = MarketData.from_context(context)
+    context.progress("加载行情", market.source, 0.05)
+    panel = market.panel()
+    context.progress("全市场漏斗", f"{len(panel.codes)} 只股票", 0.3)
+    funnel = funnel_on_last_day(panel, params.board, params.limit)
+    context.progress("保存结果", f"{funnel['shown']} 只候选", 0.9)
+    if context.store is not None:
+        saved = funnel["top_candidates"][: history_store.SCREEN_MAX_CANDIDATES]
+        save_screen(context.store, market.source, panel.as_of, saved, market.open_days())
+    return market.envelope(
+        panel.as_of,
+        **funnel,
+        next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
+        data_caveats=panel.caveats,
+    )
+
+
+def funnel_on_last_day(
+    panel, board: str, limit: int = history_store.SCREEN_MAX_CANDIDATES
+) -> dict[str, Any]:
+    """The funnel and the regime on the panel's last day, limited to `board`, its first
+    `limit` candidates (0: all): the result fields of a screen (and of its replay on a past
+    date, over a panel that ends there)."""
     import numpy as np
 
     from wyckoff.engine.funnel import run_funnel, trigger_groups
     from wyckoff.engine.regime import market_regime
 
-    market = MarketData.from_context(context)
-    context.progress("加载行情", market.source, 0.05)
-    panel = market.panel()
-    context.progress("全市场漏斗", f"{len(panel.codes)} 只股票", 0.3)
     result = run_funnel(panel)
     regime = market_regime(panel)
     boards = np.array([board_of(c) for c in panel.codes])
-    in_board = np.ones(len(boards), dtype=bool) if params.board == "all" else boards == params.board
+    in_board = np.ones(len(boards), dtype=bool) if board == "all" else boards == board
     ranked = [j for j in result.ranked() if in_board[j]]
-    top = [_candidate(panel, result, j) for j in ranked[:20]]
+    top = [_candidate(panel, result, j) for j in ranked[: limit or None]]
     triggered = [c for c in top if c["triggers"]]
-    symbols = [c["code"] for c in (triggered or top)[:10]]
-    context.progress("保存结果", f"{len(top)} 只候选", 0.9)
-    if context.store is not None:
-        save_screen(context.store, market.source, panel.as_of, top, market.open_days())
-    summary = {
-        "total_scanned": int((~np.isnan(panel.close[-1]) & in_board).sum()),
-        "layer1_passed": int((result.layer1 & in_board).sum()),
-        "layer2_passed": int((result.layer2 & in_board).sum()),
-        "layer3_passed": int((result.layer3 & in_board).sum()),
-        "report_candidates": int((result.layer4 & in_board).sum()),
-    }
-    return market.envelope(
-        panel.as_of,
-        board=params.board,
-        summary=summary,
-        regime=regime["regime"],
-        regime_label=regime["label"],
-        trade_mode="允许开新仓" if regime["buy_allowed"] else "禁止开新仓（只管理持仓）",
-        top_candidates=top,
-        total=len(ranked),
-        shown=len(top),
-        trigger_groups=trigger_groups(result, panel.codes),
-        top_sectors=[
+    return {
+        "board": board,
+        "summary": {
+            "total_scanned": int((~np.isnan(panel.close[-1]) & in_board).sum()),
+            "layer1_passed": int((result.layer1 & in_board).sum()),
+            "layer2_passed": int((result.layer2 & in_board).sum()),
+            "layer3_passed": int((result.layer3 & in_board).sum()),
+            "report_candidates": int((result.layer4 & in_board).sum()),
+        },
+        "regime": regime["regime"],
+        "regime_label": regime["label"],
+        "trade_mode": "允许开新仓" if regime["buy_allowed"] else "禁止开新仓（只管理持仓）",
+        "top_candidates": top,
+        "total": len(ranked),
+        "shown": len(top),
+        "trigger_groups": trigger_groups(result, panel.codes),
+        "top_sectors": [
             {"industry": s["industry"], "strength": round(s["strength"], 3), "passed": s["count"]}
             for s in result.sectors
             if s.get("top")
         ],
-        symbols_for_report=symbols,
-        next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
-        data_caveats=panel.caveats,
-    )
+        "symbols_for_report": [c["code"] for c in (triggered or top)[:10]],
+    }
 
 
 def summarize_screen(result: dict[str, Any]) -> str:
@@ -83,11 +99,12 @@ def _candidate(panel, result, j: int) -> dict[str, Any]:
     from wyckoff.engine.triggers import TRIGGER_LABELS
 
     code = panel.codes[j]
+    traded = panel.close if panel.raw_close is None else panel.raw_close  # as traded that day
     return {
         "code": code,
         "name": panel.stocks.loc[code, "name"],
         "industry": panel.stocks.loc[code, "industry"],
-        "close": round(float(panel.close[-1, j]), 2),
+        "close": round(float(traded[-1, j]), 2),
         "channels": result.channel_labels(j),
         "triggers": [TRIGGER_LABELS[t] for t in result.trigger_labels(j)],
         "trigger_keys": result.trigger_labels(j),

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData, price_text, signed_pct
+from wyckoff.agents.stock_args import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-
-STOCK_TEXT_MAX_CHARS = 40
-
 
 # --- search_stock_by_name -------------------------------------------------------------------
 
@@ -56,18 +54,6 @@ def _latest_quote(panel, code: str) -> dict[str, Any]:
         return {"close": None, "pct_change": None}
     last, prev = closes[valid[-1]], closes[valid[-2]]
     return {"close": round(float(last), 2), "pct_change": round(float(last / prev - 1) * 100, 2)}
-
-
-def short_stock_text(text: str) -> str:
-    """A stock named in a few characters; fuzzy matching a long text would take minutes."""
-    if len(text.strip()) > STOCK_TEXT_MAX_CHARS:
-        raise ValueError(
-            f"股票代码或名称最长 {STOCK_TEXT_MAX_CHARS} 个字，收到 {len(text)} 个字：请只给代码或名称"
-        )
-    return text
-
-
-StockText = Annotated[str, AfterValidator(short_stock_text)]
 
 
 class SearchParams(BaseModel):
@@ -123,29 +109,40 @@ class AnalyzeParams(BaseModel):
 
 
 def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]:
-    from wyckoff.engine.health import diagnose
-
     market = MarketData.from_context(context)
     code = market.resolve_code(params.code)
     panel = market.panel()
+    if params.mode == "diagnose":
+        return stock_diagnosis(market, panel, code, params.cost)
+    name = name_with_bars(panel, code)
+    frame = panel.stock_frame(code, params.days)
+    rows = [
+        {
+            "date": d.strftime("%Y-%m-%d"),
+            **{k: round(float(v), 2) for k, v in row.items() if k not in ("volume", "amount")},
+            "volume": int(row["volume"]),
+            "amount": round(float(row["amount"])),
+        }
+        for d, row in frame.iterrows()
+    ]
+    return market.envelope(panel.as_of, code=code, name=name, adjust="qfq", bars=rows)
+
+
+def name_with_bars(panel, code: str) -> str:
+    """The stock's name, when the panel has its bars."""
     if not panel.has(code):
         raise ToolFailure(
             f"{code} 在本地行情库中没有日线数据：运行 `wyckoff data sync --codes {code}` 后重试。"
         )
-    name = panel.stocks.loc[code, "name"]
-    if params.mode == "price":
-        frame = panel.stock_frame(code, params.days)
-        rows = [
-            {
-                "date": d.strftime("%Y-%m-%d"),
-                **{k: round(float(v), 2) for k, v in row.items() if k not in ("volume", "amount")},
-                "volume": int(row["volume"]),
-                "amount": round(float(row["amount"])),
-            }
-            for d, row in frame.iterrows()
-        ]
-        return market.envelope(panel.as_of, code=code, name=name, adjust="qfq", bars=rows)
-    result = diagnose(panel, code, cost=params.cost)
+    return panel.stocks.loc[code, "name"]
+
+
+def stock_diagnosis(market: MarketData, panel, code: str, cost: float = 0.0) -> dict[str, Any]:
+    """The engine's diagnosis of one stock on the panel's last day, in the market envelope."""
+    from wyckoff.engine.health import diagnose
+
+    name = name_with_bars(panel, code)
+    result = diagnose(panel, code, cost=cost)
     if "error" in result:
         raise ToolFailure(f"{code} {name}：{result['error']}")
     return market.envelope(

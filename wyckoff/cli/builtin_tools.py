@@ -15,6 +15,7 @@ from wyckoff.agents.backtest import BACKTEST_TOOL
 from wyckoff.agents.history import QUERY_HISTORY_TOOL
 from wyckoff.agents.intraday import INTRADAY_TOOLS, TAIL_TOOLS
 from wyckoff.agents.overview import OVERVIEW_TOOLS
+from wyckoff.agents.past_market import PAST_MARKET_TOOLS
 from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
 from wyckoff.agents.reports import REPORT_TOOLS
 from wyckoff.agents.screening import SCREEN_TOOL
@@ -204,3 +205,12 @@ def default_registry() -> ToolRegistry:
             *local_tools,
         ]
     )
+
+
+def mcp_registry() -> ToolRegistry:
+    """What wyckoff-mcp serves from (by tier): every tool the agent has, and the tools only
+    MCP clients get (the market on a past date; the agent's own tools cover its questions)."""
+    registry = default_registry()
+    for spec in PAST_MARKET_TOOLS:
+        registry.register(spec)
+    return registry

@@ -63,7 +63,7 @@ def _write_help_cache(path: str) -> None:
     with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
         app(["--help"], prog_name="wyckoff")
     text = buffer.getvalue()
-    if "Usage:" not in text:
+    if "用法：" not in text:  # the usage line click_compat.py writes: a help page, not an error
         return
     with contextlib.suppress(OSError):
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)

@@ -87,6 +87,19 @@ def local_time(utc_stamp: str, *, seconds: bool = True) -> str:
     return local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
+def local_now() -> datetime:
+    """Now, zone-aware, in the zone `local_time` shows."""
+    return datetime.now(_display_zone()).astimezone(_display_zone())
+
+
+def zone_name() -> str:
+    """The zone times are shown in, as the user reads it: 北京时间, or 本地时间 UTC+01:00."""
+    if _display_zone() is CHINA_TIME:
+        return "北京时间"
+    offset = datetime.now().astimezone().strftime("%z")
+    return f"本地时间 UTC{offset[:3]}:{offset[3:]}"
+
+
 def local_today() -> date:
     """The user's today, in the zone `local_time` shows: at 07:00 in Beijing on a UTC server
     it is already the next day, and a buy made this morning is not in the future."""

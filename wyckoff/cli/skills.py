@@ -24,6 +24,7 @@ from wyckoff.errors import UsageError
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 USER_INPUT = "{user_input}"
 MAX_SKILL_CHARS = 20_000
+MCP_TIERS = ("1", "2", "3")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Skill:
     description: str
     body: str
     origin: str  # "built-in" or the file path
+    mcp_tier: int | None = None  # front matter `mcp_tier`: the wyckoff-mcp tier that serves it
 
     def expand(self, user_input: str) -> str:
         text = user_input.strip()
@@ -69,7 +71,10 @@ def parse_skill(text: str, origin: str) -> Skill:
         raise SkillError("缺少 description")
     if not body:
         raise SkillError("指令正文为空")
-    return Skill(name, description, body, origin)
+    tier = fields.get("mcp_tier")
+    if tier is not None and tier not in MCP_TIERS:
+        raise SkillError(f"mcp_tier '{tier}' 不合法（可选 {', '.join(MCP_TIERS)}）")
+    return Skill(name, description, body, origin, int(tier) if tier else None)
 
 
 def _regular_file_inside(folder: Path, path: Path) -> bool:

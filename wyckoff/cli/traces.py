@@ -8,10 +8,10 @@ evidence of what the model and the tools did up to that point.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from wyckoff.cli.output import local_now
 from wyckoff.config import redact_value
 from wyckoff.errors import UsageError
 
@@ -23,12 +23,12 @@ class TurnTrace:
     def __init__(self, home: Path, session_id: str | None) -> None:
         folder = home / TRACES_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        stamp = local_now().strftime("%Y%m%d-%H%M%S-%f")  # the user's wall clock, like `trace list`
         self.id = f"{stamp}_{(session_id or 'nosession')[:12]}"
         self.path = folder / f"{self.id}.jsonl"
 
     def record(self, kind: str, **fields: Any) -> None:
-        entry = {"ts": datetime.now().isoformat(timespec="milliseconds"), "type": kind, **fields}
+        entry = {"ts": local_now().isoformat(timespec="milliseconds"), "type": kind, **fields}
         line = json.dumps(redact_value(entry), ensure_ascii=False, default=str)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")

@@ -34,7 +34,7 @@ def _what_went_wrong(exc: click_errors.UsageError) -> str:
     if exc.message.startswith("Got unexpected extra argument"):
         return f"多余的参数 {exc.message.rpartition('(')[2].rstrip(')')}"
     if exc.message.startswith("No such command"):
-        return f"没有子命令 {exc.message.partition(' command ')[2].rstrip('.')}"
+        return _no_such_command(exc.message)
     return f"命令行有误：{exc.message}"
 
 
@@ -44,3 +44,11 @@ def _hint(exc: click_errors.BadParameter) -> str:
     if exc.param is not None:
         return " / ".join(exc.param.opts) or (exc.param.name or "").upper()
     return ""
+
+
+def _no_such_command(message: str) -> str:
+    """ "No such command 'scren'. Did you mean 'screen'?" (Typer's words) in Chinese."""
+    typed, _, guesses = message.partition(". Did you mean ")
+    name = typed.partition(" command ")[2].rstrip(".").strip("'")
+    suggested = "、".join(g.strip("'") for g in guesses.rstrip("?").split(", ") if g)
+    return f"没有子命令 {name}" + (f"（是不是 {suggested}？）" if suggested else "")

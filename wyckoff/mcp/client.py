@@ -15,6 +15,7 @@ import concurrent.futures
 import contextlib
 import copy
 import json
+import logging
 import os
 import re
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -25,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolRegistry, ToolSpec, canonical_args
-from wyckoff.config import locked, read_json_file, write_private_file
+from wyckoff.config import locked, read_json_file, redact_text, write_private_file
 from wyckoff.errors import ConfigError, UsageError, WyckoffError
 from wyckoff.mcp.remote_schema import SchemaTooLarge, capped_schema, tool_description
 
@@ -35,6 +36,15 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,29}$")
 SEPARATOR = "__"
 CONNECT_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 120.0
+MAX_SAID_CHARS = 200  # of a server's own error message, quoted in ours
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SECRET_ENV_NAME = re.compile(
+    r"(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|AUTHORIZATION|COOKIE|"
+    r"CREDENTIALS?|PRIVATE)(_|$)",
+    re.I,
+)
+
+logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the CLI
 
 
 class ServerEntry(BaseModel):
@@ -44,9 +54,46 @@ class ServerEntry(BaseModel):
     bearer_env: str | None = Field(default=None, description="存放 Bearer token 的环境变量名")
     trust: bool = Field(default=False, description="True 时调用不需要批准")
     timeout_s: float = Field(default=CONNECT_TIMEOUT_S, gt=0, description="启动并列出工具的时限")
+    env: dict[str, str] = Field(default_factory=dict, description="stdio：写在配置里的环境变量")
+    env_from: list[str] = Field(
+        default_factory=list, description="stdio：启动时从 Wyckoff 自己的环境取值的变量名（密钥）"
+    )
 
     def target(self) -> str:
         return self.url or " ".join(self.command or [])
+
+    def env_text(self) -> str:
+        """The server's extra environment as `mcp list` shows it: references by name only."""
+        given = [f"{key}={redact_text(value)}" for key, value in self.env.items()]
+        return "；".join([*given, *(f"{key}=（启动时从环境读取）" for key in self.env_from)])
+
+
+def parse_env(pairs: list[str]) -> tuple[dict[str, str], list[str]]:
+    """`--env KEY=VALUE` values and `--env KEY` references. A secret is never written into
+    mcp.json: a value that looks like one is refused, with the reference to use instead."""
+    env: dict[str, str] = {}
+    references: list[str] = []
+    for pair in pairs:
+        key, has_value, value = pair.partition("=")
+        if not ENV_NAME.match(key):
+            raise UsageError(
+                f"--env {pair} 无效：写成 KEY=VALUE，或只写 KEY（启动时从你的环境读取）；"
+                "KEY 只含字母、数字和下划线，不以数字开头。"
+            )
+        if not has_value:
+            references.append(key)
+        elif looks_secret(key, value):
+            raise UsageError(
+                f"{key} 的值看起来是密钥，不会写进 mcp.json：先 `export {key}=…`，"
+                f"再用 `--env {key}`（启动服务器时从你的环境读取）。"
+            )
+        else:
+            env[key] = value
+    return env, references
+
+
+def looks_secret(key: str, value: str) -> bool:
+    return bool(SECRET_ENV_NAME.search(key)) or redact_text(value) != value
 
 
 # --- configuration ------------------------------------------------------------------------
@@ -122,12 +169,28 @@ async def open_session(entry: ServerEntry, home: Path):
             command = entry.command or []
             (home / LOG_DIR).mkdir(exist_ok=True)
             log = stack.enter_context((home / LOG_DIR / f"mcp-{entry.name}.log").open("a"))
-            params = StdioServerParameters(command=command[0], args=command[1:])
+            params = StdioServerParameters(
+                command=command[0], args=command[1:], env=server_environment(entry, home)
+            )
             read, write = await stack.enter_async_context(stdio_client(params, errlog=log))
         session = await stack.enter_async_context(ClientSession(read, write))
         with anyio.fail_after(entry.timeout_s):
             await session.initialize()
         yield session
+
+
+def server_environment(entry: ServerEntry, home: Path) -> dict[str, str]:
+    """What a stdio server gets beyond the SDK's minimal environment: the WYCKOFF_HOME in use
+    (so `wyckoff-mcp` added as a server reads this home), the entry's values and, by
+    reference, the named variables of this process."""
+    missing = [key for key in entry.env_from if not os.environ.get(key)]
+    if missing:
+        raise ConfigError(
+            f"环境变量 {'、'.join(missing)} 没有设置（添加时用 `--env` 指定由环境提供）："
+            "先 export 再启动 Wyckoff"
+        )
+    passed = {key: os.environ[key] for key in entry.env_from}
+    return {"WYCKOFF_HOME": str(home), **entry.env, **passed}
 
 
 async def list_all_tools(session) -> list[Any]:
@@ -195,6 +258,10 @@ def call_failure(server: str, exc: Exception) -> ToolFailure:
     """A failed call as the model reads it: the server's own words are outside text."""
     if isinstance(exc, TimeoutError):
         return ToolFailure(f"MCP 服务器 {server} 超过 {CALL_TIMEOUT_S:g} 秒没有回答，已放弃。")
+    if connection_closed(exc):
+        return ToolFailure(
+            f"MCP 服务器 {server} 已断开（进程退出或连接中断）：重新启动 wyckoff 后再试。"
+        )
     said = getattr(exc, "message", None) or str(exc)  # an MCPError's message is the server's
     return ToolFailure(
         f"调用 MCP 服务器 {server} 的工具失败。", untrusted=f"{type(exc).__name__}: {said}"
@@ -299,13 +366,48 @@ def connect_all(home: Path) -> tuple[list[ToolSpec], list[str]]:
 
 
 def unavailable(entry: ServerEntry, exc: BaseException) -> str:
-    """Why a server cannot be used, in one sentence (the first cause of a task group's)."""
+    """Why a server cannot be used, in one Chinese sentence with what to do (the first
+    cause of a task group's)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return f"MCP 服务器 {entry.name}（{entry.target()}）无法使用：{failure_reason(entry, exc)}"
+
+
+def failure_reason(entry: ServerEntry, exc: BaseException) -> str:
+    log = "" if entry.url else f"（它的输出在 $WYCKOFF_HOME/{LOG_DIR}/mcp-{entry.name}.log）"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
     if isinstance(exc, WyckoffError):
-        reason = exc.message
-    elif isinstance(exc, TimeoutError):
-        reason = f"{entry.timeout_s:g} 秒内没有响应（可用 `wyckoff mcp add … --timeout 秒` 放宽）"
-    else:
-        reason = f"{type(exc).__name__}: {exc}"[:300]
-    return f"MCP 服务器 {entry.name}（{entry.target()}）无法使用：{reason}"
+        return exc.message
+    if isinstance(exc, TimeoutError):
+        return f"{entry.timeout_s:g} 秒内没有响应（可用 `wyckoff mcp add … --timeout 秒` 放宽）"
+    if isinstance(exc, FileNotFoundError) and entry.command:
+        return f"找不到命令 {entry.command[0]}：检查拼写，或写成绝对路径（`which 命令` 可查）"
+    if isinstance(exc, PermissionError) and entry.command:
+        return f"没有权限运行 {entry.command[0]}：检查它的执行权限（chmod +x）"
+    if status in (401, 403):
+        return f"服务器拒绝了请求（HTTP {status}）：检查 token（`--bearer-env 变量名`）"
+    if status is not None:
+        return f"服务器返回 HTTP {status}：检查地址是不是 MCP 端点（通常以 /mcp 结尾）"
+    if is_connect_error(exc):
+        return f"连不上 {entry.url}：服务器没有运行，或地址、端口不对"
+    if connection_closed(exc):
+        return f"没有完成 MCP 握手：它可能不是 MCP 服务器，或启动后就退出了{log}"
+    said = getattr(getattr(exc, "error", None), "message", None)  # an MCPError: its words
+    if said:
+        return f"服务器拒绝了连接，它说：{said[:MAX_SAID_CHARS]}"
+    return f"连接失败（{type(exc).__name__}）{log}"
+
+
+def is_connect_error(exc: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(exc, ConnectionError | httpx2.ConnectError)
+
+
+def connection_closed(exc: BaseException) -> bool:
+    import anyio
+    import mcp_types as types
+
+    error = getattr(exc, "error", None)
+    closed_code = getattr(error, "code", None) == types.CONNECTION_CLOSED
+    return closed_code or isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError)

@@ -26,10 +26,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from wyckoff.mcp.server import DEFAULT_TIER, TIERS
 
     tiers = "；".join(f"{n} {label}" for n, label in TIERS.items())
-    parser = argparse.ArgumentParser(
+    parser = ChineseArgumentParser(
         prog="wyckoff-mcp",
         description="通过 MCP 把 Wyckoff 的工具提供给 Claude Code、Cursor、Codex 等外部智能体。",
+        formatter_class=ChineseHelpFormatter,
+        add_help=False,
     )
+    parser._optionals.title = "选项"
+    parser.add_argument("-h", "--help", action="help", help="显示本帮助并退出")
     parser.add_argument(
         "--tier",
         type=int,
@@ -41,6 +45,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="--http 绑定的地址，默认 127.0.0.1")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="--http 的端口")
     return parser.parse_args(argv)
+
+
+ARGPARSE_ERRORS = (  # argparse's English, as one Chinese phrase
+    (r"argument (\S+): invalid choice: '?(.+?)'? \(choose from (.+)\)", "{0} 只能是 {2}，收到 {1}"),
+    (r"argument (\S+): invalid int value: '(.*)'", "{0} 需要一个整数，收到 {1}"),
+    (r"argument (\S+): expected one argument", "{0} 后面缺少取值"),
+    (r"unrecognized arguments: (.*)", "不认识的参数 {0}"),
+)
+
+
+class ChineseHelpFormatter(argparse.HelpFormatter):
+    def add_usage(self, usage, actions, groups, prefix=None) -> None:
+        super().add_usage(usage, actions, groups, "用法：" if prefix is None else prefix)
+
+
+class ChineseArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        """One Chinese sentence and exit code 2, like every other usage error."""
+        import re
+
+        for pattern, phrase in ARGPARSE_ERRORS:
+            found = re.fullmatch(pattern, message)
+            if found:
+                message = phrase.format(*found.groups())
+                break
+        else:
+            message = f"命令行有误（{message}）"
+        sys.stderr.write(f"错误：{message}。用 `wyckoff-mcp -h` 查看用法。\n")
+        sys.exit(2)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -88,7 +121,7 @@ def is_loopback(host: str) -> bool:
 def open_context(tier: int):
     """The ToolContext every call runs with: WYCKOFF_HOME's config, data source and store;
     the configured model only at tier 3 (reports and decisions need one)."""
-    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.builtin_tools import mcp_registry
     from wyckoff.cli.tools import ToolContext
     from wyckoff.config import load_config, wyckoff_home
 
@@ -105,7 +138,7 @@ def open_context(tier: int):
                 f"wyckoff-mcp：没有可用的模型（{exc.message}），研报与决策工具将报错。\n"
             )
     return ToolContext(
-        home=home, registry=default_registry(), store=Store.in_home(home), provider=provider
+        home=home, registry=mcp_registry(), store=Store.in_home(home), provider=provider
     )
 
 

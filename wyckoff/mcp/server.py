@@ -1,5 +1,7 @@
 """The MCP adapter: every ToolSpec with an `mcp_tier` at or below the served tier becomes an
-MCP tool with the spec's own name, title, description, parameter schema and output schema.
+MCP tool with the spec's own name, title, description, parameter schema and output schema;
+the skills become prompts (prompts.py) and the latest screen, portfolio and brief read-only
+resources (resources.py), by the same tier.
 
 A call runs the same tool function the agent runs (`ToolRegistry.run`, with its timeout)
 with a ToolContext built from WYCKOFF_HOME. Progress reported by the tool becomes MCP
@@ -26,6 +28,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
@@ -38,6 +41,8 @@ from wyckoff.cli.tools import (
     json_schema,
 )
 from wyckoff.config import redact_text, redact_value
+from wyckoff.mcp.prompts import mcp_prompt, prompt_result, served_skills
+from wyckoff.mcp.resources import Offer, read_offer, served_resources
 
 SERVER_NAME = "wyckoff"
 TIERS = {1: "本地历史", 2: "行情与引擎", 3: "用户数据与模型"}
@@ -96,6 +101,48 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
             return failure(f"wyckoff-mcp 在 tier {tier} 没有名为 {params.name} 的工具。")
         return await run_call(ctx, spec, params, context)
 
+    async def served_one(find, key: str, what: str, listing: str):
+        """The prompt or resource `key` served at this tier, else the client's error."""
+        found = (await anyio.to_thread.run_sync(find, context, tier)).get(key)
+        if found is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"wyckoff-mcp 在 tier {tier} 没有{what}：先用 {listing} 查看。",
+            )
+        return found
+
+    async def list_prompts(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        skills = await anyio.to_thread.run_sync(served_skills, context, tier)
+        return types.ListPromptsResult(prompts=[mcp_prompt(s) for s in skills.values()])
+
+    async def get_prompt(
+        ctx: ServerRequestContext, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        what = f"名为 {params.name} 的提示（技能）"
+        skill = await served_one(served_skills, params.name, what, "prompts/list")
+        return prompt_result(skill, params.arguments)
+
+    async def list_resources(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        offers = await anyio.to_thread.run_sync(served_resources, context, tier)
+        return types.ListResourcesResult(resources=[mcp_resource(o) for o in offers.values()])
+
+    async def read_resource(
+        ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        offer = await served_one(
+            served_resources, params.uri, f"资源 {params.uri}", "resources/list"
+        )
+        text = await anyio.to_thread.run_sync(read_offer, offer, context)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=offer.uri, mime_type=offer.mime_type, text=text)
+            ]
+        )
+
     return Server(
         SERVER_NAME,
         title="Wyckoff A 股威科夫工具",
@@ -106,6 +153,21 @@ def build_server(context: ToolContext, tier: int = DEFAULT_TIER) -> Server:
         get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def mcp_resource(offer: Offer) -> types.Resource:
+    return types.Resource(
+        uri=offer.uri,
+        name=offer.name,
+        title=offer.title,
+        description=offer.description,
+        mime_type=offer.mime_type,
+        annotations=types.Annotations(audience=["user", "assistant"]),
     )
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from wyckoff import watchlist_store
 from wyckoff.agents.portfolio import validate_stock
+from wyckoff.agents.stock_args import StockText
 from wyckoff.agents.stock_lookup import StockNotResolved, resolve_stock
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError, WyckoffError
@@ -146,7 +147,7 @@ def summarize_watchlist(result: dict[str, Any]) -> str:
 
 class UpdateWatchlistParams(BaseModel):
     action: Literal["add", "remove"]
-    code: str = Field(description="6 位代码或股票名称")
+    code: StockText = Field(description="6 位代码或股票名称")
     tags: list[str] = Field(default_factory=list, description="标签（add 时追加）")
     note: str | None = Field(default=None, description="备注（add 时替换原备注）")
 

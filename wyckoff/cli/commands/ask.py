@@ -111,7 +111,7 @@ def ask(
     agent.conversation.append(agent.skills.user_message(text))
     _cancel_on_interrupt(agent)
     renderers: dict[OutputFormat, Callable[[], Renderer]] = {
-        OutputFormat.text: TextRenderer,
+        OutputFormat.text: lambda: TextRenderer(risky_action(agent)),
         OutputFormat.json: JsonRenderer,
         OutputFormat.stream_json: StreamJsonRenderer,
     }
@@ -165,8 +165,25 @@ def used_demo_data(event: RuntimeEvent) -> bool:
     return event["type"] == "tool_result" and '"source": "demo"' in str(event["result"])
 
 
+ActionSentence = Callable[[str, dict[str, Any]], str | None]
+
+
+def risky_action(agent: Agent) -> ActionSentence:
+    """The sentence an approval would show for a call of a tool that needs one (else None):
+    what a headless run prints for it instead of the raw arguments."""
+    registry, context = agent.runtime.registry, agent.runtime.context
+
+    def sentence(name: str, args: dict[str, Any]) -> str | None:
+        spec = registry.get(name)
+        needs_approval = spec is not None and spec.requires_approval
+        return registry.describe(name, args, context) if needs_approval else None
+
+    return sentence
+
+
 class TextRenderer:
-    def __init__(self) -> None:
+    def __init__(self, risky_action: ActionSentence | None = None) -> None:
+        self.risky_action = risky_action
         self.wrote_text = False
         self.call_text = False  # text written during the current model call
         self.demo = False
@@ -185,7 +202,10 @@ class TextRenderer:
         elif event["type"] == "approved":
             self._note(approval_line(event))
         elif event["type"] == "tool_start":
-            self._note(f"→ {event['title']} {_short_args(event['args'])}")
+            action = self.risky_action and self.risky_action(event["name"], event["args"])
+            self._note(
+                f"→ {action}" if action else f"→ {event['title']} {_short_args(event['args'])}"
+            )
         elif event["type"] == "tool_result":
             summary = f"：{event['summary']}" if event.get("summary") else ""
             self._note(f"  ✓ {event['name']} {event['elapsed_s']:.2f}s{summary}")

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from wyckoff.cli import numbers as num
 from wyckoff.cli.output import print_json, print_notice, print_table
 from wyckoff.engine.sources.choice import SOURCES, chosen_source, resolve_source, tushare_token
 from wyckoff.errors import UsageError
@@ -137,19 +138,23 @@ def _note(result: dict[str, Any]) -> None:
 
 def screen(
     board: Annotated[str, typer.Option("--board", help="all | main | chinext | star")] = "all",
+    limit: Annotated[int, typer.Option("--limit", help="显示前几只候选；0 为第三层全部")] = 20,
     json_output: JsonOption = False,
 ) -> None:
     """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
     from wyckoff.agents.screening import ScreenParams, screen_stocks
 
-    result = _call(screen_stocks, _params(ScreenParams, board=board), label="全市场筛选")
+    params = _params(ScreenParams, board=board, limit=limit)
+    result = _call(screen_stocks, params, label="全市场筛选")
     if json_output:
         print_json(result)
         return
     s = result["summary"]
     _note(result)
     typer.echo(
-        f"扫描 {s['total_scanned']} 只 → 第一层 {s['layer1_passed']} → 第二层 {s['layer2_passed']} → 第三层 {s['layer3_passed']} → 触发信号 {s['report_candidates']}"
+        f"扫描 {num.count(s['total_scanned'])} 只 → 第一层 {num.count(s['layer1_passed'])} → "
+        f"第二层 {num.count(s['layer2_passed'])} → 第三层 {num.count(s['layer3_passed'])} → "
+        f"触发信号 {num.count(s['report_candidates'])}"
     )
     typer.echo(f"市场状态：{result['regime_label']}（{result['trade_mode']}）")
     print_table(
@@ -160,7 +165,7 @@ def screen(
                 c["code"],
                 c["name"],
                 c["industry"],
-                f"{c['close']:.2f}",
+                num.price(c["close"]),
                 "+".join(c["channels"]),
                 "、".join(c["triggers"]),
                 f"{c['score']:.1f}",
@@ -169,7 +174,9 @@ def screen(
         ],
     )
     if result["shown"] < result["total"]:
-        typer.echo(f"第三层共 {result['total']} 只，只显示排序前 {result['shown']} 只。")
+        typer.echo(
+            f"第三层共 {result['total']} 只，只显示排序前 {result['shown']} 只（`--limit 0` 显示全部）。"
+        )
     if result["top_sectors"]:
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
     if result["top_candidates"]:
@@ -191,25 +198,32 @@ def analyze(
     _note(result)
     ma = result["ma"]
     lines = [
-        f"{result['code']} {result['name']}（{result['industry']}） 收盘 {result['close']}",
+        f"{result['code']} {result['name']}（{result['industry']}） 收盘 {num.price(result['close'])}",
         f"健康度：{result['health_label']}",
         *[f"  · {reason}" for reason in result["reasons"]],
-        f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {ma['ma20']} / MA50 {ma['ma50']} / MA200 {ma['ma200']}）",
+        f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {num.price(ma['ma20'])} / "
+        f"MA50 {num.price(ma['ma50'])} / MA200 {num.price(ma['ma200'])}）",
         f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
-        f"止损：{result['stop']['stop']}（{result['stop']['label']}）  {result['exit']['detail']}",
+        f"止损：{num.price(result['stop']['stop'])}（{result['stop']['label']}）  {result['exit']['detail']}",
         f"RPS50 {_known(result['rps50'])}  RPS120 {_known(result['rps120'])}  "
-        f"距年内高点 {_known(result['from_year_high_pct'], '%')}  "
-        f"距年内低点 {_known(result['from_year_low_pct'], '%', '+')}",
-        "收益：" + "  ".join(f"{k} {_known(v, '%')}" for k, v in result["returns_pct"].items()),
+        f"距年内高点 {_known_pct(result['from_year_high_pct'])}  "
+        f"距年内低点 {_known_pct(result['from_year_low_pct'])}",
+        "收益：" + "  ".join(f"{k} {_known_pct(v)}" for k, v in result["returns_pct"].items()),
     ]
     if result.get("pnl_pct") is not None:
-        lines.append(f"持仓盈亏：{result['pnl_pct']}%（成本 {result['cost']}）")
+        lines.append(
+            f"持仓盈亏：{num.pct(result['pnl_pct'], signed=True)}（成本 {num.price(result['cost'])}）"
+        )
     typer.echo("\n".join(lines))
 
 
-def _known(value: float | None, unit: str = "", sign: str = "") -> str:
-    """A number with its unit, or "—（未知）" when the history is too short to know it."""
-    return "—（未知）" if value is None else f"{sign}{value}{unit}"
+def _known(value: float | None) -> str:
+    """A number, or "—（未知）" when the history is too short to know it."""
+    return "—（未知）" if value is None else f"{value:.1f}"
+
+
+def _known_pct(value: float | None) -> str:
+    return "—（未知）" if value is None else num.pct(value, signed=True)
 
 
 def market(json_output: JsonOption = False) -> None:
@@ -223,15 +237,22 @@ def market(json_output: JsonOption = False) -> None:
     _note(result)
     print_table(
         "主要指数",
-        ["代码", "名称", "收盘", "涨跌%", "20日%"],
+        ["代码", "名称", "收盘", "涨跌", "20日"],
         [
-            [i["code"], i["name"], i["close"], i["pct_change"], i["ret20_pct"]]
+            [
+                i["code"],
+                i["name"],
+                num.price(i["close"]),
+                num.pct(i["pct_change"], signed=True),
+                num.pct(i["ret20_pct"], signed=True),
+            ]
             for i in result["indices"]
         ],
     )
     ad, regime = result["advance_decline"], result["regime"]
     typer.echo(
-        f"上涨 {ad['up']} / 下跌 {ad['down']} / 平 {ad['flat']}；站上 20 日均线 {regime['breadth_pct']}%"
+        f"上涨 {num.count(ad['up'])} / 下跌 {num.count(ad['down'])} / 平 {num.count(ad['flat'])}；"
+        f"站上 20 日均线 {num.pct(regime['breadth_pct'])}"
     )
     typer.echo(
         f"市场状态：{regime['label']} — {regime['reason']}（{'允许开新仓' if regime['buy_allowed'] else '禁止开新仓'}）"
@@ -277,12 +298,16 @@ def backtest(
         f"区间 {result['period']['start']} ~ {result['period']['end']}，交易 {result['trades']} 笔"
     )
     typer.echo(
-        f"胜率 {result['win_rate_pct']}%  平均 {result['avg_ret_pct']}%  中位数 {result['median_ret_pct']}%  "
-        f"VaR95 {result['var95_pct']}%  CVaR95 {result['cvar95_pct']}%  最长连亏 {result['max_consecutive_losses']}  夏普 {result['sharpe_ratio']}"
+        f"胜率 {num.pct(result['win_rate_pct'])}  平均 {num.pct(result['avg_ret_pct'], signed=True)}  "
+        f"中位数 {num.pct(result['median_ret_pct'], signed=True)}  "
+        f"VaR95 {num.pct(result['var95_pct'], signed=True)}  "
+        f"CVaR95 {num.pct(result['cvar95_pct'], signed=True)}  "
+        f"最长连亏 {result['max_consecutive_losses']}  夏普 {result['sharpe_ratio']}"
     )
     for view in (result["simple_view"], result["cash_portfolio"]):
         typer.echo(
-            f"{view['label']}：收益 {view['total_return_pct']}%，最大回撤 {view['max_drawdown_pct']}%"
+            f"{view['label']}：收益 {num.pct(view['total_return_pct'], signed=True)}，"
+            f"最大回撤 {num.pct(view['max_drawdown_pct'])}"
         )
         if view.get("note"):
             typer.echo(f"  注：{view['note']}")
@@ -291,16 +316,16 @@ def backtest(
     truncated = f"，只列出最近 {len(shown)} 笔" if result["trades"] > len(shown) else ""
     print_table(
         f"交易明细：共 {result['trades']} 笔{truncated}",
-        ["代码", "名称", "买入", "卖出", "买价", "卖价", "收益%", "原因"],
+        ["代码", "名称", "买入", "卖出", "买价", "卖价", "收益", "原因"],
         [
             [
                 t["code"],
                 t["name"],
                 t["entry_date"],
                 t["exit_date"],
-                t["entry"],
-                t["exit"],
-                t["ret_pct"],
+                num.price(t["entry"]),
+                num.price(t["exit"]),
+                num.pct(t["ret_pct"], signed=True),
                 t["reason"],
             ]
             for t in shown
@@ -326,15 +351,25 @@ def _print_benchmark(benchmark: dict[str, Any]) -> None:
         typer.echo(f"  注：{benchmark['note']}。")
 
 
+ARGUMENTS = {"code": "STOCK"}  # params fields that are positional arguments, by their name
+
+
 def _params(model, **values):
+    """The tool's params from the command's options; a bad value is named by its option
+    (`--hold-days`), not by the field behind it."""
     from pydantic import ValidationError
 
-    from wyckoff.config import describe_validation_error
+    from wyckoff.config import describe_pydantic_error
 
     try:
         return model(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
-        raise UsageError(f"参数有误：{describe_validation_error(exc)}。") from None
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        option = (
+            ARGUMENTS.get(field) or f"--{field.replace('_', '-')}" if field in values else "参数"
+        )
+        raise UsageError(f"参数 {option} 的值无效：{describe_pydantic_error(first)}。") from None
 
 
 # --- wyckoff data ------------------------------------------------------------------------------

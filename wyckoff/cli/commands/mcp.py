@@ -32,13 +32,25 @@ def add(
     timeout: Annotated[
         float, typer.Option("--timeout", help="启动并列出工具的时限（秒），超时即跳过")
     ] = 30.0,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            help="stdio：给服务器的环境变量 KEY=VALUE（可重复）；密钥只写 KEY，启动时从你的环境读取",
+        ),
+    ] = None,
 ) -> None:
     """添加服务器：`wyckoff mcp add NAME -- 命令 参数…` 或 `wyckoff mcp add NAME --url URL`。"""
     from wyckoff.config import wyckoff_home
-    from wyckoff.mcp.client import ServerEntry, add_server
+    from wyckoff.mcp.client import ServerEntry, add_server, parse_env
 
     if timeout <= 0:
         raise UsageError("--timeout 必须大于 0 秒。")
+    if env and url:
+        raise UsageError(
+            "--env 只用于 stdio 服务器（`-- 命令 参数…`）；HTTP 服务器用 --bearer-env。"
+        )
+    values, references = parse_env(env or [])
     entry = ServerEntry(
         name=name,
         command=command or None,
@@ -46,6 +58,8 @@ def add(
         bearer_env=bearer_env,
         trust=trust,
         timeout_s=timeout,
+        env=values,
+        env_from=references,
     )
     add_server(wyckoff_home(), entry)
     approval = "调用不需要批准（--trust）" if trust else "每次调用都需要批准"
@@ -64,8 +78,11 @@ def list_servers() -> None:
         return
     print_table(
         "MCP 服务器",
-        ["名称", "连接", "批准"],
-        [[e.name, e.target(), "不需要（trust）" if e.trust else "需要"] for e in entries],
+        ["名称", "连接", "批准", "环境变量"],
+        [
+            [e.name, e.target(), "不需要（trust）" if e.trust else "需要", e.env_text()]
+            for e in entries
+        ],
     )
 
 
@@ -88,7 +105,7 @@ def test(name: Annotated[str, typer.Argument(help="服务器名")]) -> None:
     home = wyckoff_home()
     entry = next((e for e in load_servers(home) if e.name == name), None)
     if entry is None:
-        raise WyckoffError(f"没有名为 {name} 的 MCP 服务器：`wyckoff mcp list` 查看已添加的。")
+        raise UsageError(f"没有名为 {name} 的 MCP 服务器：`wyckoff mcp list` 查看已添加的。")
     servers = RemoteServers(home)
     try:
         tools = servers.connect(entry)

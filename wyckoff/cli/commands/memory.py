@@ -27,6 +27,7 @@ app = typer.Typer(
 )
 
 TYPE_HELP = "类型：" + type_choices()
+MATCHED_BY = {"code": "股票代码", "fts": "全文", "keyword": "关键词"}  # recall's pipelines
 
 
 class ExportFormat(StrEnum):
@@ -80,7 +81,7 @@ def list_memories(
             [
                 [
                     m.id,
-                    m.type,
+                    TYPE_LABELS.get(m.type, m.type),
                     m.content,
                     ",".join(m.codes),
                     _origin(m),
@@ -163,9 +164,15 @@ def search(
     else:
         print_table(
             f"匹配的记忆（{len(hits)} 条）",
-            ["id", "类型", "内容", "管道", "得分"],
+            ["id", "类型", "内容", "匹配方式", "得分"],
             [
-                [h.memory.id, h.memory.type, h.memory.content, h.pipeline, f"{h.score:.3f}"]
+                [
+                    h.memory.id,
+                    TYPE_LABELS.get(h.memory.type, h.memory.type),
+                    h.memory.content,
+                    MATCHED_BY.get(h.pipeline, h.pipeline),
+                    f"{h.score:.3f}",
+                ]
                 for h in hits
             ],
         )

@@ -18,6 +18,12 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+OFFICIAL_BASE_URLS = {
+    "claude": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+
 ModelIdArg = Annotated[str, typer.Argument(help="模型 id（自己起的名字，如 claude、ds）")]
 
 
@@ -105,27 +111,50 @@ def add(
         "context_window": context_window,
         "max_output_tokens": max_output_tokens,
     }
-    if _editable(_load()[1], model_id).find(model_id) is None:  # asked before the lock is held
+    before = _editable(_load()[1], model_id)
+    keyless_default = None
+    if before.find(model_id) is None:  # asked before the lock is held
         if is_interactive():
             given.update(_ask_for_missing(given))
         _require_provider_and_model(model_id, given)
+        if not (given["api_key"] or given["api_key_env"]) and before.default is None:
+            keyless_default = _keyless_may_be_default(model_id)
     with _editing() as (home, config):
         config = _editable(config, model_id)
         existing = config.find(model_id)
         config = config.upsert_model(model_id, **given)
+        if keyless_default is False and config.default == model_id:
+            config = config.model_copy(update={"default": None})
         _save(config, home)
     _report_saved(config, model_id, updated=existing is not None)
+    if keyless_default is False:
+        print_notice(
+            f"{model_id} 没有设为默认模型。它若不需要密钥（如本地 Ollama），运行 "
+            f"`wyckoff model default {model_id}`；否则用 `wyckoff model add {model_id} "
+            "--api-key-env 变量名` 补上密钥。"
+        )
+
+
+def _keyless_may_be_default(model_id: str) -> bool:
+    """A model without a key would become the default: at a terminal the user decides;
+    otherwise it is not made the default (said after saving)."""
+    print_notice(f"模型 {model_id} 没有 API key：只有不需要密钥的端点（如本地 Ollama）能用它。")
+    if not is_interactive():
+        return False
+    return typer.confirm("仍然把它设为默认模型吗？", default=False)
 
 
 def _ask_for_missing(given: dict) -> dict:
-    """At a terminal, a new model's provider, name and key are asked for (the key may be
-    left empty and named later with --api-key-env)."""
+    """At a terminal, a new model's provider, name, base URL (empty: the provider's own) and
+    key are asked for (the key may be left empty and named later with --api-key-env)."""
     from wyckoff.config import PROVIDERS
 
-    answers = {
-        "provider": given["provider"] or typer.prompt(f"provider（{' | '.join(PROVIDERS)}）"),
-        "model": given["model"] or typer.prompt("模型名"),
-    }
+    provider = given["provider"] or typer.prompt(f"provider（{' | '.join(PROVIDERS)}）")
+    answers = {"provider": provider, "model": given["model"] or typer.prompt("模型名")}
+    if not given["base_url"]:
+        official = OFFICIAL_BASE_URLS.get(provider, "官方地址")
+        asked = typer.prompt(f"base URL（留空即默认 {official}）", default="", show_default=False)
+        answers["base_url"] = asked.strip() or None  # None: the SDK's own default
     if not (given["api_key"] or given["api_key_env"]):
         prompt = "API key（留空则稍后用 --api-key-env 指定）"
         answers["api_key"] = typer.prompt(prompt, default="", hide_input=True) or None
@@ -159,6 +188,7 @@ def list_models(
 
     _, stored = _load()
     config = effective_config(stored)
+    default = _model_in_use(config)
     rows = [
         {
             "id": m.id,
@@ -166,7 +196,7 @@ def list_models(
             "model": m.model,
             "base_url": m.base_url,
             "key": m.key_source(),
-            "default": m.id == (config.default or config.models[0].id),
+            "default": m.id == default,
             "fallback": m.id == config.fallback,
             "context_window": context_window_of(m),
             "context_window_configured": m.context_window is not None,
@@ -221,6 +251,16 @@ def list_models(
     )
     if any(r["from_env"] for r in rows):
         print_notice("以上模型从环境变量检测到（未写入配置）；用 `wyckoff model add` 保存或修改。")
+
+
+def _model_in_use(config) -> str | None:
+    """The model `ask` would use without --model, or None when there is no default."""
+    from wyckoff.cli.providers.factory import resolve_model
+
+    try:
+        return resolve_model(config).id
+    except ConfigError:
+        return None
 
 
 def _price_text(row: dict) -> str:
@@ -286,24 +326,42 @@ def set_fallback(
 @app.command("cost")
 def set_cost(
     model_id: ModelIdArg,
-    input_per_1m: Annotated[float, typer.Option("--input-per-1m", help="每百万输入 token 价格")],
-    output_per_1m: Annotated[float, typer.Option("--output-per-1m", help="每百万输出 token 价格")],
-    cache_read_per_1m: Annotated[float | None, typer.Option("--cache-read-per-1m")] = None,
-    context_window: Annotated[int | None, typer.Option("--context-window")] = None,
+    input_per_1m: Annotated[
+        float | None, typer.Option("--input-per-1m", help="每百万输入 token 价格")
+    ] = None,
+    output_per_1m: Annotated[
+        float | None, typer.Option("--output-per-1m", help="每百万输出 token 价格")
+    ] = None,
+    cache_read_per_1m: Annotated[
+        float | None, typer.Option("--cache-read-per-1m", help="每百万缓存读 token 价格")
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option("--context-window", help="上下文窗口（token）")
+    ] = None,
 ) -> None:
-    """设置价格与上下文窗口 / set prices per 1M tokens and the context window."""
+    """设置价格与上下文窗口（给出的才改）/ set any of the prices and the context window."""
+    given = {
+        "--input-per-1m": ("input_per_1m", input_per_1m),
+        "--output-per-1m": ("output_per_1m", output_per_1m),
+        "--cache-read-per-1m": ("cache_read_per_1m", cache_read_per_1m),
+        "--context-window": ("context_window", context_window),
+    }
+    changes = {field: value for field, value in given.values() if value is not None}
+    if not changes:
+        raise UsageError(
+            f"没有要改的项：至少给出 {'、'.join(given)} 中的一个，"
+            f"例如 `wyckoff model cost {model_id} --context-window 128000`。"
+        )
     with _editing() as (home, config):
         config = _editable(config, model_id)
         _require(config, model_id)
-        config = config.upsert_model(
-            model_id,
-            input_per_1m=input_per_1m,
-            output_per_1m=output_per_1m,
-            cache_read_per_1m=cache_read_per_1m,
-            context_window=context_window,
-        )
+        config = config.upsert_model(model_id, **changes)
         _save(config, home)
-    print_notice(f"已更新 {model_id} 的价格" + ("与上下文窗口。" if context_window else "。"))
+    labels = {"input_per_1m": "输入价", "output_per_1m": "输出价", "cache_read_per_1m": "缓存读价"}
+    shown = [f"{labels[f]} {v:g}/1M" for f, v in changes.items() if f in labels]
+    if context_window is not None:
+        shown.append(f"上下文窗口 {context_window:,} token")
+    print_notice(f"已更新 {model_id}：{'，'.join(shown)}。")
 
 
 @app.command("usage")

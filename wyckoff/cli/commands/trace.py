@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-from wyckoff.cli.output import json_text, print_json, print_notice, print_table
+from wyckoff.cli.output import json_text, print_json, print_notice, print_table, zone_name
+
+STATUS_LABELS = {
+    "completed": "完成",
+    "error": "出错",
+    "max_rounds": "达到轮数上限",
+    "cancelled": "已取消",
+}
 
 app = typer.Typer(
     help="运行追踪 / per-turn traces: list, show.", no_args_is_help=True, rich_markup_mode=None
@@ -30,9 +37,29 @@ def list_traces(
     else:
         print_table(
             "追踪",
-            ["id", "会话", "问题", "状态", "事件"],
-            [[t["id"], t["session_id"], t["input"], t["status"], t["events"]] for t in traces],
+            [f"时间（{zone_name()}）", "id", "会话", "问题", "状态", "事件"],
+            [
+                [
+                    started_at(t["id"]),
+                    t["id"],
+                    t["session_id"],
+                    t["input"],
+                    STATUS_LABELS.get(t["status"], "未结束"),
+                    t["events"],
+                ]
+                for t in traces
+            ],
         )
+
+
+def started_at(trace_id: str) -> str:
+    """When the turn began, from its id (YYYYMMDD-HHMMSS-…, the user's wall clock)."""
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(trace_id[:15], "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return ""
 
 
 @app.command("show")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def resolve_model(config: WyckoffConfig, model_id: str | None = None) -> ModelConfig:
-    """The model to use: the one asked for, else the default (or the only one)."""
+    """The model to use: the one asked for, else the default (or the first with a key)."""
     config = effective_config(config)
     if not config.models:
         raise ConfigError(
@@ -23,7 +23,14 @@ def resolve_model(config: WyckoffConfig, model_id: str | None = None) -> ModelCo
             "--api-key-env VAR`，或设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / "
             "DEEPSEEK_API_KEY 环境变量。"
         )
-    wanted = model_id or config.default or config.models[0].id
+    # No default: the first model with a key; a keyless one only when the user chose it
+    keyed = (m.id for m in config.models if m.api_key or m.api_key_env)
+    wanted = model_id or config.default or next(keyed, None)
+    if wanted is None:
+        raise ConfigError(
+            f"还没有默认模型（已配置：{', '.join(m.id for m in config.models)}）：运行 "
+            "`wyckoff model default ID` 选一个。"
+        )
     model = config.find(wanted)
     if model is None:
         known = ", ".join(m.id for m in config.models)
