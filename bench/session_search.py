@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.latency import query_latency  # noqa: E402
+from bench._latency import query_latency  # noqa: E402
 from wyckoff.cli.chat_log import ChatLog  # noqa: E402
 from wyckoff.cli.session_search import search_sessions  # noqa: E402
 from wyckoff.memory.codes import _names  # noqa: E402
