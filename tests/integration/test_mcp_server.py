@@ -698,6 +698,7 @@ def test_skills_are_prompts_served_by_the_tier_of_the_tools_they_need(home):
         "screen",
         "shared",
         "strategy",
+        "tail",
     ]
     (message,) = tier3["mine"].messages
     assert message.role == "user" and message.content.text == "按我的规则复盘：只看昨天"
