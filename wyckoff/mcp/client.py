@@ -409,5 +409,10 @@ def connection_closed(exc: BaseException) -> bool:
     import mcp_types as types
 
     error = getattr(exc, "error", None)
-    closed_code = getattr(error, "code", None) == types.CONNECTION_CLOSED
+    # a server may send -32000 itself (the JSON-RPC server-error range): only the SDK's own
+    # closing error, with its message, means the connection is gone
+    closed_code = (getattr(error, "code", None), getattr(error, "message", None)) == (
+        types.CONNECTION_CLOSED,
+        "Connection closed",
+    )
     return closed_code or isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError)

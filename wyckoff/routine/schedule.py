@@ -200,7 +200,7 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
 
 def _why(args: list[str], stderr: str) -> str:
     """The step's own last sentence, or that this wyckoff lacks the command."""
-    if f"没有子命令 '{args[0]}'" in stderr:
+    if f"没有子命令 {args[0]}" in stderr:
         return f"这个版本的 wyckoff 没有 `{args[0]}` 命令。"
     return _last_line(stderr)
 

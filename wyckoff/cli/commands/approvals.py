@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from wyckoff.cli.output import local_time, print_json, print_notice, print_table
+from wyckoff.store import Store
 
 app = typer.Typer(
     help="待批准操作 / approvals: list, approve, reject.",
@@ -23,9 +24,13 @@ STATUS_LABELS = {
 
 
 def _context():
-    from wyckoff.cli.commands.market import _context as tool_context
+    """Approving runs the queued call through the tool registry, so it needs every tool."""
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.config import wyckoff_home
 
-    return tool_context()
+    home = wyckoff_home()
+    return ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
 
 
 @app.command("list")
