@@ -24,7 +24,7 @@ def tail(
         typer.Option(
             "--codes",
             metavar="CODES",
-            help="要检查的股票（代码或名称，可逗号分隔或重复）；默认持仓和待确认信号",
+            help="要检查的股票（代码或名称，可逗号分隔或重复）；默认持仓、自选股和待确认信号",
         ),
     ] = None,
     at: Annotated[
