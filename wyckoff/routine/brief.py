@@ -74,7 +74,7 @@ def _tail_checks(context: ToolContext, day: str) -> list[dict[str, Any]]:
     from wyckoff import tail_store
 
     checks = reversed(tail_store.checks(context.store, limit=TAIL_CHECKS_SHOWN, day=day))
-    return [{k: c[k] for k in TAIL_FIELDS} for c in checks]
+    return [{k: v for k, v in c.items() if k in TAIL_FIELDS} for c in checks]
 
 
 def _holding(row: dict[str, Any], panel: Panel) -> dict[str, Any]:
