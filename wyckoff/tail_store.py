@@ -54,11 +54,16 @@ def record(
         )
 
 
-def checks(store: Store, code: str | None = None, limit: int = 50) -> list[TailCheck]:
-    """Newest first, optionally of one stock."""
-    where, params = ("WHERE code = ?", [code]) if code else ("", [])
+def checks(
+    store: Store, code: str | None = None, limit: int = 50, day: str | None = None
+) -> list[TailCheck]:
+    """Newest first, optionally of one stock or one day."""
+    filters = [(column, value) for column, value in (("code", code), ("day", day)) if value]
+    where = " AND ".join(f"{column} = ?" for column, _ in filters)
     rows = store.conn.execute(
-        f"SELECT * FROM tail_checks {where} ORDER BY day DESC, id DESC LIMIT ?", (*params, limit)
+        f"SELECT * FROM tail_checks {'WHERE ' + where if where else ''}"
+        " ORDER BY day DESC, id DESC LIMIT ?",
+        (*[value for _, value in filters], limit),
     )
     return [
         TailCheck(  # type: ignore[typeddict-item]

@@ -133,3 +133,20 @@ def test_the_brief_checks_the_rules_itself_and_a_dry_run_records_nothing(demo_ho
     brief = json.loads(cli("brief", "--format", "json").stdout)
     assert [(a["code"], a["kind"]) for a in brief["alerts"]] == [(code, "price")]
     assert checked()["fired"] == []  # already recorded by the brief
+
+
+def test_a_pnl_alert_fires_for_a_holding_whose_loss_is_beyond_the_threshold(demo_home):
+    panel = panel_of(demo_home)
+    deep, shallow, watched = panel.codes[:3]
+    close = {code: float(panel.close[-1, panel.column(code)]) for code in (deep, shallow)}
+    for code, loss in ((deep, 0.15), (shallow, 0.05)):
+        cost = f"{close[code] / (1 - loss):.3f}"
+        assert cli("portfolio", "add", code, "--shares", "100", "--cost", cost).returncode == 0
+    assert cli("watch", "add", watched).returncode == 0
+    added("pnl", "--threshold", "10")
+    added("pnl", "--scope", "watchlist")  # a watched stock has no cost: never fires
+    (alert,) = checked()["fired"]
+    assert (alert["code"], alert["rule_id"]) == (deep, 1)
+    assert alert["message"].startswith("持仓浮亏 -15.0") and "阈值 -10%" in alert["message"]
+    listed = cli("alert", "list").stdout
+    assert "持仓浮亏 ≥ 10%（按成本价）" in listed

@@ -108,3 +108,36 @@ def test_ai_commentary_without_a_model_is_skipped_with_a_sentence(demo_home):
     built = cli("brief", "--ai", "--format", "json")
     assert built.returncode == 0 and "没有可用的模型" in built.stderr
     assert "ai_commentary" not in json.loads(built.stdout)
+
+
+def test_the_brief_shows_the_account_of_recorded_fills_beside_the_csi_300(home, tmp_path):
+    from tests.integration.test_ledger import done, import_market
+
+    csi300 = [4000, 4040, 3960, 4000, 4080]
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 13]}, csi300=csi300)
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "sell", "600519", "500", "11.00", "--date", "20260106")
+    built = cli("brief", "--format", "json")
+    assert built.returncode == 0, built.stderr
+    account = json.loads(built.stdout)["account"]
+    assert (account["date"], account["nav_cents"]) == ("20260109", 9548709 + 650000)
+    assert (account["nav_change_cents"], account["nav_change_pct"]) == (50000, 0.49)
+    assert (account["realized_cents"], account["unrealized_cents"]) == (48964, 650000 - 500255)
+    assert account["csi300_pct"] == 2.0
+    text = cli("brief", "--format", "md").stdout
+    assert "净值 20260109：101,987.09（较前一交易日 +500.00，+0.49%）" in text
+    assert "已实现盈亏 +489.64，浮动盈亏 +1,497.45" in text and "同期沪深300 +2.00%" in text
+    page = cli("brief", "--format", "html").stdout
+    assert '<svg viewBox="0 0 320 90" role="img" aria-label="账户净值与沪深300">' in page
+    assert page.count("<polyline") == 2 and len(page.encode()) <= 200_000
+    assert "<script" not in page.lower() and not re.search(r"(https?:)?//", page)
+
+
+def test_without_recorded_fills_the_brief_has_no_account_section(demo_home):
+    hold(demo_codes(demo_home, 2))  # positions set by hand, no fill
+    built = cli("brief", "--format", "json")
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["account"] is None
+    assert "## 账户" not in cli("brief", "--format", "md").stdout
+    assert "账户净值" not in cli("brief", "--format", "html").stdout

@@ -183,6 +183,18 @@ def test_a_holding_is_checked_by_default_and_labelled(demo):
     assert row["code"] == "000001" and row["role"] == "持仓" and row["stop"] is not None
 
 
+def test_the_watchlist_is_checked_by_default_after_the_holdings(demo):
+    last = demo_days(demo)[-1]
+    held, watched, both = demo_codes(demo)
+    assert cli("portfolio", "add", held, "--shares", "100", "--cost", "5").returncode == 0
+    assert cli("portfolio", "add", both, "--shares", "100", "--cost", "5").returncode == 0
+    assert cli("watch", "add", watched, both).returncode == 0
+    result = cli("tail", "--json", env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"})
+    assert result.returncode == 0, result.stderr
+    roles = {row["code"]: row["role"] for row in json.loads(result.stdout)["results"]}
+    assert roles == {held: "持仓", both: "持仓", watched: "自选"}
+
+
 def test_a_stock_without_minute_data_is_named_and_the_others_still_get_verdicts(demo):
     last = demo_days(demo)[-1]
     absent = "688981"  # a listed stock outside the 60-stock demo market

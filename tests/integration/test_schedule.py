@@ -107,10 +107,30 @@ def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_h
     assert "定时任务 early 运行失败" in notice.json["markdown"]["content"]
 
 
-def test_the_tail_preset_runs_wyckoff_tail_at_14_45(home):
+def test_the_tail_preset_pushes_its_verdicts_and_the_after_close_brief_lists_them(demo_home):
+    day = last_market_day(demo_home)
+    assert cli("portfolio", "add", "000001", "--shares", "100", "--cost", "5").returncode == 0
+    assert cli("watch", "add", "000002").returncode == 0
     cli("schedule", "add", "tail")
-    (tail,) = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
-    assert (tail["at"], tail["command"], tail["days"]) == ("14:45", [["tail"]], "trading")
+    cli("schedule", "add", "after-close")
+    with PushServer(reply={"errcode": 0}) as phone:
+        cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
+        tail_run = cli("schedule", "run-due", env={**at(day, "14:46"), "PHONE_URL": phone.url()})
+        assert tail_run.returncode == 0, tail_run.stderr
+        (pushed,) = [r.json["markdown"]["content"] for r in phone.received]
+        close_run = cli("schedule", "run-due", env={**at(day, "15:41"), "PHONE_URL": phone.url()})
+        assert close_run.returncode == 0, close_run.stderr
+        brief_text = "".join(r.json["markdown"]["content"] for r in phone.received[1:])
+    assert f"尾盘检查 {day.isoformat()} 14:46" in pushed and len(pushed.encode()) < 1000
+    verdict_lines = [line for line in pushed.splitlines() if line.startswith("- ")]
+    assert [line.split()[3:5] for line in verdict_lines] == [
+        ["000001", "平安银行（持仓）"],
+        ["000002", "万科A（自选）"],
+    ]
+    assert "## 尾盘检查" in brief_text
+    for line in verdict_lines:
+        assert line in brief_text  # the same verdicts, as recorded at 14:46
+    assert [r["status"] for r in runs()] == ["ok", "ok"]
 
 
 def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_system(demo_home):

@@ -626,3 +626,17 @@ def test_delisting_period_stocks_leave_layer_1_and_302_chinext_codes_are_tradabl
     assert before[1] and before[2] and not inside[1] and not inside[2]
     earlier = diagnose(panel, "600001", t=DAYS - 16)["reasons"]
     assert not any(r.startswith("退市整理期") for r in earlier)
+
+
+def test_diagnoses_sharing_one_panel_equal_each_on_a_fresh_panel():
+    """The alert check diagnoses many stocks on days t and t-1 from one panel, which keeps
+    the market-wide ranks of each day; each result must be what a panel of its own gives."""
+    shared = make_panel(series((DAYS, 0.002)), fillers=40)
+    asked = [(code, t) for code in shared.codes[:8] for t in (T, T - 1)]
+    together = [diagnose(shared, code, cost=10.0, t=t) for code, t in asked]
+    alone = [
+        diagnose(make_panel(series((DAYS, 0.002)), fillers=40), code, cost=10.0, t=t)
+        for code, t in asked
+    ]
+    assert together == alone
+    assert {d["rps50"] for d in together} != {100.0}  # ranked against the market, not itself

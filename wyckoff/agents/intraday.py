@@ -4,7 +4,7 @@ its record with the next day's outcome (`query_tail_buy`), `intraday_analysis` a
 
 Minute bars come on demand for the stocks in question only (engine/minute_bars.py) and the
 verdicts from engine/tail.py; this module gathers what they need: the checked minute, the
-candidates (holdings, pending signals, named codes), the daily context from the panel (the
+candidates (holdings, watchlist, pending signals, named codes), the daily context from the panel (the
 confirmed support: the lowest low of the SUPPORT_DAYS trading days before today; the stop;
 the day's limit prices; the regime of the last close) and the user's playbook from memory.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from wyckoff import portfolio_store, tail_store
+from wyckoff import portfolio_store, tail_store, watchlist_store
 from wyckoff.agents.market_data import MarketData
 from wyckoff.agents.stocks import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
@@ -89,7 +89,8 @@ def _hhmm(text: str) -> time:
 
 
 def candidates(context: ToolContext, market: MarketData, codes: list[str]) -> list[tuple[str, str]]:
-    """(code, role) to check: the named codes, else holdings and pending signals."""
+    """(code, role) to check: the named codes, else holdings, the watchlist and pending
+    signals (a code in several keeps its first role)."""
     if codes:
         return [(code, "指定") for code in dict.fromkeys(market.resolve_code(c) for c in codes)]
     found: dict[str, str] = {}
@@ -98,6 +99,8 @@ def candidates(context: ToolContext, market: MarketData, codes: list[str]) -> li
 
         for held in portfolio_store.positions(context.store):
             found[held["code"]] = "持仓"
+        for watched in watchlist_store.watched(context.store):
+            found.setdefault(watched["code"], "自选")
         for signal in history_store.signals(context.store, None, 50):
             if signal["status"] == "pending":
                 found.setdefault(signal["code"], "信号")
@@ -223,7 +226,7 @@ class TailParams(BaseModel):
     codes: list[StockText] = Field(
         default_factory=list,
         max_length=MAX_CODES,
-        description="要检查的股票代码或名称；不填则检查持仓和待确认信号",
+        description="要检查的股票代码或名称；不填则检查持仓、自选股和待确认信号",
     )
     at: str | None = Field(default=None, description="回看今天的某个时刻（HH:MM），默认现在")
     force: bool = Field(
@@ -249,7 +252,7 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
     wanted = candidates(context, market, params.codes)
     if not wanted:
         raise ToolFailure(
-            "没有要检查的股票：持仓和待确认信号都是空的。用 --codes 600519 指定，或先加持仓。"
+            "没有要检查的股票：持仓、自选股和待确认信号都是空的。用 --codes 600519 指定，或先加持仓、自选（wyckoff watch add）。"
         )
     rules = playbooks(context)
     playbook = Playbook.parse(rules[0]) if rules else None
@@ -546,7 +549,7 @@ TAIL_TOOLS = (
     ToolSpec(
         name="tail_check",
         description=(
-            "尾盘二次确认（14:30 后）：对持仓、待确认信号或指定股票，用分钟线检查 VWAP、距日内高点回落、"
+            "尾盘二次确认（14:30 后）：对持仓、自选股、待确认信号或指定股票，用分钟线检查 VWAP、距日内高点回落、"
             "最后 30 分钟涨跌与量能占比、与近几日同时段量能之比、收盘位置、确认支撑与止损、涨跌停和市场状态，"
             "给出 可买 / 观察 / 放弃（持仓跌破则 持仓破位预警）与中文理由；用户记忆中的尾盘剧本会被引用并执行。"
             "每次结论都会记录。"

@@ -1,5 +1,6 @@
 """Alert rules evaluated on a panel day: Wyckoff structure (stop, exit, health drop, a new
-trigger, the regime turning) and plain price, change and volume rules. Pure: the caller
+trigger, the regime turning), plain price, change and volume rules, and a holding's
+unrealized loss against its cost (pnl). Pure: the caller
 resolves each rule's stocks and remembers what already fired (cooldown, once per day).
 
 Structure kinds compare day t with day t-1 through `diagnose`, computed once per stock and
@@ -16,12 +17,13 @@ from wyckoff.engine.health import diagnose
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.regime import market_regime
 
-KINDS = ("stop", "exit", "health-drop", "trigger", "regime", "price", "change", "volume")
+KINDS = ("stop", "exit", "health-drop", "trigger", "regime", "price", "change", "volume", "pnl")
 STRUCTURE_KINDS = ("stop", "exit", "health-drop", "trigger")
 NEW_TRIGGERS = ("Spring", "LPS", "SOS", "EVR")  # the trigger labels an alert reports
 ALARMING_REGIMES = ("RISK_OFF", "CRASH")
 MARKET = "market"  # the code a regime alert is recorded under
-DEFAULT_THRESHOLDS = {"change": 5.0, "volume": 2.0}  # |day change| %, x the 20-day average
+# |day change| %, x the 20-day average, loss % below the holding's cost
+DEFAULT_THRESHOLDS = {"change": 5.0, "volume": 2.0, "pnl": 10.0}
 HEALTH_RANK = {"healthy": 0, "caution": 1, "danger": 2}
 
 
@@ -150,6 +152,12 @@ def _prices(day: AlertDay, rule: Rule) -> list[Hit]:
             values = (close / previous - 1) * 100
         fired = np.abs(values) >= limit
         text = f"涨跌 {{:+.2f}}%（阈值 ±{limit:g}%）"
+    elif rule.kind == "pnl":
+        limit = rule.threshold or DEFAULT_THRESHOLDS["pnl"]
+        cost = np.array([day.holdings.get(c, Holding()).cost or np.nan for c in codes])
+        values = (close / cost - 1) * 100  # a stock not held has no cost: NaN, never fires
+        fired = values <= -limit
+        text = f"持仓浮亏 {{:+.2f}}%（按成本价，阈值 -{limit:g}%）"
     else:
         times = rule.threshold or DEFAULT_THRESHOLDS["volume"]
         with np.errstate(all="ignore"):

@@ -33,10 +33,12 @@ def stock_features(p: Panel, code: str, t: int, cfg: EngineConfig) -> SimpleName
     one = p.single(code)
     f = features_at(one, t, cfg)
     j = p.column(code)
-    f.rps50 = percentile_rank(ret(p.close, t, 50))[j : j + 1]
-    f.rps120 = percentile_rank(ret(p.close, t, 120))[j : j + 1]
+    for n in (50, 120):
+        ranks = p.memo(("rps", n, t), lambda n=n: percentile_rank(ret(p.close, t, n)))
+        setattr(f, f"rps{n}", ranks[j : j + 1])
     f.resumed_after = np.array([resumed_after(one, t, cfg)], dtype=float)
-    f.delisting = in_delisting_period(one, t).astype(float)
+    delisting = p.memo(("delisting", t), lambda: in_delisting_period(p, t))
+    f.delisting = delisting[j : j + 1].astype(float)
     return f
 
 

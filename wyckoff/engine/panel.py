@@ -8,7 +8,9 @@ turnover rate and the ST flag."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,6 +71,14 @@ class Panel:
             self.market_activity = market_activity(self.volume)
         return self.market_activity
 
+    def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """A value computed once per panel: a cross-section of day t that every one-stock
+        diagnosis of that day reads (the market-wide RPS ranks, the 退市整理 flags)."""
+        cache = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
+
     def column(self, code: str) -> int:
         return self._positions()[code]
 
@@ -99,16 +109,22 @@ class Panel:
 
     def single(self, code: str) -> Panel:
         """One stock's columns of every array, judged against this panel's market (its
-        activity), so a one-stock diagnosis reads exactly what the funnel reads."""
+        activity), so a one-stock diagnosis reads exactly what the funnel reads. The columns
+        are copied into plain arrays: a slice of the disk cache's memmap would pay numpy's
+        memmap bookkeeping on every one of the diagnosis's many small steps."""
         j = self.column(code)
+
+        def column(name: str) -> np.ndarray:
+            return np.array(getattr(self, name)[:, j : j + 1])
+
         return Panel(
             self.dates,
             [code],
-            *(getattr(self, name)[:, j : j + 1] for name in BAR_FIELDS),
+            *(column(name) for name in BAR_FIELDS),
             stocks=self.stocks.iloc[j : j + 1],
             index_close=self.index_close,
             source=self.source,
-            **{name: getattr(self, name)[:, j : j + 1] for name in DAILY_FIELDS},
+            **{name: column(name) for name in DAILY_FIELDS},
             caveats=self.caveats,
             market_activity=self.activity(),
         )

@@ -74,6 +74,7 @@ def describe_rule(rule: dict[str, Any]) -> str:
         "price": f"收盘{'≥' if rule['direction'] == 'above' else '≤'} {rule['threshold']}",
         "change": f"单日涨跌幅 ≥ {rule['threshold'] or 5:g}%",
         "volume": f"成交量 ≥ 20 日均量 {rule['threshold'] or 2:g} 倍",
+        "pnl": f"持仓浮亏 ≥ {rule['threshold'] or 10:g}%（按成本价）",
     }[rule["kind"]]
     cooldown = f"，冷却 {rule['cooldown_days']} 个交易日" if rule["cooldown_days"] else ""
     return f"{scope}：{condition}{cooldown}"

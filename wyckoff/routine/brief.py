@@ -1,6 +1,7 @@
 """The after-close brief: the day's coded facts in one dict (regime, holdings, screen
-candidates, alerts, data caveats), built from the same tool functions the agent and the
-direct commands use, and kept under $WYCKOFF_HOME/briefs/ by trading date.
+candidates, alerts, the day's tail-session verdicts, the ledger's account, data caveats),
+built from the same tool functions the agent and the direct commands use, and kept under
+$WYCKOFF_HOME/briefs/ by trading date.
 
 Read functions for other front ends: `saved_dates(home)` and `load_brief(home, date)`."""
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 CANDIDATES_SHOWN = 5
 CHART_DAYS = 40
 FORMATS = ("md", "html", "json")
+TAIL_CHECKS_SHOWN = 30
+TAIL_FIELDS = ("checked_at", "code", "name", "role", "verdict", "price", "reasons")
 
 
 def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, Any]:
@@ -33,6 +36,7 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
     from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool
     from wyckoff.agents.screening import ScreenParams, screen_stocks
     from wyckoff.routine.alerts import check, history
+    from wyckoff.routine.brief_account import account
 
     if check_alerts and context.store is not None:
         check(context)
@@ -41,7 +45,8 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
     context.progress("收盘简报", "全市场筛选", 0.3)
     quiet = dataclasses.replace(context, store=None, on_progress=None)  # it saves nothing here
     screen = screen_stocks(ScreenParams(), quiet)
-    panel = MarketData.from_context(context).panel()
+    market = MarketData.from_context(context)
+    panel = market.panel()
     holdings = [_holding(row, panel) for row in book["positions"]]
     triggered = [c for c in screen["top_candidates"] if c["triggers"]][:CANDIDATES_SHOWN]
     brief = {
@@ -53,11 +58,23 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
         "equity": book.get("equity", book["cash"]),
         "candidates": [_candidate(c, panel) for c in triggered],
         "alerts": history(context.store, overview["as_of"]),
+        "tail_checks": _tail_checks(context, overview["as_of"]),
+        "account": account(context.store, market.store) if context.store is not None else None,
         "data_caveats": screen.get("data_caveats") or [],
     }
     if overview.get("data_note"):
         brief["data_note"] = overview["data_note"]
     return brief
+
+
+def _tail_checks(context: ToolContext, day: str) -> list[dict[str, Any]]:
+    """The day's tail-session verdicts (`wyckoff tail`), one per stock, in the order checked."""
+    if context.store is None:
+        return []
+    from wyckoff import tail_store
+
+    checks = reversed(tail_store.checks(context.store, limit=TAIL_CHECKS_SHOWN, day=day))
+    return [{k: v for k, v in c.items() if k in TAIL_FIELDS} for c in checks]
 
 
 def _holding(row: dict[str, Any], panel: Panel) -> dict[str, Any]:

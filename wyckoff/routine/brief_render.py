@@ -6,6 +6,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from wyckoff.ledger.money import yuan
+from wyckoff.routine.tail_digest import tail_line
+
 CHARTED_HOLDINGS = 10  # K-line pictures for the first holdings only: the page stays ≤ 200 KB
 EXIT_LABELS = {
     "hold": "持有",
@@ -59,6 +62,36 @@ def alert_line(a: dict[str, Any]) -> str:
     return f"{a['code']} {a['name']}：{a['message']}"
 
 
+def account_lines(account: dict[str, Any]) -> list[str]:
+    """The account in a few sentences: NAV and its change, P&L, the return beside the CSI 300."""
+    lines = []
+    if account.get("nav_cents") is not None:
+        change = account["nav_change_cents"]
+        moved = (
+            ""
+            if change is None
+            else f"（较前一交易日 {_signed(change)}，{account['nav_change_pct']:+.2f}%）"
+        )
+        lines.append(f"净值 {account['date']}：{yuan(account['nav_cents'])}{moved}")
+    lines.append(
+        f"已实现盈亏 {_signed(account['realized_cents'])}，"
+        f"浮动盈亏 {_signed(account['unrealized_cents'])}"
+    )
+    if account.get("return_pct") is not None:
+        index = account["csi300_pct"]
+        beside = "" if index is None else f"，同期沪深300 {index:+.2f}%"
+        lines.append(f"自第一笔成交以来 {account['return_pct']:+.2f}%{beside}")
+    if account["unpriced"]:
+        lines.append(f"没有收盘价、未计入：{'、'.join(account['unpriced'])}")
+    if account["note"]:
+        lines.append(account["note"])
+    return lines
+
+
+def _signed(cents: int) -> str:
+    return ("+" if cents > 0 else "") + yuan(cents)
+
+
 def to_markdown(brief: dict[str, Any]) -> str:
     lines = [f"# {title(brief)}", ""]
     if brief.get("data_note"):
@@ -74,10 +107,14 @@ def to_markdown(brief: dict[str, Any]) -> str:
     if not brief["holdings"]:
         lines.append("持仓为空。")
     lines += ["", f"现金 {brief['cash']:,.2f}，总资产 {brief['equity']:,.2f}", ""]
+    if brief.get("account"):
+        lines += ["## 账户", *[f"- {line}" for line in account_lines(brief["account"])], ""]
     lines.append("## 候选（触发信号）")
     lines += [f"- {candidate_line(c)}" for c in brief["candidates"]] or ["今天没有触发信号的候选。"]
     lines += ["", "## 提醒"]
     lines += [f"- {alert_line(a)}" for a in brief["alerts"]] or ["今天没有触发的提醒。"]
+    if brief.get("tail_checks"):
+        lines += ["", "## 尾盘检查", *[f"- {tail_line(t)}" for t in brief["tail_checks"]]]
     if brief["data_caveats"]:
         lines += ["", "## 数据缺口", *[f"- {c}" for c in brief["data_caveats"]]]
     if brief.get("ai_commentary"):
@@ -118,6 +155,9 @@ def to_html(brief: dict[str, Any]) -> str:
         _holding_card(h, chart=i < CHARTED_HOLDINGS) for i, h in enumerate(brief["holdings"])
     ] or ["<p>持仓为空。</p>"]
     parts.append(f"<p>现金 {brief['cash']:,.2f}，总资产 {brief['equity']:,.2f}</p>")
+    if brief.get("account"):
+        account = brief["account"]
+        parts += ["<h2>账户</h2>", _list(account_lines(account)), nav_svg(account["curve"])]
     parts.append("<h2>候选（触发信号）</h2>")
     parts += [
         f'<div class="card">{escape(candidate_line(c))}{kline_svg(c["chart"])}</div>'
@@ -125,6 +165,8 @@ def to_html(brief: dict[str, Any]) -> str:
     ] or ["<p>今天没有触发信号的候选。</p>"]
     parts.append("<h2>提醒</h2>")
     parts.append(_list([alert_line(a) for a in brief["alerts"]]) or "<p>今天没有触发的提醒。</p>")
+    if brief.get("tail_checks"):
+        parts += ["<h2>尾盘检查</h2>", _list([tail_line(t) for t in brief["tail_checks"]])]
     if brief["data_caveats"]:
         parts += ["<h2>数据缺口</h2>", _list(brief["data_caveats"])]
     if brief.get("ai_commentary"):
@@ -177,4 +219,30 @@ def kline_svg(bars: list[list[float]], width: int = 320, height: int = 90) -> st
         f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="近 {len(bars)} 日 K 线">'
         + "".join(shapes)
         + "</svg>"
+    )
+
+
+def nav_svg(curve: list[list[Any]], width: int = 320, height: int = 90) -> str:
+    """The account's return (blue) and the CSI 300's (grey) since the first fill, as lines
+    over [date, return %, CSI 300 %] rows; a missing value leaves its point out."""
+    values = [v for row in curve for v in row[1:] if v is not None]
+    if len(curve) < 2 or not values:
+        return ""
+    low = min(values)
+    span = (max(values) - low) or 1.0
+    step = (width - 4) / (len(curve) - 1)
+
+    def line(column: int, colour: str) -> str:
+        points = " ".join(
+            f"{i * step + 2:.1f},{height - 12 - (row[column] - low) / span * (height - 16):.1f}"
+            for i, row in enumerate(curve)
+            if row[column] is not None
+        )
+        return f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
+
+    return (
+        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="账户净值与沪深300">'
+        f"{line(2, '#999')}{line(1, '#1f5fbf')}"
+        f'<text x="2" y="{height - 1}" font-size="9" fill="#1f5fbf">账户</text>'
+        f'<text x="30" y="{height - 1}" font-size="9" fill="#999">沪深300</text></svg>'
     )

@@ -32,7 +32,7 @@ PRESETS: dict[str, tuple[str, list[list[str]]]] = {
         "15:40",
         [["data", "sync"], ["screen"], ["alert", "check"], ["brief", "--push", "all"]],
     ),
-    "tail": ("14:45", [["tail"]]),  # the tail-session check (`wyckoff tail`, #27)
+    "tail": ("14:45", [["tail", "--push", "all"]]),  # the tail-session check (#27)
     "pre-open": ("08:45", [["alert", "history"], ["brief", "--push", "all"]]),
 }
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -28,7 +28,7 @@ def add(
     kind: Annotated[
         str,
         typer.Argument(
-            help="stop | exit | health-drop | trigger | regime | price | change | volume"
+            help="stop | exit | health-drop | trigger | regime | price | change | volume | pnl"
         ),
     ],
     scope: Annotated[
@@ -36,7 +36,8 @@ def add(
     ] = "holdings",
     cooldown: Annotated[int, typer.Option("--cooldown", help="触发后静默的交易日数")] = 0,
     threshold: Annotated[
-        float | None, typer.Option("--threshold", help="change：涨跌幅 %；volume：均量倍数")
+        float | None,
+        typer.Option("--threshold", help="change：涨跌幅 %；volume：均量倍数；pnl：浮亏 %"),
     ] = None,
     above: Annotated[float | None, typer.Option("--above", help="price：收盘不低于")] = None,
     below: Annotated[float | None, typer.Option("--below", help="price：收盘不高于")] = None,

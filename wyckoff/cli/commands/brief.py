@@ -9,7 +9,6 @@ import typer
 
 from wyckoff.cli.output import print_notice
 from wyckoff.errors import UsageError
-from wyckoff.store import Store
 
 
 def brief(
@@ -23,6 +22,7 @@ def brief(
     ai: Annotated[bool, typer.Option("--ai", help="附上模型点评（需已配置模型）")] = False,
 ) -> None:
     """收盘简报：市场状态、持仓诊断、候选、提醒 / the after-close brief."""
+    from wyckoff.cli.commands.notify import push_targets
     from wyckoff.config import wyckoff_home
     from wyckoff.routine.brief import FORMATS, load_brief, normalize_date, save_brief
     from wyckoff.routine.brief_render import render
@@ -30,7 +30,7 @@ def brief(
     if fmt not in FORMATS:
         raise UsageError(f"--format 只能是 md、html 或 json，收到 {fmt}。")
     home = wyckoff_home()
-    targets = _channels(push) if push and not dry_run else []
+    targets = push_targets(push, "简报只保存不推送") if push and not dry_run else []
     if date is not None and (home / "briefs" / f"{normalize_date(date)}.json").is_file():
         content = load_brief(home, date)
     else:
@@ -85,19 +85,6 @@ def _write_out(path: Path, text: str) -> None:
         raise UsageError(f"--out {path}：文件夹 {target.parent} 不存在，请先创建或换一个路径。")
     write_private_file(target, text)
     print_notice(f"已另存：{target}")
-
-
-def _channels(target: str) -> list:
-    """The channels to push to; `all` with none configured pushes nothing (a scheduled
-    after-close run still builds and saves the brief)."""
-    from wyckoff.config import wyckoff_home
-    from wyckoff.routine.notify import channels, chosen
-
-    store = Store.in_home(wyckoff_home())
-    if target == "all" and not channels(store):
-        print_notice("还没有推送渠道，简报只保存不推送（`wyckoff notify add` 添加渠道）。")
-        return []
-    return chosen(store, target)
 
 
 def _push(content: dict[str, Any], targets: list) -> None:

@@ -91,6 +91,18 @@ def test(target: Annotated[str, typer.Argument(help="渠道名，或 all")] = "a
     )
 
 
+def push_targets(target: str, unsent: str) -> list:
+    """The channels to push to; `all` with none configured pushes nothing and says `unsent`
+    (a scheduled run still does its work without a channel)."""
+    from wyckoff.routine.notify import channels, chosen
+
+    store = _store()
+    if target == "all" and not channels(store):
+        print_notice(f"还没有推送渠道，{unsent}（`wyckoff notify add` 添加渠道）。")
+        return []
+    return chosen(store, target)
+
+
 def report_push(targets, title: str, text: str) -> int:
     """Push and say per channel how it went; exit code 1 when any channel failed."""
     from wyckoff.routine.notify import push

@@ -13,7 +13,6 @@ app = typer.Typer(
     help="尾盘二次确认（14:30 后）与历史记录 / the tail-session check and its record.",
     rich_markup_mode=None,
 )
-VERDICT_MARKS = {"可买": "🟢", "观察": "🟡", "放弃": "🔴", "持仓破位预警": "⛔", "无法检查": "⚪"}
 
 
 @app.callback(invoke_without_command=True)
@@ -24,26 +23,37 @@ def tail(
         typer.Option(
             "--codes",
             metavar="CODES",
-            help="要检查的股票（代码或名称，可逗号分隔或重复）；默认持仓和待确认信号",
+            help="要检查的股票（代码或名称，可逗号分隔或重复）；默认持仓、自选股和待确认信号",
         ),
     ] = None,
     at: Annotated[
         str | None, typer.Option("--at", metavar="HH:MM", help="回看今天的某个时刻")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="不在尾盘时段也检查")] = False,
+    push: Annotated[
+        str | None, typer.Option("--push", metavar="NAME", help="把结论推送到通知渠道 NAME，或 all")
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """尾盘检查：可买 / 观察 / 放弃（持仓破位预警） / check holdings and signals after 14:30."""
     if ctx.invoked_subcommand is not None:
         return
     from wyckoff.agents.intraday import TailParams, tail_check
+    from wyckoff.cli.commands.notify import push_targets
 
+    targets = push_targets(push, "尾盘检查结果只记录不推送") if push else []
     wanted = [c.strip() for text in codes or [] for c in text.split(",") if c.strip()]
     params = _params(TailParams, codes=wanted, at=at, force=force)
     result = _call(tail_check, params, label="尾盘检查")
     if json_output:
         print_json(result)
-        return
+    else:
+        _show(result)
+    if targets:
+        _push(result, targets)
+
+
+def _show(result: dict[str, Any]) -> None:
     _note(result)
     typer.echo(f"尾盘检查 {result['checked_at']}（{result['phase']}）")
     if result.get("playbook"):
@@ -52,7 +62,18 @@ def tail(
         typer.echo(_verdict_lines(row))
 
 
+def _push(result: dict[str, Any], targets: list) -> None:
+    """The verdicts in a short message; exit 1 when a channel failed (the others still got it)."""
+    from wyckoff.cli.commands.notify import report_push
+    from wyckoff.routine.tail_digest import tail_message
+
+    if report_push(targets, *tail_message(result)):
+        raise typer.Exit(1)
+
+
 def _verdict_lines(row: dict[str, Any]) -> str:
+    from wyckoff.routine.tail_digest import VERDICT_MARKS
+
     head = f"\n{VERDICT_MARKS.get(row['verdict'], '')} {row['verdict']}  {row['code']} {row.get('name', '')}（{row['role']}）"
     if row.get("price") is not None:
         minutes = row["minutes"]

@@ -1,0 +1,49 @@
+"""The brief's account section, for users who record fills (`portfolio buy/sell` or an
+imported 交割单): today's NAV and its change from the day before, realized and unrealized
+P&L, and the NAV's return beside the CSI 300 for the chart. Read-only: the ledger's own
+report functions (agents/ledger_report.py) on the current book; ex-dates not yet booked
+are booked by `portfolio show/nav`, not here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wyckoff import portfolio_store
+
+if TYPE_CHECKING:
+    from wyckoff.engine.market_store import MarketStore
+    from wyckoff.store import Store
+
+CURVE_DAYS = 120  # the chart's last days: the page stays small
+
+
+def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
+    """The account of the latest close, or None when no fill was ever recorded."""
+    from wyckoff.agents.ledger_report import daily_nav, profit_and_loss
+
+    if not portfolio_store.fills(store):
+        return None
+    nav = daily_nav(store, market)
+    pnl = profit_and_loss(store, market)
+    days = nav["days"]
+    summary: dict[str, Any] = {
+        "realized_cents": pnl["realized_cents"],
+        "unrealized_cents": pnl["unrealized_cents"],
+        "unpriced": pnl["unpriced"],
+        "note": nav["note"],
+        "curve": [[d["date"], d["return_pct"], d["csi300_pct"]] for d in days[-CURVE_DAYS:]],
+    }
+    if days:
+        today = days[-1]
+        before = days[-2]["nav_cents"] if len(days) > 1 else None
+        summary |= {
+            "date": today["date"],
+            "nav_cents": today["nav_cents"],
+            "nav_change_cents": None if before is None else today["nav_cents"] - before,
+            "nav_change_pct": (
+                round((today["nav_cents"] / before - 1) * 100, 2) if before else None
+            ),
+            "return_pct": today["return_pct"],
+            "csi300_pct": today["csi300_pct"],
+        }
+    return summary
