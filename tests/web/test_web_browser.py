@@ -99,17 +99,27 @@ def test_stock_page_draws_candles_and_volume_on_a_phone(web, browser_page: Page)
     canvases = page.locator("#chart canvas")
     expect(canvases.first).to_be_visible()
     # the candles' pane and the volume pane are drawn, and something was painted on them
-    drawn = page.evaluate(
-        """() => [...document.querySelectorAll('#chart canvas')]
-            .filter(c => c.width > 100 && c.height > 50)
-            .map(c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-                        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })"""
-    )
-    assert len([n for n in drawn if n > 500]) >= 2, drawn
+    assert len([n for n in painted(page, "#chart") if n > 500]) >= 2
+    # below it, the day's minute path (price and VWAP, volume) with its source and as-of
+    expect(page.locator("#intraday-label")).to_contain_text("数据源：demo（1 分钟线），截至 ")
+    expect(page.locator("#intraday .legend")).to_contain_text("确认支撑")
+    expect(page.locator("#intraday-chart canvas").first).to_be_visible()
+    assert len([n for n in painted(page, "#intraday-chart") if n > 500]) >= 2
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
     page.fill("#go input", "万科")  # the header's search opens another stock
     page.press("#go input", "Enter")
     expect(page.locator("h1")).to_contain_text("000002 万科A")
+
+
+def painted(page: Page, box: str) -> list[int]:
+    """How many pixels were painted on each of the chart's large canvases."""
+    return page.evaluate(
+        """(box) => [...document.querySelectorAll(box + ' canvas')]
+            .filter(c => c.width > 100 && c.height > 50)
+            .map(c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })""",
+        box,
+    )
 
 
 def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page: Page) -> None:

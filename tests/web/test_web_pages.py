@@ -21,11 +21,35 @@ def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
     assert [m["content"] for m in client.get("/api/memory").json()["memories"]] == ["止损不超过 8%"]
 
 
+def test_the_stock_page_reads_the_minute_path_and_the_latest_tail_verdict(web, demo_home) -> None:
+    from wyckoff import tail_store
+    from wyckoff.store import Store
+
+    client = web.login()
+    first = client.get("/api/stock/万科A/intraday").json()
+    day = first["intraday"]
+    assert first["code"] == day["code"] == "000002" and first["tail"] is None
+    assert day["minutes"]["source"] == "demo" and day["minutes"]["as_of"].endswith("15:00")
+    assert len(day["points"]) == 240 and day["support"] < day["prior_close"]
+    vwaps = [p["vwap"] for p in day["points"]]
+    assert (
+        min(p["close"] for p in day["points"])
+        <= vwaps[-1]
+        <= max(p["close"] for p in day["points"])
+    )
+    rows = [{"code": "000002", "name": "万科A", "role": "候选", "verdict": "观察", "price": 9.1,
+             "reasons": ["收在 VWAP 下方"], "unchecked": []}]  # fmt: skip
+    tail_store.record(Store.in_home(demo_home), "2026-12-03 14:50", "2026-12-03", "demo", rows)
+    tail = client.get("/api/stock/000002/intraday").json()["tail"]
+    assert (tail["verdict"], tail["reasons"]) == ("观察", ["收在 VWAP 下方"])
+
+
 def test_bad_input_gets_one_sentence(web) -> None:
     client = web.login()
     csrf = {"x-csrf-token": web.csrf(client)}
     cases = [
         client.get("/api/stock/999999"),
+        client.get("/api/stock/999999/intraday"),
         client.get("/api/market/index/XYZ"),
         client.post("/api/portfolio/plan", json={"action": "add", "code": "000001"}, headers=csrf),
         client.post("/api/portfolio/execute", json={"plan_id": "made-up"}, headers=csrf),

@@ -83,6 +83,10 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
             "/api/stock/{code}",
             _json(lambda r, body: desk.stock(r.path_params["code"], _days(r))),
         ),
+        Route(
+            "/api/stock/{code}/intraday",
+            _json(lambda r, body: desk.intraday(r.path_params["code"])),
+        ),
         Route("/api/screen", _json(lambda r, body: desk.latest_screen())),
         Route("/api/screen/run", _json(lambda r, body: desk.start_screen()), methods=["POST"]),
         Route("/api/portfolio", _json(lambda r, body: desk.portfolio())),

@@ -105,6 +105,24 @@ class Desk:
         chart["ma50"], chart["ma200"] = chart["ma50"][-days:], chart["ma200"][-days:]
         return {"chart": chart, "diagnosis": diagnosis}
 
+    def intraday(self, text: str) -> dict[str, Any]:
+        """The stock's minute path with VWAP and the confirmed support (what `/chart CODE
+        --intraday` draws) and its latest recorded tail verdict; without minutes, the reason
+        in `note` instead of the path."""
+        from wyckoff import tail_store
+        from wyckoff.agents.intraday import intraday_chart_data
+        from wyckoff.agents.market_data import MarketData
+        from wyckoff.errors import WyckoffError
+
+        with self.lock:
+            code = MarketData.from_context(self.context).resolve_code(text)
+            try:
+                path, note = intraday_chart_data(self.context, code), ""
+            except WyckoffError as exc:
+                path, note = None, exc.message
+        tail = tail_store.checks(self.context.store, code, 1)
+        return {"code": code, "intraday": path, "note": note, "tail": tail[0] if tail else None}
+
     # --- screen --------------------------------------------------------------------------
 
     def latest_screen(self) -> dict[str, Any]:

@@ -126,6 +126,43 @@ async function stockPage(code) {
       el("p", { text: `RPS50 ${d.rps50 ?? "—"}　RPS120 ${d.rps120 ?? "—"}　距年内高点 ${d.from_year_high_pct ?? "—"}%` }),
       el("p", { text: "收益：" + Object.entries(d.returns_pct).map(([k, v]) => `${k} ${v ?? "—"}%`).join("　") })));
   drawChart(box, chart, d);
+  const intraday = el("section", { id: "intraday" }, el("p", { class: "muted", text: "分时加载中……" }));
+  main.append(intraday);
+  showIntraday(intraday, await api(`/api/stock/${encodeURIComponent(d.code)}/intraday`));
+}
+
+// The minute path as `/chart CODE --intraday` draws it: price, running VWAP, the confirmed
+// support and the prior close; then the latest tail verdict recorded for the stock.
+function showIntraday(section, { intraday: day, note, tail }) {
+  const parts = [el("h2", { text: "分时" })];
+  if (day) {
+    const m = day.minutes;
+    parts.push(el("p", { class: "muted", id: "intraday-label", text: `数据源：${m.source}（${m.freq} 分钟线），截至 ${m.as_of}${m.complete ? "" : "（盘中，未收盘）"}` }),
+      day.data_note ? el("p", { class: "warn", text: `⚠ ${day.data_note}` }) : null,
+      el("div", { id: "intraday-chart", class: "chart small" }),
+      el("p", { class: "legend muted", text: `价格（红：高于昨收 ${num(day.prior_close)}，绿：低于）· 黄线：VWAP · 青色虚线：确认支撑 ${num(day.support)}` }));
+  } else parts.push(el("p", { class: "muted", text: `没有分时数据：${note}` }));
+  parts.push(tail ? el("p", { id: "tail-verdict", text: `最近一次尾盘检查（${tail.checked_at}）：${tail.verdict}，${tail.role}，价 ${num(tail.price)}。${tail.reasons.join("；")}` })
+    : el("p", { class: "muted", id: "tail-verdict", text: "这只股票还没有尾盘检查记录（wyckoff tail 会记录）。" }));
+  section.replaceChildren(...parts.filter((p) => p));
+  if (day) drawIntraday(document.getElementById("intraday-chart"), day);
+}
+
+function drawIntraday(box, day) {
+  const LWC = window.LightweightCharts;
+  const date = day.minutes.as_of.slice(0, 10);
+  const at = (hhmm) => Date.parse(`${date}T${hhmm}:00Z`) / 1000; // the chart reads UTC as shown
+  const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" },
+    timeScale: { timeVisible: true, secondsVisible: false } });
+  const price = view.addSeries(LWC.LineSeries, { color: "#333", lineWidth: 2, priceLineVisible: false });
+  price.setData(day.points.map((p) => ({ time: at(p.time), value: p.close, color: p.close >= day.prior_close ? "#e0393e" : "#1a9b4b" })));
+  view.addSeries(LWC.LineSeries, { color: "#f1c40f", lineWidth: 1, priceLineVisible: false, lastValueVisible: false })
+    .setData(day.points.filter((p) => p.vwap !== null).map((p) => ({ time: at(p.time), value: p.vwap })));
+  price.createPriceLine({ price: day.prior_close, color: "#7f8c8d", lineWidth: 1, lineStyle: LWC.LineStyle.Dotted, title: "昨收" });
+  if (day.support) price.createPriceLine({ price: day.support, color: "#17a2b8", lineWidth: 1, lineStyle: LWC.LineStyle.Dashed, title: "确认支撑" });
+  view.addSeries(LWC.HistogramSeries, { priceFormat: { type: "volume" }, priceLineVisible: false, lastValueVisible: false }, 1)
+    .setData(day.points.map((p) => ({ time: at(p.time), value: p.volume, color: "#95a5a666" })));
+  view.timeScale().fitContent();
 }
 
 function drawChart(box, chart, diagnosis) {
