@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.cli_runner import cli
 from tests.conftest import add_scripted_model
+from tests.web.server import demo_day
 
 
 def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
@@ -42,6 +45,35 @@ def test_the_stock_page_reads_the_minute_path_and_the_latest_tail_verdict(web, d
     tail_store.record(Store.in_home(demo_home), "2026-12-03 14:50", "2026-12-03", "demo", rows)
     tail = client.get("/api/stock/000002/intraday").json()["tail"]
     assert (tail["verdict"], tail["reasons"]) == ("观察", ["收在 VWAP 下方"])
+
+
+def test_the_portfolio_page_has_the_ledgers_pnl_and_nav_and_records_fills_with_fees(web) -> None:
+    assert cli("portfolio", "cash", "100000").returncode == 0
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    bought, sold = demo_day(10), demo_day(3)
+    for side, shares, price, day, fees in (
+        ("buy", 1000, 9.0, bought, "佣金 5.00，过户费 0.09（费用合计 5.09）"),
+        ("sell", 300, 9.5, sold, "佣金 5.00，印花税 1.43，过户费 0.03（费用合计 6.46）"),
+    ):
+        fill = {
+            "action": side,
+            "code": "万科A",
+            "shares": shares,
+            "price": price,
+            "trade_date": day,
+        }
+        plan = client.post("/api/portfolio/plan", json=fill, headers=csrf).json()
+        assert fees in plan["sentence"]
+        done = client.post("/api/portfolio/execute", json=plan, headers=csrf).json()
+        assert fees in done["sentence"], done
+    page = client.get("/api/portfolio").json()
+    shown = json.loads(cli("portfolio", "show", "--json").stdout)
+    assert page["pnl"] == shown and shown["realized_cents"] == 14201
+    assert shown["positions"][0]["shares"] == 700 and shown["unrealized_cents"] is not None
+    nav = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert page["nav"] == nav and nav["days"][0]["date"] == bought and len(nav["days"]) == 11
+    assert nav["days"][-1]["csi300_pct"] is not None
 
 
 def test_bad_input_gets_one_sentence(web) -> None:

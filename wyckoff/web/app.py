@@ -213,5 +213,5 @@ def _shell(name: str, csrf: str, code: str = "") -> str:
 <header><a class="brand" href="/">Wyckoff 读盘室</a><nav>{links}</nav>
 <form id="go" role="search"><input name="code" placeholder="代码或名称" aria-label="股票代码或名称"></form></header>
 <main id="main"><p class="muted">加载中……</p></main>
-{CHART_SCRIPT if name in ("stock", "market") else ""}<script src="/static/app.js" defer></script>
+{CHART_SCRIPT if name in ("stock", "market", "portfolio") else ""}<script src="/static/app.js" defer></script>
 </body></html>"""

@@ -183,7 +183,25 @@ class Desk:
             }
             for change in Portfolio(self.context.store).history(30)
         ]
-        return {**holdings, "history": history}
+        return {**holdings, "history": history, **self._ledger()}
+
+    def _ledger(self) -> dict[str, Any]:
+        """P&L per position and in total (`portfolio show --json`) and the daily NAV beside
+        the CSI 300 (`portfolio nav --json`), after the held stocks' ex-dates are applied."""
+        from wyckoff.agents.corporate_actions import catch_up
+        from wyckoff.agents.ledger_report import daily_nav, open_market, profit_and_loss
+
+        market, missing = open_market(self.home, self.context.read_config())
+        if market is None:
+            pnl, nav = profit_and_loss(self.context.store, None), {"days": [], "note": missing}
+        else:
+            with self.lock:
+                catch_up(self.context.store, market)
+                pnl, nav = (
+                    profit_and_loss(self.context.store, market),
+                    daily_nav(self.context.store, market),
+                )
+        return {"pnl": {**pnl, "note": missing}, "nav": nav}
 
     def plan(self, form: dict[str, Any]) -> dict[str, Any]:
         """The change the form asks for, as a sentence to confirm; nothing is written."""
@@ -208,6 +226,7 @@ class Desk:
         return {"plan_id": plan_id, "sentence": plan.sentence}
 
     def execute(self, plan_id: str) -> dict[str, Any]:
+        from wyckoff.agents.ledger import describe_fill
         from wyckoff.agents.portfolio import Portfolio, apply_update, describe_change
 
         plan = self.plans.pop(plan_id, None)
@@ -221,7 +240,8 @@ class Desk:
             )
         except PortfolioError as exc:
             raise UsageError(exc.message) from None
-        return {"sentence": describe_change(change)}
+        fill = change["action"] in ("buy", "sell")  # a fill's line has each fee, as in the CLI
+        return {"sentence": describe_fill(change) if fill else describe_change(change)}
 
     # --- memory and briefs ---------------------------------------------------------------
 

@@ -202,10 +202,49 @@ async function portfolioPage() {
     : el("p", { text: "持仓为空：用下面的表单添加一笔。" });
   show(el("h1", { text: "持仓" }), result.source ? dataNote(result) : null,
     el("p", { text: `现金 ${num(result.cash)}${result.equity !== undefined ? `，总资产 ${num(result.equity)}` : ""}` }),
-    holdings, changeForm(), el("h2", { text: "改动记录" }),
+    holdings, ...ledger(result.pnl), ...navChart(result.nav), changeForm(), el("h2", { text: "改动记录" }),
     el("button", { id: "undo", text: "撤销最近一次改动…", onclick: () => makePlan({ action: "undo" }) }),
     result.history.length ? table(["时间", "谁", "动作", "之前", "之后", ""],
       result.history.map((h) => [h.at, h.actor, h.action, h.before, h.after, h.undone ? "已撤销" : ""])) : el("p", { class: "muted", text: "还没有改动。" }));
+}
+
+function yuan(cents) {
+  if (cents === null || cents === undefined) return "—";
+  const text = (Math.abs(cents) / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return (cents < 0 ? "-" : "") + text;
+}
+
+// P&L per stock and in total, as `wyckoff portfolio show` prints it.
+function ledger(pnl) {
+  const rows = pnl.positions.map((r) => [stockLink(r.code, r.name), r.shares, num(r.cost_cents / r.shares / 100, 3),
+    r.close === null ? "—" : `${num(r.close)}（${r.close_date}）`, yuan(r.value_cents), yuan(r.unrealized_cents), yuan(r.realized_cents)])
+    .concat(pnl.closed.map((r) => [stockLink(r.code, r.name), "已清仓", "", "", "", "", yuan(r.realized_cents)]));
+  if (!rows.length) return [];
+  return [el("h2", { text: "盈亏" }),
+    table(["股票", "股数", "成本价", "收盘价", "市值", "浮动盈亏", "已实现盈亏"], rows),
+    el("p", { id: "pnl-total", text: `现金 ${yuan(pnl.cash_cents)}，市值 ${yuan(pnl.value_cents)}，总资产 ${yuan(pnl.equity_cents)}；浮动盈亏 ${yuan(pnl.unrealized_cents)}，已实现盈亏 ${yuan(pnl.realized_cents)}` }),
+    pnl.note || pnl.unpriced.length ? el("p", { class: "warn", text: pnl.note || `本地行情库没有 ${pnl.unpriced.join("、")} 的收盘价，未计入市值和浮动盈亏。` }) : null];
+}
+
+// The account's return each trading day beside the CSI 300's (`wyckoff portfolio nav`).
+function navChart(nav) {
+  const note = nav.note ? el("p", { class: "muted", text: nav.note }) : null;
+  if (!nav.days.length) return [note];
+  const box = el("div", { id: "nav-chart", class: "chart small" });
+  const last = nav.days[nav.days.length - 1];
+  const day = (d) => `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6)}`;
+  requestAnimationFrame(() => {
+    const LWC = window.LightweightCharts;
+    const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" } });
+    const line = (key, color, title) => view.addSeries(LWC.LineSeries, { color, lineWidth: 2, title })
+      .setData(nav.days.filter((d) => d[key] !== null).map((d) => ({ time: day(d.date), value: d[key] })));
+    line("return_pct", "#e0393e", "账户 %");
+    line("csi300_pct", "#2e86de", "沪深300 %");
+    view.timeScale().fitContent();
+  });
+  return [el("h2", { text: "每日净值" }),
+    el("p", { id: "nav-last", text: `${day(last.date)} 总资产 ${yuan(last.nav_cents)}，累计 ${signed(last.return_pct)}，同期沪深300 ${signed(last.csi300_pct)}` }),
+    box, el("p", { class: "legend muted", text: "红：账户累计收益 · 蓝：同期沪深300（按每天收盘价）" }), note];
 }
 
 function changeForm() {
@@ -213,15 +252,17 @@ function changeForm() {
   const form = el("form", { id: "change", class: "change" },
     el("h2", { text: "修改持仓（先生成计划，确认后执行）" }),
     el("label", {}, "操作", el("select", { name: "action" },
-      [["add", "买入/加仓"], ["update", "修改"], ["remove", "删除"], ["set_cash", "设置现金"]].map(([v, t]) => el("option", { value: v, text: t })))),
-    field("code", "代码或名称"), field("shares", "股数", "number"), field("cost_price", "成本价", "number"),
+      [["buy", "成交：买入（扣费用）"], ["sell", "成交：卖出（扣费用）"], ["add", "添加/加仓（按成本）"], ["update", "修改"],
+        ["remove", "删除"], ["set_cash", "设置现金"]].map(([v, t]) => el("option", { value: v, text: t })))),
+    field("code", "代码或名称"), field("shares", "股数", "number"), field("price", "成交价", "number"),
+    field("trade_date", "成交日期 YYYYMMDD"), field("cost_price", "成本价", "number"),
     field("stop_loss", "止损价", "number"), field("cash", "现金", "number"),
     el("button", { type: "submit", text: "生成计划" }));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const values = Object.fromEntries(new FormData(form));
     for (const key of ["shares"]) if (values[key]) values[key] = parseInt(values[key], 10);
-    for (const key of ["cost_price", "stop_loss", "cash"]) if (values[key]) values[key] = parseFloat(values[key]);
+    for (const key of ["price", "cost_price", "stop_loss", "cash"]) if (values[key]) values[key] = parseFloat(values[key]);
     makePlan(values);
   });
   return form;
