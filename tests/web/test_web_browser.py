@@ -3,6 +3,8 @@ against a real `wyckoff web` process and the scripted model servers."""
 
 from __future__ import annotations
 
+import json
+
 from playwright.sync_api import Page, expect
 
 from tests.cli_runner import cli
@@ -261,3 +263,31 @@ def test_a_hostile_answer_renders_as_text_and_reaches_nowhere(
     finally:
         collector.shutdown()
     assert visits == []
+
+
+def test_alert_rules_and_the_watchlist_change_through_a_confirmed_plan(
+    web, browser_page: Page
+) -> None:
+    page = browser_page
+    page.goto(f"{web.base}/alerts?token={web.token}")
+    page.select_option("#add-alert select[name=kind]", "price")
+    page.fill("#add-alert input[name=scope]", "平安银行")
+    page.fill("#add-alert input[name=below]", "9.5")
+    page.click("#add-alert button[type=submit]")
+    expect(page.locator("#plan .sentence")).to_have_text("添加提醒 price：000001：收盘≤ 9.5")
+    page.click("#plan #execute")
+    expect(page.locator(".notice")).to_contain_text("已添加提醒 #1 price")
+    expect(page.locator("main table").first).to_contain_text("000001：收盘≤ 9.5")
+    assert [r["kind"] for r in json.loads(cli("alert", "list", "--json").stdout)["rules"]] == [
+        "price"
+    ]
+
+    page.click("nav a[href='/watch']")
+    page.fill("#add-watch input[name=code]", "万科A")
+    page.click("#add-watch button[type=submit]")
+    expect(page.locator("#plan .sentence")).to_have_text("把 000002 万科A 加入自选股")
+    page.click("#plan #discard")  # a discarded plan changes nothing
+    expect(page.locator("main")).to_contain_text("自选股为空")
+    page.click("#add-watch button[type=submit]")
+    page.click("#plan #execute")
+    expect(page.locator("main table")).to_contain_text("000002 万科A")

@@ -51,7 +51,8 @@ async function homePage() {
   show(el("h1", { text: "Wyckoff 读盘室" }), el("p", { text: "和终端里是同一个智能体、同一套引擎：对话、大盘、选股、个股、持仓。" }),
     el("div", { class: "cards" }, [["chat", "对话", "问问题、看工具调用、批准操作"], ["market", "大盘", "市场状态、指数、涨跌家数"],
       ["screen", "选股", "最近一次漏斗结果，可在后台重新筛选"], ["portfolio", "持仓", "健康度、止损、改动与撤销"],
-      ["memory", "记忆", "智能体记住的偏好和结论"], ["briefs", "简报", "每日例行简报"]]
+      ["watch", "自选", "关注的股票、标签和备注"], ["alerts", "提醒", "提醒规则和触发记录"],
+      ["briefs", "简报", "每日例行简报与待批准的操作"], ["memory", "记忆", "智能体记住的偏好和结论"]]
       .map(([page, title, text]) => el("a", { class: "card", href: `/${page}` }, el("strong", { text: title }), el("span", { text })))));
 }
 
@@ -268,16 +269,18 @@ function changeForm() {
   return form;
 }
 
-async function makePlan(values) {
+// The two-step boundary: the server describes the change (`path` makes the plan), the user
+// reads the sentence, and only "执行" makes it; then `reload` redraws the page.
+async function makePlan(values, path = "/api/portfolio/plan", reload = portfolioPage) {
   let plan;
-  try { plan = await api("/api/portfolio/plan", values); } catch (error) { return notice(error.message, true); }
+  try { plan = await api(path, values); } catch (error) { return notice(error.message, true); }
   const dialog = el("dialog", { id: "plan", class: "dialog" },
     el("h2", { text: "确认这个改动" }), el("p", { class: "sentence", text: plan.sentence }),
     el("div", { class: "row" },
       el("button", { id: "execute", class: "primary", text: "执行", onclick: async () => {
         dialog.close(); dialog.remove();
-        try { notice((await api("/api/portfolio/execute", { plan_id: plan.plan_id })).sentence); } catch (error) { notice(error.message, true); }
-        await portfolioPage().catch(failed);
+        try { notice((await api("/api/execute", { plan_id: plan.plan_id })).sentence); } catch (error) { notice(error.message, true); }
+        await reload().catch(failed);
       } }),
       el("button", { id: "discard", text: "放弃", onclick: () => { dialog.close(); dialog.remove(); } })));
   document.body.append(dialog);
@@ -314,10 +317,70 @@ async function memoryPage() {
 }
 
 async function briefsPage() {
-  const { briefs } = await api("/api/briefs");
-  show(el("h1", { text: "简报" }), briefs.length
-    ? briefs.map((b) => el("article", { class: "brief" }, el("h2", { text: b.name }), rendered(el("div", { class: "answer" }), b.html)))
+  const [{ briefs }, approvals] = await Promise.all([api("/api/briefs"), api("/api/approvals")]);
+  show(el("h1", { text: "简报" }), approvalsSection(approvals), briefs.length
+    ? briefs.map((b) => el("article", { class: "brief" }, el("h2", { text: b.name }),
+      b.html_file ? el("p", {}, el("a", { class: "html-brief", href: b.html_file, target: "_blank", rel: "noopener", text: "打开 HTML 版简报" })) : null,
+      rendered(el("div", { class: "answer" }), b.html)))
     : el("p", { text: "还没有简报：每日例行任务写入 $WYCKOFF_HOME/briefs/ 后会显示在这里。" }));
+}
+
+// What scheduled runs asked to do and left for the user (`wyckoff approvals`).
+function approvalsSection({ pending, done }) {
+  const decide = (a, decision) => makePlan({ id: a.id, decision }, "/api/approvals/plan", briefsPage);
+  return el("section", { id: "approvals" }, el("h2", { text: "待批准的操作" }),
+    pending.length ? table(["编号", "操作", "来源", "提出时间", ""], pending.map((a) => [a.id, a.description, a.origin, a.created_at,
+      el("span", { class: "row" }, el("button", { class: "small approve", text: "批准…", onclick: () => decide(a, "approve") }),
+        el("button", { class: "small reject", text: "拒绝…", onclick: () => decide(a, "reject") }))]))
+      : el("p", { class: "muted", text: "没有待批准的操作。" }),
+    done.length ? el("details", {}, el("summary", { text: `已处理 ${done.length} 项` }),
+      table(["编号", "状态", "操作", "结果"], done.map((a) => [a.id, a.status_label, a.description, a.result ?? "—"]))) : null);
+}
+
+// --- watchlist and alerts --------------------------------------------------------------------
+
+async function watchPage() {
+  const { watchlist } = await api("/api/watch");
+  const form = el("form", { id: "add-watch", class: "row" },
+    el("input", { name: "code", placeholder: "代码或名称", "aria-label": "代码或名称" }),
+    el("input", { name: "tags", placeholder: "标签（逗号分隔，可空）", "aria-label": "标签" }),
+    el("input", { name: "note", placeholder: "备注（可空）", "aria-label": "备注" }),
+    el("button", { type: "submit", text: "加入自选…" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    makePlan({ action: "add", ...Object.fromEntries(new FormData(form)) }, "/api/watch/plan", watchPage);
+  });
+  show(el("h1", { text: "自选股" }), form, watchlist.length
+    ? table(["股票", "标签", "备注", ""], watchlist.map((w) => [stockLink(w.code, w.name), w.tags.join("、"), w.note,
+      el("button", { class: "small", text: "移出…", onclick: () => makePlan({ action: "remove", code: w.code }, "/api/watch/plan", watchPage) })]))
+    : el("p", { text: "自选股为空：在上面加入一只。" }));
+}
+
+const ALERT_KINDS = [["stop", "跌破止损"], ["exit", "离场信号"], ["health-drop", "健康度变差"], ["trigger", "新的买入信号"],
+  ["regime", "市场转为风险"], ["price", "价格"], ["change", "单日涨跌幅"], ["volume", "放量"]];
+
+async function alertsPage() {
+  const { rules, today, history } = await api("/api/alerts");
+  const input = (name, label) => el("label", {}, label, el("input", { name, type: "number", step: "any" }));
+  const form = el("form", { id: "add-alert", class: "change" }, el("h2", { text: "添加提醒（先生成计划，确认后执行）" }),
+    el("label", {}, "类型", el("select", { name: "kind" }, ALERT_KINDS.map(([v, t]) => el("option", { value: v, text: `${v} ${t}` })))),
+    el("label", {}, "范围", el("input", { name: "scope", value: "holdings", placeholder: "holdings / watchlist / market / 股票" })),
+    input("threshold", "阈值（涨跌幅 % 或均量倍数）"), input("above", "收盘不低于"), input("below", "收盘不高于"),
+    input("cooldown", "冷却交易日"), el("button", { type: "submit", text: "生成计划" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    makePlan({ action: "add", ...Object.fromEntries(new FormData(form)) }, "/api/alerts/plan", alertsPage);
+  });
+  const events = (rows) => table(["日期", "规则", "股票", "内容"], rows.map((e) => [e.date, `#${e.rule_id} ${e.kind}`, stockLink(e.code, e.name), e.message]));
+  show(el("h1", { text: "提醒" }),
+    el("h2", { text: "规则" }), rules.length
+      ? table(["编号", "类型", "说明", ""], rules.map((r) => [r.id, r.kind, r.description,
+        el("button", { class: "small", text: "删除…", onclick: () => makePlan({ action: "remove", id: r.id }, "/api/alerts/plan", alertsPage) })]))
+      : el("p", { class: "muted", text: "还没有提醒规则。" }),
+    form,
+    el("h2", { text: today.length ? `最新触发（${today[0].date}）` : "最新触发" }),
+    el("section", { id: "fired-today" }, today.length ? events(today) : el("p", { class: "muted", text: "还没有触发过提醒（每日例行任务或 wyckoff alert check 会检查）。" })),
+    el("h2", { text: "历史" }), history.length ? events(history) : el("p", { class: "muted", text: "—" }));
 }
 
 // --- chat ------------------------------------------------------------------------------------
@@ -489,5 +552,5 @@ document.getElementById("go").addEventListener("submit", (event) => {
 });
 
 const PAGES = { home: homePage, chat: chatPage, market: marketPage, screen: screenPage, stock: () => stockPage(document.body.dataset.code),
-  portfolio: portfolioPage, memory: memoryPage, briefs: briefsPage };
+  portfolio: portfolioPage, memory: memoryPage, briefs: briefsPage, watch: watchPage, alerts: alertsPage };
 Promise.resolve().then(() => PAGES[document.body.dataset.page]()).catch(failed);
