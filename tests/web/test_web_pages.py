@@ -148,3 +148,26 @@ def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_backg
     assert (
         chart["markers"] == [signalled["as_of"]] and chart["bars"][-1]["date"] == signalled["as_of"]
     )
+
+
+def test_stock_pages_read_the_bundled_stock_list_once_per_process(demo_home) -> None:
+    import sys
+
+    from wyckoff.web.desk import Desk
+
+    opened: list[str] = []
+    watching = [True]
+    sys.addaudithook(  # hooks stay for the process: this one only listens during the test
+        lambda event, args: (
+            opened.append(str(args[0]))
+            if watching[0] and event == "open" and "a_share_list" in str(args[0])
+            else None
+        )
+    )
+    try:
+        desk = Desk(demo_home)
+        codes = [desk.stock(text)["chart"]["code"] for text in ("万科A", "000001", "平安银行")]
+    finally:
+        watching[0] = False
+    assert codes == ["000002", "000001", "000001"]
+    assert len(opened) <= 1, opened  # it was read twice per stock page
