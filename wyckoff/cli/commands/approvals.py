@@ -15,6 +15,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
 def _context():
     """Approving runs the queued call through the tool registry, so it needs every tool."""
     from wyckoff.cli.builtin_tools import default_registry
