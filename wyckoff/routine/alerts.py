@@ -22,17 +22,8 @@ SCOPE_LABELS = {"holdings": "持仓", "watchlist": "自选股", "market": "全�
 MAX_COOLDOWN_DAYS = 250
 
 
-def add_rule(
-    store: Store,
-    kind: str,
-    scope: str = "holdings",
-    threshold: float | None = None,
-    above: float | None = None,
-    below: float | None = None,
-    cooldown_days: int = 0,
-) -> dict[str, Any]:
-    """Validate and store one rule; the rule as `list_rules` shows it."""
-    rule = checked_rule(kind, scope, threshold, above, below, cooldown_days)
+def add_rule(store: Store, rule: dict[str, Any]) -> dict[str, Any]:
+    """Store one rule `checked_rule` returned; the rule as `list_rules` shows it."""
     with store.transaction():
         rule_id = alert_store.add_rule(
             store,

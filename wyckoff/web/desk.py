@@ -195,15 +195,13 @@ class Desk:
         from wyckoff.agents.ledger_report import daily_nav, open_market, profit_and_loss
 
         market, missing = open_market(self.home, self.context.read_config())
-        if market is None:
-            pnl, nav = profit_and_loss(self.context.store, None), {"days": [], "note": missing}
-        else:
-            with self.lock:
-                catch_up(self.context.store, market)
-                pnl, nav = (
-                    profit_and_loss(self.context.store, market),
-                    daily_nav(self.context.store, market),
-                )
+        store = self.context.store
+        nav: dict[str, Any] = {"days": [], "note": missing}
+        with self.lock:
+            if market is not None:
+                catch_up(store, market)
+                nav = daily_nav(store, market)
+            pnl = profit_and_loss(store, market)
         return {"pnl": {**pnl, "note": missing}, "nav": nav}
 
     def plan(self, form: dict[str, Any]) -> dict[str, Any]:

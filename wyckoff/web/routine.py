@@ -46,18 +46,17 @@ def alert_plan(context: ToolContext, form: dict[str, Any]) -> Plan:
             return f"已删除提醒 #{rule_id}。"
 
         return Plan(f"删除提醒 #{rule_id} {rule['kind']}：{rule['description']}", remove)
-    options = {
-        "kind": str(form.get("kind") or ""),
-        "scope": str(form.get("scope") or "holdings"),
-        "threshold": _price(form.get("threshold"), "阈值"),
-        "above": _price(form.get("above"), "价格上限"),
-        "below": _price(form.get("below"), "价格下限"),
-        "cooldown_days": _number(form.get("cooldown") or 0, "冷却天数"),
-    }
-    rule = checked_rule(**options)
+    rule = checked_rule(
+        kind=str(form.get("kind") or ""),
+        scope=str(form.get("scope") or "holdings"),
+        threshold=_price(form.get("threshold"), "阈值"),
+        above=_price(form.get("above"), "价格上限"),
+        below=_price(form.get("below"), "价格下限"),
+        cooldown_days=_number(form.get("cooldown") or 0, "冷却天数"),
+    )
 
     def add() -> str:
-        added = add_rule(store, **options)
+        added = add_rule(store, rule)
         return f"已添加提醒 #{added['id']} {added['kind']}：{added['description']}"
 
     return Plan(f"添加提醒 {rule['kind']}：{describe_rule(rule)}", add)
@@ -95,11 +94,13 @@ def watch_plan(context: ToolContext, form: dict[str, Any]) -> Plan:
     )
 
     try:
-        params = UpdateWatchlistParams(
-            action=form.get("action"),
-            code=str(form.get("code") or ""),
-            tags=[t for t in str(form.get("tags") or "").replace("，", ",").split(",") if t],
-            note=form.get("note") or None,
+        params = UpdateWatchlistParams.model_validate(
+            {
+                "action": form.get("action"),
+                "code": str(form.get("code") or ""),
+                "tags": [t for t in str(form.get("tags") or "").replace("，", ",").split(",") if t],
+                "note": form.get("note") or None,
+            }
         )
     except ValidationError:
         raise UsageError("请给出要加入或移出自选的股票（代码或名称）。") from None
