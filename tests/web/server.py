@@ -3,6 +3,7 @@ httpx client that logs in the way a browser does (the printed URL, then the cook
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from tests.cli_runner import cli
 from tests.conftest import spawn_cli
 
 TOKEN = "web-test-token-0123456789abcdef"
@@ -32,6 +34,19 @@ class WebServer:
     def csrf(self, client: httpx.Client) -> str:
         page = client.get("/").text
         return re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+
+
+def demo_day(back: int) -> str:
+    """The demo market's trading day `back` days before its last one, as YYYYMMDD."""
+    from datetime import date
+
+    from wyckoff.engine.demo import trading_days
+
+    return f"{trading_days(date.today(), back + 1)[0]:%Y%m%d}"
+
+
+def cash() -> float:
+    return json.loads(cli("portfolio", "list", "--json").stdout)["cash"]
 
 
 @contextmanager

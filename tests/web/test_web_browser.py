@@ -10,13 +10,9 @@ from playwright.sync_api import Page, expect
 from tests.cli_runner import cli
 from tests.conftest import add_scripted_model
 from tests.model_servers import Reply
-from tests.web.server import web_server
+from tests.web.server import cash, demo_day, web_server
 
 SET_CASH = {"action": "set_cash", "cash": 50000}
-
-
-def cash() -> float:
-    return json.loads(cli("portfolio", "list", "--json").stdout)["cash"]
 
 
 def test_chat_streams_the_answer_with_tool_rows_and_asks_before_a_change(
@@ -99,17 +95,27 @@ def test_stock_page_draws_candles_and_volume_on_a_phone(web, browser_page: Page)
     canvases = page.locator("#chart canvas")
     expect(canvases.first).to_be_visible()
     # the candles' pane and the volume pane are drawn, and something was painted on them
-    drawn = page.evaluate(
-        """() => [...document.querySelectorAll('#chart canvas')]
-            .filter(c => c.width > 100 && c.height > 50)
-            .map(c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-                        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })"""
-    )
-    assert len([n for n in drawn if n > 500]) >= 2, drawn
+    assert len([n for n in painted(page, "#chart") if n > 500]) >= 2
+    # below it, the day's minute path (price and VWAP, volume) with its source and as-of
+    expect(page.locator("#intraday-label")).to_contain_text("数据源：demo（1 分钟线），截至 ")
+    expect(page.locator("#intraday .legend")).to_contain_text("确认支撑")
+    expect(page.locator("#intraday-chart canvas").first).to_be_visible()
+    assert len([n for n in painted(page, "#intraday-chart") if n > 500]) >= 2
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
     page.fill("#go input", "万科")  # the header's search opens another stock
     page.press("#go input", "Enter")
     expect(page.locator("h1")).to_contain_text("000002 万科A")
+
+
+def painted(page: Page, box: str) -> list[int]:
+    """How many pixels were painted on each of the chart's large canvases."""
+    return page.evaluate(
+        """(box) => [...document.querySelectorAll(box + ' canvas')]
+            .filter(c => c.width > 100 && c.height > 50)
+            .map(c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })""",
+        box,
+    )
 
 
 def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page: Page) -> None:
@@ -135,6 +141,31 @@ def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page
     expect(page.locator("main")).to_contain_text("已撤销")
     assert cash() == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_fill_shows_its_fees_before_execute_then_pnl_and_nav_beside_the_csi300(
+    web, browser_page: Page
+) -> None:
+    assert cli("portfolio", "cash", "100000").returncode == 0
+    day = demo_day(10)
+    page = browser_page
+    page.goto(f"{web.base}/portfolio?token={web.token}")
+    page.select_option("#change select[name=action]", "buy")
+    for name, value in (("code", "万科A"), ("shares", "1000"), ("price", "9"), ("trade_date", day)):
+        page.fill(f"#change input[name={name}]", value)
+    page.click("#change button[type=submit]")
+    expect(page.locator("#plan .sentence")).to_have_text(  # the agent's approval sentence
+        f"买入 000002 万科A 1000 股 @ 9.00（{day}）：成交金额 9,000.00，佣金 5.00，过户费 0.09"
+        "（费用合计 5.09）；共付 9,005.09 元，现金 100,000.00 → 90,994.91"
+    )
+    assert cash() == 100000  # a plan writes nothing
+    page.click("#plan #execute")
+    expect(page.locator(".notice")).to_contain_text("已买入：000002 万科A 1000 股 @ 9.00")
+    expect(page.locator("#pnl-total")).to_contain_text("现金 90,994.91")
+    expect(page.locator("#nav-last")).to_contain_text("同期沪深300")
+    expect(page.locator("#nav-chart canvas").first).to_be_visible()
+    assert [n for n in painted(page, "#nav-chart") if n > 500]
+    assert cash() == 90994.91
 
 
 def test_cancel_a_turn_then_new_resume_and_fork_sessions(
@@ -232,3 +263,31 @@ def test_a_hostile_answer_renders_as_text_and_reaches_nowhere(
     finally:
         collector.shutdown()
     assert visits == []
+
+
+def test_alert_rules_and_the_watchlist_change_through_a_confirmed_plan(
+    web, browser_page: Page
+) -> None:
+    page = browser_page
+    page.goto(f"{web.base}/alerts?token={web.token}")
+    page.select_option("#add-alert select[name=kind]", "price")
+    page.fill("#add-alert input[name=scope]", "平安银行")
+    page.fill("#add-alert input[name=below]", "9.5")
+    page.click("#add-alert button[type=submit]")
+    expect(page.locator("#plan .sentence")).to_have_text("添加提醒 price：000001：收盘≤ 9.5")
+    page.click("#plan #execute")
+    expect(page.locator(".notice")).to_contain_text("已添加提醒 #1 price")
+    expect(page.locator("main table").first).to_contain_text("000001：收盘≤ 9.5")
+    assert [r["kind"] for r in json.loads(cli("alert", "list", "--json").stdout)["rules"]] == [
+        "price"
+    ]
+
+    page.click("nav a[href='/watch']")
+    page.fill("#add-watch input[name=code]", "万科A")
+    page.click("#add-watch button[type=submit]")
+    expect(page.locator("#plan .sentence")).to_have_text("把 000002 万科A 加入自选股")
+    page.click("#plan #discard")  # a discarded plan changes nothing
+    expect(page.locator("main")).to_contain_text("自选股为空")
+    page.click("#add-watch button[type=submit]")
+    page.click("#plan #execute")
+    expect(page.locator("main table")).to_contain_text("000002 万科A")

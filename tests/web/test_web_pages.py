@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.cli_runner import cli
 from tests.conftest import add_scripted_model
+from tests.web.server import demo_day
 
 
 def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
@@ -21,11 +24,64 @@ def test_pages_read_the_market_a_stock_and_the_memory(web) -> None:
     assert [m["content"] for m in client.get("/api/memory").json()["memories"]] == ["止损不超过 8%"]
 
 
+def test_the_stock_page_reads_the_minute_path_and_the_latest_tail_verdict(web, demo_home) -> None:
+    from wyckoff import tail_store
+    from wyckoff.store import Store
+
+    client = web.login()
+    first = client.get("/api/stock/万科A/intraday").json()
+    day = first["intraday"]
+    assert first["code"] == day["code"] == "000002" and first["tail"] is None
+    assert day["minutes"]["source"] == "demo" and day["minutes"]["as_of"].endswith("15:00")
+    assert len(day["points"]) == 240 and day["support"] < day["prior_close"]
+    vwaps = [p["vwap"] for p in day["points"]]
+    assert (
+        min(p["close"] for p in day["points"])
+        <= vwaps[-1]
+        <= max(p["close"] for p in day["points"])
+    )
+    rows = [{"code": "000002", "name": "万科A", "role": "候选", "verdict": "观察", "price": 9.1,
+             "reasons": ["收在 VWAP 下方"], "unchecked": []}]  # fmt: skip
+    tail_store.record(Store.in_home(demo_home), "2026-12-03 14:50", "2026-12-03", "demo", rows)
+    tail = client.get("/api/stock/000002/intraday").json()["tail"]
+    assert (tail["verdict"], tail["reasons"]) == ("观察", ["收在 VWAP 下方"])
+
+
+def test_the_portfolio_page_has_the_ledgers_pnl_and_nav_and_records_fills_with_fees(web) -> None:
+    assert cli("portfolio", "cash", "100000").returncode == 0
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    bought, sold = demo_day(10), demo_day(3)
+    for side, shares, price, day, fees in (
+        ("buy", 1000, 9.0, bought, "佣金 5.00，过户费 0.09（费用合计 5.09）"),
+        ("sell", 300, 9.5, sold, "佣金 5.00，印花税 1.43，过户费 0.03（费用合计 6.46）"),
+    ):
+        fill = {
+            "action": side,
+            "code": "万科A",
+            "shares": shares,
+            "price": price,
+            "trade_date": day,
+        }
+        plan = client.post("/api/portfolio/plan", json=fill, headers=csrf).json()
+        assert fees in plan["sentence"]
+        done = client.post("/api/portfolio/execute", json=plan, headers=csrf).json()
+        assert fees in done["sentence"], done
+    page = client.get("/api/portfolio").json()
+    shown = json.loads(cli("portfolio", "show", "--json").stdout)
+    assert page["pnl"] == shown and shown["realized_cents"] == 14201
+    assert shown["positions"][0]["shares"] == 700 and shown["unrealized_cents"] is not None
+    nav = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert page["nav"] == nav and nav["days"][0]["date"] == bought and len(nav["days"]) == 11
+    assert nav["days"][-1]["csi300_pct"] is not None
+
+
 def test_bad_input_gets_one_sentence(web) -> None:
     client = web.login()
     csrf = {"x-csrf-token": web.csrf(client)}
     cases = [
         client.get("/api/stock/999999"),
+        client.get("/api/stock/999999/intraday"),
         client.get("/api/market/index/XYZ"),
         client.post("/api/portfolio/plan", json={"action": "add", "code": "000001"}, headers=csrf),
         client.post("/api/portfolio/execute", json={"plan_id": "made-up"}, headers=csrf),
@@ -92,3 +148,26 @@ def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_backg
     assert (
         chart["markers"] == [signalled["as_of"]] and chart["bars"][-1]["date"] == signalled["as_of"]
     )
+
+
+def test_stock_pages_read_the_bundled_stock_list_once_per_process(demo_home) -> None:
+    import sys
+
+    from wyckoff.web.desk import Desk
+
+    opened: list[str] = []
+    watching = [True]
+    sys.addaudithook(  # hooks stay for the process: this one only listens during the test
+        lambda event, args: (
+            opened.append(str(args[0]))
+            if watching[0] and event == "open" and "a_share_list" in str(args[0])
+            else None
+        )
+    )
+    try:
+        desk = Desk(demo_home)
+        codes = [desk.stock(text)["chart"]["code"] for text in ("万科A", "000001", "平安银行")]
+    finally:
+        watching[0] = False
+    assert codes == ["000002", "000001", "000001"]
+    assert len(opened) <= 1, opened  # it was read twice per stock page

@@ -14,6 +14,7 @@ from tests.model_servers import Reply
 from tests.web.server import TOKEN, web_server
 
 PAGES = ["/", "/chat", "/market", "/screen", "/stock/000001", "/portfolio", "/memory", "/briefs"]
+PAGES += ["/alerts", "/watch", "/briefs/2026-12-03.html"]
 APIS = [
     "/api/market",
     "/api/stock/000001",
@@ -21,6 +22,10 @@ APIS = [
     "/api/portfolio",
     "/api/memory",
     "/api/briefs",
+    "/api/alerts",
+    "/api/watch",
+    "/api/approvals",
+    "/api/stock/000001/intraday",
 ]
 
 
@@ -76,8 +81,14 @@ def test_cross_site_and_csrf_less_state_changes_change_nothing(web) -> None:
     for attempt in attempts:
         response = client.post("/api/memory/delete", json={"id": memory_id}, **attempt)
         assert response.status_code == 403, attempt
-    plan = client.post("/api/portfolio/plan", json={"action": "set_cash", "cash": 1}, headers={})
-    assert plan.status_code == 403
+    for path, body in (
+        ("/api/portfolio/plan", {"action": "set_cash", "cash": 1}),
+        ("/api/alerts/plan", {"action": "add", "kind": "stop"}),
+        ("/api/watch/plan", {"action": "add", "code": "000001"}),
+        ("/api/approvals/plan", {"id": 1}),
+        ("/api/execute", {"plan_id": "x"}),
+    ):
+        assert client.post(path, json=body, headers={}).status_code == 403, path
     assert [m["id"] for m in client.get("/api/memory").json()["memories"]] == [memory_id]
     ok = client.post("/api/memory/delete", json={"id": memory_id}, headers={"x-csrf-token": csrf})
     assert ok.status_code == 200 and client.get("/api/memory").json()["memories"] == []

@@ -147,7 +147,8 @@ def all_stocks(panel_stocks):
     from wyckoff.engine.demo import stock_list
 
     ours = panel_stocks["name"].rename_axis("code").reset_index()
-    return pd.concat([ours, stock_list()]).drop_duplicates("code")
+    listed = stock_list()
+    return pd.concat([ours, listed[~listed["code"].isin(ours["code"])]])
 
 
 def signed_pct(value: float | None) -> str:

@@ -15,6 +15,7 @@ and DuckDB works under a memory limit: the build stays well below 1 GB.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -55,7 +56,13 @@ INDEX_BASE = {
 
 
 def stock_list() -> pd.DataFrame:
-    """The bundled A-share list (code, name)."""
+    """The bundled A-share list (code, name): parsed once per process (every stock page
+    resolves a name against it), a copy per call so that no caller changes another's."""
+    return _bundled_list().copy()
+
+
+@functools.cache
+def _bundled_list() -> pd.DataFrame:
     with (
         resources.files("wyckoff.data")
         .joinpath("a_share_list.csv")

@@ -22,8 +22,21 @@ SCOPE_LABELS = {"holdings": "持仓", "watchlist": "自选股", "market": "全�
 MAX_COOLDOWN_DAYS = 250
 
 
-def add_rule(
-    store: Store,
+def add_rule(store: Store, rule: dict[str, Any]) -> dict[str, Any]:
+    """Store one rule `checked_rule` returned; the rule as `list_rules` shows it."""
+    with store.transaction():
+        rule_id = alert_store.add_rule(
+            store,
+            rule["kind"],
+            rule["scope"],
+            rule["threshold"],
+            rule["direction"],
+            rule["cooldown_days"],
+        )
+    return next(r for r in list_rules(store) if r["id"] == rule_id)
+
+
+def checked_rule(
     kind: str,
     scope: str = "holdings",
     threshold: float | None = None,
@@ -31,7 +44,7 @@ def add_rule(
     below: float | None = None,
     cooldown_days: int = 0,
 ) -> dict[str, Any]:
-    """Validate and store one rule; the rule as `list_rules` shows it."""
+    """The rule the arguments describe, validated, as `describe_rule` reads it (not stored)."""
     if kind not in KINDS:
         raise UsageError(f"没有提醒类型 {kind}：可用 {'、'.join(KINDS)}。")
     if not 0 <= cooldown_days <= MAX_COOLDOWN_DAYS:
@@ -46,9 +59,13 @@ def add_rule(
     scope = "market" if kind == "regime" else _scope(scope)
     if kind in STRUCTURE_KINDS and scope == "market":
         raise UsageError(f"{kind} 是持仓结构提醒，范围请用 holdings、watchlist 或一只股票。")
-    with store.transaction():
-        rule_id = alert_store.add_rule(store, kind, scope, threshold, direction, cooldown_days)
-    return next(r for r in list_rules(store) if r["id"] == rule_id)
+    return {
+        "kind": kind,
+        "scope": scope,
+        "threshold": threshold,
+        "direction": direction,
+        "cooldown_days": cooldown_days,
+    }
 
 
 def _scope(text: str) -> str:

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
 TTL_HOURS = 24
 
 
+STATUS_LABELS = {
+    "pending": "待批准",
+    "applied": "已执行",
+    "failed": "执行失败",
+    "rejected": "已拒绝",
+    "expired": "已过期",
+}
+
+
 def queue(store: Store, tool: str, args: dict, description: str, origin: str) -> int:
     with store.transaction():
         return approval_store.add(store, tool, args, description, origin, TTL_HOURS)

@@ -14,11 +14,12 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from wyckoff.errors import WyckoffError
+from wyckoff.web import routine
 from wyckoff.web.chat import ChatRoom
 from wyckoff.web.desk import Desk
 from wyckoff.web.security import Guard, GuardMiddleware
@@ -33,11 +34,13 @@ PAGES = {
     "portfolio": "持仓",
     "memory": "记忆",
     "briefs": "简报",
+    "alerts": "提醒",
+    "watch": "自选",
 }
 CHART_SCRIPT = (
     '<script src="/static/vendor/lightweight-charts.standalone.production.js" defer></script>'
 )
-NAV = ("chat", "market", "screen", "portfolio", "memory", "briefs")
+NAV = ("chat", "market", "screen", "portfolio", "watch", "alerts", "briefs", "memory")
 
 
 def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
@@ -70,6 +73,18 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
 
         return EventSourceResponse(stream(), ping=15)
 
+    def planned(make: Any) -> Any:
+        """A plan endpoint: the change `make` describes, kept for an explicit execute."""
+        return lambda r, body: desk.propose(make(desk.context, body))
+
+    async def brief_page(request: Request) -> Response:
+        """A saved HTML brief, as written by `wyckoff brief`, under the same headers (CSP)."""
+        try:
+            path = routine.brief_file(desk.home, request.path_params["name"])
+        except FileNotFoundError:
+            return HTMLResponse("没有这一天的 HTML 简报。", status_code=404)
+        return FileResponse(path, media_type="text/html; charset=utf-8")
+
     routes = [
         page_route("/", "home"),
         *(page_route(f"/{name}", name) for name in NAV),
@@ -82,6 +97,10 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
         Route(
             "/api/stock/{code}",
             _json(lambda r, body: desk.stock(r.path_params["code"], _days(r))),
+        ),
+        Route(
+            "/api/stock/{code}/intraday",
+            _json(lambda r, body: desk.intraday(r.path_params["code"])),
         ),
         Route("/api/screen", _json(lambda r, body: desk.latest_screen())),
         Route("/api/screen/run", _json(lambda r, body: desk.start_screen()), methods=["POST"]),
@@ -108,6 +127,23 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
             methods=["POST"],
         ),
         Route("/api/briefs", _json(lambda r, body: {"briefs": desk.briefs()})),
+        Route("/briefs/{name}.html", brief_page),
+        Route("/api/alerts", _json(lambda r, body: routine.alerts(desk.context))),
+        Route("/api/watch", _json(lambda r, body: routine.watchlist(desk.context))),
+        Route("/api/approvals", _json(lambda r, body: routine.approvals(desk.context))),
+        *(
+            Route(f"/api/{name}/plan", _json(planned(make)), methods=["POST"])
+            for name, make in (
+                ("alerts", routine.alert_plan),
+                ("watch", routine.watch_plan),
+                ("approvals", routine.approval_plan),
+            )
+        ),
+        Route(
+            "/api/execute",
+            _json(lambda r, body: desk.execute(str(body.get("plan_id", "")))),
+            methods=["POST"],
+        ),
         Route("/api/chat/events", events),
         Route(
             "/api/chat/send",
@@ -209,5 +245,5 @@ def _shell(name: str, csrf: str, code: str = "") -> str:
 <header><a class="brand" href="/">Wyckoff 读盘室</a><nav>{links}</nav>
 <form id="go" role="search"><input name="code" placeholder="代码或名称" aria-label="股票代码或名称"></form></header>
 <main id="main"><p class="muted">加载中……</p></main>
-{CHART_SCRIPT if name in ("stock", "market") else ""}<script src="/static/app.js" defer></script>
+{CHART_SCRIPT if name in ("stock", "market", "portfolio") else ""}<script src="/static/app.js" defer></script>
 </body></html>"""

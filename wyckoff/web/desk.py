@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,10 @@ class ScreenJob:
 
 @dataclass
 class Plan:
+    """A change shown to the user before it is made: `run()` makes it and says what it did."""
+
     sentence: str
-    params: Any  # UpdatePortfolioParams, or None for an undo
+    run: Callable[[], str]
 
 
 @dataclass
@@ -104,6 +107,24 @@ class Desk:
         chart["bars"] = chart["bars"][-days:]
         chart["ma50"], chart["ma200"] = chart["ma50"][-days:], chart["ma200"][-days:]
         return {"chart": chart, "diagnosis": diagnosis}
+
+    def intraday(self, text: str) -> dict[str, Any]:
+        """The stock's minute path with VWAP and the confirmed support (what `/chart CODE
+        --intraday` draws) and its latest recorded tail verdict; without minutes, the reason
+        in `note` instead of the path."""
+        from wyckoff import tail_store
+        from wyckoff.agents.intraday import intraday_chart_data
+        from wyckoff.agents.market_data import MarketData
+        from wyckoff.errors import WyckoffError
+
+        with self.lock:
+            code = MarketData.from_context(self.context).resolve_code(text)
+            try:
+                path, note = intraday_chart_data(self.context, code), ""
+            except WyckoffError as exc:
+                path, note = None, exc.message
+        tail = tail_store.checks(self.context.store, code, 1)
+        return {"code": code, "intraday": path, "note": note, "tail": tail[0] if tail else None}
 
     # --- screen --------------------------------------------------------------------------
 
@@ -165,45 +186,71 @@ class Desk:
             }
             for change in Portfolio(self.context.store).history(30)
         ]
-        return {**holdings, "history": history}
+        return {**holdings, "history": history, **self._ledger()}
+
+    def _ledger(self) -> dict[str, Any]:
+        """P&L per position and in total (`portfolio show --json`) and the daily NAV beside
+        the CSI 300 (`portfolio nav --json`), after the held stocks' ex-dates are applied."""
+        from wyckoff.agents.corporate_actions import catch_up
+        from wyckoff.agents.ledger_report import daily_nav, open_market, profit_and_loss
+
+        market, missing = open_market(self.home, self.context.read_config())
+        store = self.context.store
+        nav: dict[str, Any] = {"days": [], "note": missing}
+        with self.lock:
+            if market is not None:
+                catch_up(store, market)
+                nav = daily_nav(store, market)
+            pnl = profit_and_loss(store, market)
+        return {"pnl": {**pnl, "note": missing}, "nav": nav}
 
     def plan(self, form: dict[str, Any]) -> dict[str, Any]:
-        """The change the form asks for, as a sentence to confirm; nothing is written."""
+        """The portfolio change the form asks for, as a sentence to confirm; nothing is
+        written until `execute`."""
         from pydantic import ValidationError
 
         from wyckoff.agents.portfolio import UpdatePortfolioParams, describe_update
 
         if form.get("action") == "undo":
-            plan = Plan(_undo_sentence(self.context), None)
-        else:
-            fields = {k: v for k, v in form.items() if v not in (None, "")}
-            try:
-                params = UpdatePortfolioParams(**fields)
-            except ValidationError as exc:
-                reasons = "；".join(
-                    str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()
-                )
-                raise UsageError(f"这个改动填得不完整：{reasons}。请改好后再生成计划。") from None
-            plan = Plan(describe_update(params, self.context), params)
+            return self.propose(Plan(_undo_sentence(self.context), self._undo))
+        fields = {k: v for k, v in form.items() if v not in (None, "")}
+        try:
+            params = UpdatePortfolioParams(**fields)
+        except ValidationError as exc:
+            reasons = "；".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+            raise UsageError(f"这个改动填得不完整：{reasons}。请改好后再生成计划。") from None
+        return self.propose(
+            Plan(describe_update(params, self.context), lambda: self._update(params))
+        )
+
+    def propose(self, plan: Plan) -> dict[str, Any]:
+        """Keep `plan` for an explicit execute; one plan at a time, so an older one cannot
+        be executed."""
         plan_id = secrets.token_urlsafe(8)
-        self.plans = {plan_id: plan}  # one plan at a time: an older one cannot be executed
+        self.plans = {plan_id: plan}
         return {"plan_id": plan_id, "sentence": plan.sentence}
 
     def execute(self, plan_id: str) -> dict[str, Any]:
-        from wyckoff.agents.portfolio import Portfolio, apply_update, describe_change
-
         plan = self.plans.pop(plan_id, None)
         if plan is None:
             raise UsageError("这个计划已执行或已过期：请重新生成计划。")
         try:
-            change = (
-                Portfolio(self.context.store).undo(actor="web")
-                if plan.params is None
-                else apply_update(plan.params, self.context, actor="web")
-            )
+            return {"sentence": plan.run()}
         except PortfolioError as exc:
             raise UsageError(exc.message) from None
-        return {"sentence": describe_change(change)}
+
+    def _update(self, params: Any) -> str:
+        from wyckoff.agents.ledger import describe_fill
+        from wyckoff.agents.portfolio import apply_update, describe_change
+
+        change = apply_update(params, self.context, actor="web")
+        fill = change["action"] in ("buy", "sell")  # a fill's line has each fee, as in the CLI
+        return describe_fill(change) if fill else describe_change(change)
+
+    def _undo(self) -> str:
+        from wyckoff.agents.portfolio import Portfolio, describe_change
+
+        return describe_change(Portfolio(self.context.store).undo(actor="web"))
 
     # --- memory and briefs ---------------------------------------------------------------
 
@@ -244,7 +291,12 @@ class Desk:
             return []
         files = sorted(folder.glob("*.md"), key=lambda p: p.name, reverse=True)[:30]
         return [
-            {"name": p.stem, "html": markdown_html(p.read_text(errors="replace"))} for p in files
+            {
+                "name": p.stem,
+                "html": markdown_html(p.read_text(errors="replace")),
+                "html_file": f"/briefs/{p.stem}.html" if p.with_suffix(".html").is_file() else None,
+            }
+            for p in files
         ]
 
 

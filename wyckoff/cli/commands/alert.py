@@ -43,9 +43,9 @@ def add(
     below: Annotated[float | None, typer.Option("--below", help="price：收盘不高于")] = None,
 ) -> None:
     """添加提醒规则 / add an alert rule."""
-    from wyckoff.routine.alerts import add_rule
+    from wyckoff.routine.alerts import add_rule, checked_rule
 
-    rule = add_rule(_store(), kind, scope, threshold, above, below, cooldown)
+    rule = add_rule(_store(), checked_rule(kind, scope, threshold, above, below, cooldown))
     print_notice(f"已添加提醒 #{rule['id']} {rule['kind']}：{rule['description']}")
 
 

@@ -14,13 +14,6 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-STATUS_LABELS = {
-    "pending": "待批准",
-    "applied": "已执行",
-    "failed": "执行失败",
-    "rejected": "已拒绝",
-    "expired": "已过期",
-}
 
 
 def _context():
@@ -39,7 +32,7 @@ def list_approvals(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出待批准的操作 / list pending approvals."""
-    from wyckoff.routine.approvals import history, pending
+    from wyckoff.routine.approvals import STATUS_LABELS, history, pending
 
     store = _context().store
     items = history(store) if all_items else pending(store)

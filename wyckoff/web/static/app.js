@@ -51,7 +51,8 @@ async function homePage() {
   show(el("h1", { text: "Wyckoff 读盘室" }), el("p", { text: "和终端里是同一个智能体、同一套引擎：对话、大盘、选股、个股、持仓。" }),
     el("div", { class: "cards" }, [["chat", "对话", "问问题、看工具调用、批准操作"], ["market", "大盘", "市场状态、指数、涨跌家数"],
       ["screen", "选股", "最近一次漏斗结果，可在后台重新筛选"], ["portfolio", "持仓", "健康度、止损、改动与撤销"],
-      ["memory", "记忆", "智能体记住的偏好和结论"], ["briefs", "简报", "每日例行简报"]]
+      ["watch", "自选", "关注的股票、标签和备注"], ["alerts", "提醒", "提醒规则和触发记录"],
+      ["briefs", "简报", "每日例行简报与待批准的操作"], ["memory", "记忆", "智能体记住的偏好和结论"]]
       .map(([page, title, text]) => el("a", { class: "card", href: `/${page}` }, el("strong", { text: title }), el("span", { text })))));
 }
 
@@ -126,6 +127,43 @@ async function stockPage(code) {
       el("p", { text: `RPS50 ${d.rps50 ?? "—"}　RPS120 ${d.rps120 ?? "—"}　距年内高点 ${d.from_year_high_pct ?? "—"}%` }),
       el("p", { text: "收益：" + Object.entries(d.returns_pct).map(([k, v]) => `${k} ${v ?? "—"}%`).join("　") })));
   drawChart(box, chart, d);
+  const intraday = el("section", { id: "intraday" }, el("p", { class: "muted", text: "分时加载中……" }));
+  main.append(intraday);
+  showIntraday(intraday, await api(`/api/stock/${encodeURIComponent(d.code)}/intraday`));
+}
+
+// The minute path as `/chart CODE --intraday` draws it: price, running VWAP, the confirmed
+// support and the prior close; then the latest tail verdict recorded for the stock.
+function showIntraday(section, { intraday: day, note, tail }) {
+  const parts = [el("h2", { text: "分时" })];
+  if (day) {
+    const m = day.minutes;
+    parts.push(el("p", { class: "muted", id: "intraday-label", text: `数据源：${m.source}（${m.freq} 分钟线），截至 ${m.as_of}${m.complete ? "" : "（盘中，未收盘）"}` }),
+      day.data_note ? el("p", { class: "warn", text: `⚠ ${day.data_note}` }) : null,
+      el("div", { id: "intraday-chart", class: "chart small" }),
+      el("p", { class: "legend muted", text: `价格（红：高于昨收 ${num(day.prior_close)}，绿：低于）· 黄线：VWAP · 青色虚线：确认支撑 ${num(day.support)}` }));
+  } else parts.push(el("p", { class: "muted", text: `没有分时数据：${note}` }));
+  parts.push(tail ? el("p", { id: "tail-verdict", text: `最近一次尾盘检查（${tail.checked_at}）：${tail.verdict}，${tail.role}，价 ${num(tail.price)}。${tail.reasons.join("；")}` })
+    : el("p", { class: "muted", id: "tail-verdict", text: "这只股票还没有尾盘检查记录（wyckoff tail 会记录）。" }));
+  section.replaceChildren(...parts.filter((p) => p));
+  if (day) drawIntraday(document.getElementById("intraday-chart"), day);
+}
+
+function drawIntraday(box, day) {
+  const LWC = window.LightweightCharts;
+  const date = day.minutes.as_of.slice(0, 10);
+  const at = (hhmm) => Date.parse(`${date}T${hhmm}:00Z`) / 1000; // the chart reads UTC as shown
+  const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" },
+    timeScale: { timeVisible: true, secondsVisible: false } });
+  const price = view.addSeries(LWC.LineSeries, { color: "#333", lineWidth: 2, priceLineVisible: false });
+  price.setData(day.points.map((p) => ({ time: at(p.time), value: p.close, color: p.close >= day.prior_close ? "#e0393e" : "#1a9b4b" })));
+  view.addSeries(LWC.LineSeries, { color: "#f1c40f", lineWidth: 1, priceLineVisible: false, lastValueVisible: false })
+    .setData(day.points.filter((p) => p.vwap !== null).map((p) => ({ time: at(p.time), value: p.vwap })));
+  price.createPriceLine({ price: day.prior_close, color: "#7f8c8d", lineWidth: 1, lineStyle: LWC.LineStyle.Dotted, title: "昨收" });
+  if (day.support) price.createPriceLine({ price: day.support, color: "#17a2b8", lineWidth: 1, lineStyle: LWC.LineStyle.Dashed, title: "确认支撑" });
+  view.addSeries(LWC.HistogramSeries, { priceFormat: { type: "volume" }, priceLineVisible: false, lastValueVisible: false }, 1)
+    .setData(day.points.map((p) => ({ time: at(p.time), value: p.volume, color: "#95a5a666" })));
+  view.timeScale().fitContent();
 }
 
 function drawChart(box, chart, diagnosis) {
@@ -165,10 +203,49 @@ async function portfolioPage() {
     : el("p", { text: "持仓为空：用下面的表单添加一笔。" });
   show(el("h1", { text: "持仓" }), result.source ? dataNote(result) : null,
     el("p", { text: `现金 ${num(result.cash)}${result.equity !== undefined ? `，总资产 ${num(result.equity)}` : ""}` }),
-    holdings, changeForm(), el("h2", { text: "改动记录" }),
+    holdings, ...ledger(result.pnl), ...navChart(result.nav), changeForm(), el("h2", { text: "改动记录" }),
     el("button", { id: "undo", text: "撤销最近一次改动…", onclick: () => makePlan({ action: "undo" }) }),
     result.history.length ? table(["时间", "谁", "动作", "之前", "之后", ""],
       result.history.map((h) => [h.at, h.actor, h.action, h.before, h.after, h.undone ? "已撤销" : ""])) : el("p", { class: "muted", text: "还没有改动。" }));
+}
+
+function yuan(cents) {
+  if (cents === null || cents === undefined) return "—";
+  const text = (Math.abs(cents) / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return (cents < 0 ? "-" : "") + text;
+}
+
+// P&L per stock and in total, as `wyckoff portfolio show` prints it.
+function ledger(pnl) {
+  const rows = pnl.positions.map((r) => [stockLink(r.code, r.name), r.shares, num(r.cost_cents / r.shares / 100, 3),
+    r.close === null ? "—" : `${num(r.close)}（${r.close_date}）`, yuan(r.value_cents), yuan(r.unrealized_cents), yuan(r.realized_cents)])
+    .concat(pnl.closed.map((r) => [stockLink(r.code, r.name), "已清仓", "", "", "", "", yuan(r.realized_cents)]));
+  if (!rows.length) return [];
+  return [el("h2", { text: "盈亏" }),
+    table(["股票", "股数", "成本价", "收盘价", "市值", "浮动盈亏", "已实现盈亏"], rows),
+    el("p", { id: "pnl-total", text: `现金 ${yuan(pnl.cash_cents)}，市值 ${yuan(pnl.value_cents)}，总资产 ${yuan(pnl.equity_cents)}；浮动盈亏 ${yuan(pnl.unrealized_cents)}，已实现盈亏 ${yuan(pnl.realized_cents)}` }),
+    pnl.note || pnl.unpriced.length ? el("p", { class: "warn", text: pnl.note || `本地行情库没有 ${pnl.unpriced.join("、")} 的收盘价，未计入市值和浮动盈亏。` }) : null];
+}
+
+// The account's return each trading day beside the CSI 300's (`wyckoff portfolio nav`).
+function navChart(nav) {
+  const note = nav.note ? el("p", { class: "muted", text: nav.note }) : null;
+  if (!nav.days.length) return [note];
+  const box = el("div", { id: "nav-chart", class: "chart small" });
+  const last = nav.days[nav.days.length - 1];
+  const day = (d) => `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6)}`;
+  requestAnimationFrame(() => {
+    const LWC = window.LightweightCharts;
+    const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" } });
+    const line = (key, color, title) => view.addSeries(LWC.LineSeries, { color, lineWidth: 2, title })
+      .setData(nav.days.filter((d) => d[key] !== null).map((d) => ({ time: day(d.date), value: d[key] })));
+    line("return_pct", "#e0393e", "账户 %");
+    line("csi300_pct", "#2e86de", "沪深300 %");
+    view.timeScale().fitContent();
+  });
+  return [el("h2", { text: "每日净值" }),
+    el("p", { id: "nav-last", text: `${day(last.date)} 总资产 ${yuan(last.nav_cents)}，累计 ${signed(last.return_pct)}，同期沪深300 ${signed(last.csi300_pct)}` }),
+    box, el("p", { class: "legend muted", text: "红：账户累计收益 · 蓝：同期沪深300（按每天收盘价）" }), note];
 }
 
 function changeForm() {
@@ -176,30 +253,34 @@ function changeForm() {
   const form = el("form", { id: "change", class: "change" },
     el("h2", { text: "修改持仓（先生成计划，确认后执行）" }),
     el("label", {}, "操作", el("select", { name: "action" },
-      [["add", "买入/加仓"], ["update", "修改"], ["remove", "删除"], ["set_cash", "设置现金"]].map(([v, t]) => el("option", { value: v, text: t })))),
-    field("code", "代码或名称"), field("shares", "股数", "number"), field("cost_price", "成本价", "number"),
+      [["buy", "成交：买入（扣费用）"], ["sell", "成交：卖出（扣费用）"], ["add", "添加/加仓（按成本）"], ["update", "修改"],
+        ["remove", "删除"], ["set_cash", "设置现金"]].map(([v, t]) => el("option", { value: v, text: t })))),
+    field("code", "代码或名称"), field("shares", "股数", "number"), field("price", "成交价", "number"),
+    field("trade_date", "成交日期 YYYYMMDD"), field("cost_price", "成本价", "number"),
     field("stop_loss", "止损价", "number"), field("cash", "现金", "number"),
     el("button", { type: "submit", text: "生成计划" }));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const values = Object.fromEntries(new FormData(form));
     for (const key of ["shares"]) if (values[key]) values[key] = parseInt(values[key], 10);
-    for (const key of ["cost_price", "stop_loss", "cash"]) if (values[key]) values[key] = parseFloat(values[key]);
+    for (const key of ["price", "cost_price", "stop_loss", "cash"]) if (values[key]) values[key] = parseFloat(values[key]);
     makePlan(values);
   });
   return form;
 }
 
-async function makePlan(values) {
+// The two-step boundary: the server describes the change (`path` makes the plan), the user
+// reads the sentence, and only "执行" makes it; then `reload` redraws the page.
+async function makePlan(values, path = "/api/portfolio/plan", reload = portfolioPage) {
   let plan;
-  try { plan = await api("/api/portfolio/plan", values); } catch (error) { return notice(error.message, true); }
+  try { plan = await api(path, values); } catch (error) { return notice(error.message, true); }
   const dialog = el("dialog", { id: "plan", class: "dialog" },
     el("h2", { text: "确认这个改动" }), el("p", { class: "sentence", text: plan.sentence }),
     el("div", { class: "row" },
       el("button", { id: "execute", class: "primary", text: "执行", onclick: async () => {
         dialog.close(); dialog.remove();
-        try { notice((await api("/api/portfolio/execute", { plan_id: plan.plan_id })).sentence); } catch (error) { notice(error.message, true); }
-        await portfolioPage().catch(failed);
+        try { notice((await api("/api/execute", { plan_id: plan.plan_id })).sentence); } catch (error) { notice(error.message, true); }
+        await reload().catch(failed);
       } }),
       el("button", { id: "discard", text: "放弃", onclick: () => { dialog.close(); dialog.remove(); } })));
   document.body.append(dialog);
@@ -236,10 +317,70 @@ async function memoryPage() {
 }
 
 async function briefsPage() {
-  const { briefs } = await api("/api/briefs");
-  show(el("h1", { text: "简报" }), briefs.length
-    ? briefs.map((b) => el("article", { class: "brief" }, el("h2", { text: b.name }), rendered(el("div", { class: "answer" }), b.html)))
+  const [{ briefs }, approvals] = await Promise.all([api("/api/briefs"), api("/api/approvals")]);
+  show(el("h1", { text: "简报" }), approvalsSection(approvals), briefs.length
+    ? briefs.map((b) => el("article", { class: "brief" }, el("h2", { text: b.name }),
+      b.html_file ? el("p", {}, el("a", { class: "html-brief", href: b.html_file, target: "_blank", rel: "noopener", text: "打开 HTML 版简报" })) : null,
+      rendered(el("div", { class: "answer" }), b.html)))
     : el("p", { text: "还没有简报：每日例行任务写入 $WYCKOFF_HOME/briefs/ 后会显示在这里。" }));
+}
+
+// What scheduled runs asked to do and left for the user (`wyckoff approvals`).
+function approvalsSection({ pending, done }) {
+  const decide = (a, decision) => makePlan({ id: a.id, decision }, "/api/approvals/plan", briefsPage);
+  return el("section", { id: "approvals" }, el("h2", { text: "待批准的操作" }),
+    pending.length ? table(["编号", "操作", "来源", "提出时间", ""], pending.map((a) => [a.id, a.description, a.origin, a.created_at,
+      el("span", { class: "row" }, el("button", { class: "small approve", text: "批准…", onclick: () => decide(a, "approve") }),
+        el("button", { class: "small reject", text: "拒绝…", onclick: () => decide(a, "reject") }))]))
+      : el("p", { class: "muted", text: "没有待批准的操作。" }),
+    done.length ? el("details", {}, el("summary", { text: `已处理 ${done.length} 项` }),
+      table(["编号", "状态", "操作", "结果"], done.map((a) => [a.id, a.status_label, a.description, a.result ?? "—"]))) : null);
+}
+
+// --- watchlist and alerts --------------------------------------------------------------------
+
+async function watchPage() {
+  const { watchlist } = await api("/api/watch");
+  const form = el("form", { id: "add-watch", class: "row" },
+    el("input", { name: "code", placeholder: "代码或名称", "aria-label": "代码或名称" }),
+    el("input", { name: "tags", placeholder: "标签（逗号分隔，可空）", "aria-label": "标签" }),
+    el("input", { name: "note", placeholder: "备注（可空）", "aria-label": "备注" }),
+    el("button", { type: "submit", text: "加入自选…" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    makePlan({ action: "add", ...Object.fromEntries(new FormData(form)) }, "/api/watch/plan", watchPage);
+  });
+  show(el("h1", { text: "自选股" }), form, watchlist.length
+    ? table(["股票", "标签", "备注", ""], watchlist.map((w) => [stockLink(w.code, w.name), w.tags.join("、"), w.note,
+      el("button", { class: "small", text: "移出…", onclick: () => makePlan({ action: "remove", code: w.code }, "/api/watch/plan", watchPage) })]))
+    : el("p", { text: "自选股为空：在上面加入一只。" }));
+}
+
+const ALERT_KINDS = [["stop", "跌破止损"], ["exit", "离场信号"], ["health-drop", "健康度变差"], ["trigger", "新的买入信号"],
+  ["regime", "市场转为风险"], ["price", "价格"], ["change", "单日涨跌幅"], ["volume", "放量"]];
+
+async function alertsPage() {
+  const { rules, today, history } = await api("/api/alerts");
+  const input = (name, label) => el("label", {}, label, el("input", { name, type: "number", step: "any" }));
+  const form = el("form", { id: "add-alert", class: "change" }, el("h2", { text: "添加提醒（先生成计划，确认后执行）" }),
+    el("label", {}, "类型", el("select", { name: "kind" }, ALERT_KINDS.map(([v, t]) => el("option", { value: v, text: `${v} ${t}` })))),
+    el("label", {}, "范围", el("input", { name: "scope", value: "holdings", placeholder: "holdings / watchlist / market / 股票" })),
+    input("threshold", "阈值（涨跌幅 % 或均量倍数）"), input("above", "收盘不低于"), input("below", "收盘不高于"),
+    input("cooldown", "冷却交易日"), el("button", { type: "submit", text: "生成计划" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    makePlan({ action: "add", ...Object.fromEntries(new FormData(form)) }, "/api/alerts/plan", alertsPage);
+  });
+  const events = (rows) => table(["日期", "规则", "股票", "内容"], rows.map((e) => [e.date, `#${e.rule_id} ${e.kind}`, stockLink(e.code, e.name), e.message]));
+  show(el("h1", { text: "提醒" }),
+    el("h2", { text: "规则" }), rules.length
+      ? table(["编号", "类型", "说明", ""], rules.map((r) => [r.id, r.kind, r.description,
+        el("button", { class: "small", text: "删除…", onclick: () => makePlan({ action: "remove", id: r.id }, "/api/alerts/plan", alertsPage) })]))
+      : el("p", { class: "muted", text: "还没有提醒规则。" }),
+    form,
+    el("h2", { text: today.length ? `最新触发（${today[0].date}）` : "最新触发" }),
+    el("section", { id: "fired-today" }, today.length ? events(today) : el("p", { class: "muted", text: "还没有触发过提醒（每日例行任务或 wyckoff alert check 会检查）。" })),
+    el("h2", { text: "历史" }), history.length ? events(history) : el("p", { class: "muted", text: "—" }));
 }
 
 // --- chat ------------------------------------------------------------------------------------
@@ -411,5 +552,5 @@ document.getElementById("go").addEventListener("submit", (event) => {
 });
 
 const PAGES = { home: homePage, chat: chatPage, market: marketPage, screen: screenPage, stock: () => stockPage(document.body.dataset.code),
-  portfolio: portfolioPage, memory: memoryPage, briefs: briefsPage };
+  portfolio: portfolioPage, memory: memoryPage, briefs: briefsPage, watch: watchPage, alerts: alertsPage };
 Promise.resolve().then(() => PAGES[document.body.dataset.page]()).catch(failed);
