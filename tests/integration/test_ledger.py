@@ -342,6 +342,23 @@ def test_each_brokers_holdings_export_imports_to_the_same_positions(home, file, 
     assert held() == HOLDINGS
 
 
+def test_a_sold_out_row_with_zero_shares_means_not_held_and_a_negative_one_is_refused(
+    home, tmp_path
+):
+    """同花顺 lists a position sold today with 股票余额 0 until settlement."""
+    done("portfolio", "add", "000001", "--shares", "500", "--cost", "10")
+    text = (DATA / "ths_holdings.xls").read_text(encoding="gbk")
+    (tmp_path / "sold.xls").write_text(text.replace("\t1000\t1000\t", "\t0\t0\t"), "gbk")
+    shown = done("portfolio", "import", str(tmp_path / "sold.xls"))
+    assert "000001 平安银行：500 股，成本 10.000 → （无）" in shown
+    assert "第 3 行 000001：股票余额 0（已清仓）" in shown
+    assert held() == HOLDINGS[1:]
+    (tmp_path / "minus.xls").write_text(text.replace("\t1000\t1000\t", "\t-1000\t0\t"), "gbk")
+    message = refused("portfolio", "import", str(tmp_path / "minus.xls"))
+    assert "第 3 行" in message and "股票余额 -1000 不是正整数股" in message
+    assert held() == HOLDINGS[1:]
+
+
 def test_a_dry_run_previews_and_leaves_the_database_unchanged(home):
     done("portfolio", "add", "600519", "--shares", "100", "--cost", "1400", "--stop-loss", "1300")
     done("portfolio", "add", "300750", "--shares", "100", "--cost", "200")
