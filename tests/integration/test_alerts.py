@@ -123,6 +123,14 @@ def test_bad_alert_input_says_why_and_adds_nothing(home, args, says):
     assert json.loads(cli("alert", "list", "--json").stdout)["rules"] == []
 
 
+def test_a_date_before_the_first_bar_is_one_sentence(demo_home):
+    added("stop")
+    result = cli("alert", "check", "--date", "2000-01-03")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "2000-01-03 及以前没有行情" in result.stderr
+    assert json.loads(cli("alert", "history", "--json").stdout)["alerts"] == []
+
+
 def test_the_brief_checks_the_rules_itself_and_a_dry_run_records_nothing(demo_home):
     code = panel_of(demo_home).codes[0]
     added("price", "--scope", code, "--above", "0.01")
