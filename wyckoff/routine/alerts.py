@@ -85,7 +85,7 @@ def remove_rule(store: Store, rule_id: int) -> None:
             raise UsageError(f"没有编号 {rule_id} 的提醒规则。用 `wyckoff alert list` 查看。")
 
 
-def history(store: Store, date: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+def history(store: Store, date: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
     return alert_store.events(store, date, limit)
 
 

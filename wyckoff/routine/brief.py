@@ -52,12 +52,20 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
         "cash": book["cash"],
         "equity": book.get("equity", book["cash"]),
         "candidates": [_candidate(c, panel) for c in triggered],
-        "alerts": history(context.store, overview["as_of"]),
+        "alerts": by_importance(history(context.store, overview["as_of"], limit=None)),
         "data_caveats": screen.get("data_caveats") or [],
     }
     if overview.get("data_note"):
         brief["data_note"] = overview["data_note"]
     return brief
+
+
+def by_importance(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Structure alerts (a stop, an exit) before price ones, so a market-wide rule's many
+    hits never push a holding's stop out of sight."""
+    from wyckoff.engine.alerts import KINDS
+
+    return sorted(alerts, key=lambda a: KINDS.index(a["kind"]) if a["kind"] in KINDS else 99)
 
 
 def _holding(row: dict[str, Any], panel: Panel) -> dict[str, Any]:

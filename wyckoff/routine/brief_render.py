@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 CHARTED_HOLDINGS = 10  # K-line pictures for the first holdings only: the page stays ≤ 200 KB
+ALERTS_SHOWN = 30  # the rest are one `alert history` away; the JSON brief keeps them all
 EXIT_LABELS = {
     "hold": "持有",
     "watch": "观察",
@@ -59,6 +60,16 @@ def alert_line(a: dict[str, Any]) -> str:
     return f"{a['code']} {a['name']}：{a['message']}"
 
 
+def alert_lines(brief: dict[str, Any]) -> list[str]:
+    """The first ALERTS_SHOWN alerts (the most important first) and how many more there are."""
+    alerts = brief["alerts"]
+    lines = [alert_line(a) for a in alerts[:ALERTS_SHOWN]]
+    if len(alerts) > ALERTS_SHOWN:
+        more = len(alerts) - ALERTS_SHOWN
+        lines.append(f"……另有 {more} 条，见 `wyckoff alert history --date {brief['date']}`")
+    return lines
+
+
 def to_markdown(brief: dict[str, Any]) -> str:
     lines = [f"# {title(brief)}", ""]
     if brief.get("data_note"):
@@ -77,7 +88,7 @@ def to_markdown(brief: dict[str, Any]) -> str:
     lines.append("## 候选（触发信号）")
     lines += [f"- {candidate_line(c)}" for c in brief["candidates"]] or ["今天没有触发信号的候选。"]
     lines += ["", "## 提醒"]
-    lines += [f"- {alert_line(a)}" for a in brief["alerts"]] or ["今天没有触发的提醒。"]
+    lines += [f"- {line}" for line in alert_lines(brief)] or ["今天没有触发的提醒。"]
     if brief["data_caveats"]:
         lines += ["", "## 数据缺口", *[f"- {c}" for c in brief["data_caveats"]]]
     if brief.get("ai_commentary"):
@@ -124,7 +135,7 @@ def to_html(brief: dict[str, Any]) -> str:
         for c in brief["candidates"]
     ] or ["<p>今天没有触发信号的候选。</p>"]
     parts.append("<h2>提醒</h2>")
-    parts.append(_list([alert_line(a) for a in brief["alerts"]]) or "<p>今天没有触发的提醒。</p>")
+    parts.append(_list(alert_lines(brief)) or "<p>今天没有触发的提醒。</p>")
     if brief["data_caveats"]:
         parts += ["<h2>数据缺口</h2>", _list(brief["data_caveats"])]
     if brief.get("ai_commentary"):
