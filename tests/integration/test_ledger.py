@@ -414,6 +414,9 @@ def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_p
     message = refused("portfolio", "import", str(DATA / "eastmoney_deliveries.csv"))
     assert "eastmoney_deliveries.csv 第 2 行" in message and "现金不足" in message
     assert "不认识券商" in refused("portfolio", "import", str(biff), "--broker", "xx")
+    missing = refused("portfolio", "import", str(tmp_path / "没有.csv"))
+    assert missing == f"错误：找不到文件 {tmp_path / '没有.csv'}：请检查路径和文件名。"
+    assert "是一个文件夹" in refused("portfolio", "import", str(tmp_path))
     assert state(home) == unchanged
 
 

@@ -105,6 +105,10 @@ def read_export(path: Path, broker: Broker = "auto") -> Export:
 def _text(path: Path) -> str:
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"找不到文件 {path}：请检查路径和文件名。") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} 是一个文件夹：请给出券商导出的持仓或交割单文件。") from None
     except OSError as exc:
         raise UsageError(f"读不了文件 {path}：{exc.strerror}。") from None
     if raw.startswith(BIFF) or raw.startswith(b"PK\x03\x04"):
