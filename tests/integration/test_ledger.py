@@ -420,6 +420,16 @@ def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_p
     assert state(home) == unchanged
 
 
+def test_a_fill_on_a_holiday_of_the_stored_calendar_is_refused(home):
+    done("data", "import", str(DATA / "000001_2016.csv"))  # real bars: none on 端午 2016-06-09
+    done("portfolio", "cash", "100000")
+    unchanged = state(home)
+    message = refused("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160609")
+    assert message == "错误：成交日期 20160609 是休市日（交易日历），A 股不交易；请检查日期。"
+    assert state(home) == unchanged
+    done("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160608")
+
+
 def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_close(home):
     # 2016-06-16: 10送2派1.53; the close before was 10.44 and the exchange's reference 8.57
     done("data", "import", str(DATA / "000001_2016.csv"))
