@@ -402,6 +402,11 @@ def test_a_same_day_sell_in_a_deliveries_export_is_refused_by_its_line(home, tmp
     message = refused("portfolio", "import", str(tmp_path / "same_day.csv"))
     assert "第 4 行" in message and "T+1" in message and "没有导入任何内容" in message
     assert state(home) == unchanged
+    lines[3] = lines[3].replace("2026-01-05", "2026-01-10")  # a Saturday
+    (tmp_path / "saturday.csv").write_text("\n".join(lines), encoding="utf-8")
+    message = refused("portfolio", "import", str(tmp_path / "saturday.csv"))
+    assert "第 4 行" in message and "20260110 是周末" in message
+    assert state(home) == unchanged
 
 
 def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_path):
