@@ -92,10 +92,12 @@ def history(store: Store, date: str | None = None, limit: int | None = 100) -> l
 def check(context: ToolContext, date: str | None = None) -> dict[str, Any]:
     """Evaluate every rule on the latest trading day (or the last one up to `date`) and
     record what fired; a second check of the same day records nothing new."""
+    from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.past_market import market_on
     from wyckoff.engine.alerts import AlertDay, Holding, Rule, evaluate
 
     store = context.store
+    market: MarketData
     market, panel = market_on(context, date)  # a date before the store's first: one sentence
     rules = alert_store.rules(store)
     held = portfolio_store.positions(store)
