@@ -56,13 +56,14 @@ def record(store: Store, date: str, hits: list[dict[str, Any]]) -> list[dict[str
     return new
 
 
-def events(store: Store, date: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    """Fired alerts, newest first, with their rule's kind; only `date`'s when given."""
+def events(store: Store, date: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
+    """Fired alerts, newest first, with their rule's kind; only `date`'s when given; all of
+    them when `limit` is None."""
     where = "WHERE e.date = ?" if date else ""
     rows = store.conn.execute(
         "SELECT e.rule_id, r.kind, e.code, e.name, e.date, e.message, e.fired_at "
         f"FROM alert_events e JOIN alert_rules r ON r.id = e.rule_id {where} "
         "ORDER BY e.date DESC, e.id DESC LIMIT ?",
-        (*([date] if date else []), limit),
+        (*([date] if date else []), -1 if limit is None else limit),  # SQLite: -1, no limit
     ).fetchall()
     return [dict(r) for r in rows]

@@ -70,7 +70,8 @@ def test_stop_and_exit_alerts_agree_with_analyze(demo_home):
     assert f"跌破止损 {analyzed['stop']['stop']:.2f}" in stop_alert["message"]
     assert analyzed["exit"]["detail"] in next(a for a in fired if a["rule_id"] == 2)["message"]
     brief = json.loads(cli("brief", "--format", "json").stdout)
-    assert [a["message"] for a in brief["alerts"]] == [a["message"] for a in reversed(fired)]
+    by_kind = sorted(fired, key=lambda a: a["rule_id"])  # stop, then exit: the order of KINDS
+    assert [a["message"] for a in brief["alerts"]] == [a["message"] for a in by_kind]
 
 
 def test_a_trigger_alert_names_the_new_signal_of_the_day(demo_home):
@@ -121,6 +122,28 @@ def test_bad_alert_input_says_why_and_adds_nothing(home, args, says):
     result = cli("alert", *args)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
     assert json.loads(cli("alert", "list", "--json").stdout)["rules"] == []
+
+
+def test_a_date_before_the_first_bar_is_one_sentence(demo_home):
+    added("stop")
+    result = cli("alert", "check", "--date", "2000-01-03")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "2000-01-03 及以前没有行情" in result.stderr
+    assert json.loads(cli("alert", "history", "--json").stdout)["alerts"] == []
+
+
+def test_a_market_wide_rule_never_pushes_a_stocks_alert_out_of_the_brief(demo_home):
+    code = panel_of(demo_home).codes[0]
+    added("price", "--scope", code, "--above", "0.01")  # fires first, so it is the oldest
+    added("change", "--scope", "market", "--threshold", "0.01")  # fires on most stocks
+    brief = json.loads(cli("brief", "--format", "json").stdout)
+    day = cli("alert", "history", "--date", brief["date"], "--json").stdout
+    every = json.loads(day)["alerts"]
+    assert len(every) > 100 and len(brief["alerts"]) == len(every)  # 100 was the old cap
+    assert (brief["alerts"][0]["code"], brief["alerts"][0]["kind"]) == (code, "price")
+    shown = cli("brief", "--date", brief["date"]).stdout
+    assert f"- {code} " in shown.split("## 提醒")[1].splitlines()[1]
+    assert f"……另有 {len(every) - 30} 条，见 `wyckoff alert history --date" in shown
 
 
 def test_the_brief_checks_the_rules_itself_and_a_dry_run_records_nothing(demo_home):

@@ -84,6 +84,16 @@ def test_bad_brief_options_get_one_sentence_and_exit_2(demo_home):
     assert not (demo_home / "briefs").exists() or not any((demo_home / "briefs").iterdir())
 
 
+def test_out_naming_a_folder_is_one_sentence_before_any_work(demo_home, tmp_path):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    result = cli("brief", "--out", str(folder))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--out {folder} 是一个文件夹：请给出文件名" in result.stderr
+    assert not (demo_home / "briefs").exists()  # refused before the brief was built
+    assert list(folder.iterdir()) == []
+
+
 def test_ai_commentary_comes_from_the_model_in_its_own_section(demo_home, openai_server):
     from tests.conftest import add_scripted_model
     from tests.model_servers import Reply

@@ -342,6 +342,23 @@ def test_each_brokers_holdings_export_imports_to_the_same_positions(home, file, 
     assert held() == HOLDINGS
 
 
+def test_a_sold_out_row_with_zero_shares_means_not_held_and_a_negative_one_is_refused(
+    home, tmp_path
+):
+    """同花顺 lists a position sold today with 股票余额 0 until settlement."""
+    done("portfolio", "add", "000001", "--shares", "500", "--cost", "10")
+    text = (DATA / "ths_holdings.xls").read_text(encoding="gbk")
+    (tmp_path / "sold.xls").write_text(text.replace("\t1000\t1000\t", "\t0\t0\t"), "gbk")
+    shown = done("portfolio", "import", str(tmp_path / "sold.xls"))
+    assert "000001 平安银行：500 股，成本 10.000 → （无）" in shown
+    assert "第 3 行 000001：股票余额 0（已清仓）" in shown
+    assert held() == HOLDINGS[1:]
+    (tmp_path / "minus.xls").write_text(text.replace("\t1000\t1000\t", "\t-1000\t0\t"), "gbk")
+    message = refused("portfolio", "import", str(tmp_path / "minus.xls"))
+    assert "第 3 行" in message and "股票余额 -1000 不是正整数股" in message
+    assert held() == HOLDINGS[1:]
+
+
 def test_a_dry_run_previews_and_leaves_the_database_unchanged(home):
     done("portfolio", "add", "600519", "--shares", "100", "--cost", "1400", "--stop-loss", "1300")
     done("portfolio", "add", "300750", "--shares", "100", "--cost", "200")
@@ -385,6 +402,11 @@ def test_a_same_day_sell_in_a_deliveries_export_is_refused_by_its_line(home, tmp
     message = refused("portfolio", "import", str(tmp_path / "same_day.csv"))
     assert "第 4 行" in message and "T+1" in message and "没有导入任何内容" in message
     assert state(home) == unchanged
+    lines[3] = lines[3].replace("2026-01-05", "2026-01-10")  # a Saturday
+    (tmp_path / "saturday.csv").write_text("\n".join(lines), encoding="utf-8")
+    message = refused("portfolio", "import", str(tmp_path / "saturday.csv"))
+    assert "第 4 行" in message and "20260110 是周末" in message
+    assert state(home) == unchanged
 
 
 def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_path):
@@ -397,7 +419,20 @@ def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_p
     message = refused("portfolio", "import", str(DATA / "eastmoney_deliveries.csv"))
     assert "eastmoney_deliveries.csv 第 2 行" in message and "现金不足" in message
     assert "不认识券商" in refused("portfolio", "import", str(biff), "--broker", "xx")
+    missing = refused("portfolio", "import", str(tmp_path / "没有.csv"))
+    assert missing == f"错误：找不到文件 {tmp_path / '没有.csv'}：请检查路径和文件名。"
+    assert "是一个文件夹" in refused("portfolio", "import", str(tmp_path))
     assert state(home) == unchanged
+
+
+def test_a_fill_on_a_holiday_of_the_stored_calendar_is_refused(home):
+    done("data", "import", str(DATA / "000001_2016.csv"))  # real bars: none on 端午 2016-06-09
+    done("portfolio", "cash", "100000")
+    unchanged = state(home)
+    message = refused("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160609")
+    assert message == "错误：成交日期 20160609 是休市日（交易日历），A 股不交易；请检查日期。"
+    assert state(home) == unchanged
+    done("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160608")
 
 
 def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_close(home):

@@ -223,7 +223,18 @@ def test_a_server_gets_the_wyckoff_home_its_env_values_and_referenced_secrets(
 
 
 @pytest.mark.parametrize(
-    "pair", ["GITHUB_TOKEN=ghp_0123456789abcdef", "X=sk-0123456789abcdef", "DB_PASSWORD=hunter2"]
+    "pair",
+    [
+        "GITHUB_TOKEN=ghp_0123456789abcdef",
+        "X=sk-0123456789abcdef",
+        "DB_PASSWORD=hunter2",
+        "DB_PWD=hunter2",
+        "GH=ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+        "SLACK=xoxb-1234-5678-abcdefghijkl",
+        "SESSION=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+        "DATABASE_URL=postgres://reader:hunter2@db.internal/prices",
+        "HOOK=https://oapi.dingtalk.com/robot/send?access_token=abcdef0123456789",
+    ],
 )
 def test_a_secret_value_is_never_written_to_mcp_json(home, pair):
     refused = cli("mcp", "add", "notes", "--env", pair, "--", sys.executable, NOTES_SERVER, "x")

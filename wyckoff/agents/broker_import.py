@@ -81,14 +81,15 @@ def _record_fills(ledger: Ledger, deliveries: list[Delivery]) -> list[int]:
             raise UsageError(
                 f"第 {row.line} 行：{row.code} 不在 A 股代码表中（基金、债券等不导入）。"
             )
-        fill = ledger.priced(
-            row.code, names[row.code], row.side, row.shares, row.price_mills, row.date
-        )
-        fill["trade_time"] = row.time
-        for field in ("value_cents", "commission_cents", "stamp_cents", "transfer_cents"):
-            if getattr(row, field) is not None:  # the broker's own figure
-                fill[field] = getattr(row, field)
         try:
+            day = ledger.open_day(row.date)  # not a weekend, a holiday or the future
+            fill = ledger.priced(
+                row.code, names[row.code], row.side, row.shares, row.price_mills, day
+            )
+            fill["trade_time"] = row.time
+            for field in ("value_cents", "commission_cents", "stamp_cents", "transfer_cents"):
+                if getattr(row, field) is not None:  # the broker's own figure
+                    fill[field] = getattr(row, field)
             ids.append(ledger.apply(fill, "import"))
         except UsageError as exc:
             raise UsageError(f"第 {row.line} 行（{row.date} {row.code}）：{exc.message}") from None

@@ -59,6 +59,18 @@ class Ledger:
         self.broker = broker
         self.market = market  # when given, ex-dates of the stock are applied before a fill
 
+    def open_day(self, text: str) -> str:
+        """A fill's date: a past weekday the market store's calendar (when it covers the day)
+        has open, so a fill on 国庆 or 春节 is refused."""
+        from wyckoff.engine.clock import is_trading_day
+
+        day = trade_day(text)
+        if self.market is not None:
+            open_days = set(self.market.trading_dates()["date"].dt.date)
+            if not is_trading_day(datetime.strptime(day, "%Y%m%d").date(), open_days):
+                raise UsageError(f"成交日期 {text} 是休市日（交易日历），A 股不交易；请检查日期。")
+        return day
+
     def caught_up(self, code: str, day: str) -> None:
         """The stock's ex-dates up to the fill's day applied first (later ones come later)."""
         if self.market is not None:
@@ -76,7 +88,7 @@ class Ledger:
     ) -> dict[str, Any]:
         """Record a buy or a sell of `stock` (a sell finds it among the holdings)."""
         code, name = self._named(side, stock)
-        fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
+        fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
         fill["trade_time"] = trade_time(at)
         return self._recorded(actor, fill)
 
@@ -85,7 +97,7 @@ class Ledger:
     ) -> dict[str, Any]:
         """The fill a buy or sell would record, priced with its fees; nothing is written."""
         code, name = self._named(side, stock)
-        fill = self.priced(code, name, side, shares, price_mills(price), trade_day(day))
+        fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
         held = portfolio_store.position(self.store, code)
         if side == "buy":
             lots.check_buy(code, shares)

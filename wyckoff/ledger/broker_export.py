@@ -94,7 +94,7 @@ def read_export(path: Path, broker: Broker = "auto") -> Export:
             continue  # a total line or a blank one
         try:
             if kind == "holdings":
-                export.holdings.append(_holding(row))
+                _add_holding(export, number, row)
             else:
                 _add_delivery(export, number, row)
         except UsageError as exc:
@@ -105,6 +105,10 @@ def read_export(path: Path, broker: Broker = "auto") -> Export:
 def _text(path: Path) -> str:
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"找不到文件 {path}：请检查路径和文件名。") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} 是一个文件夹：请给出券商导出的持仓或交割单文件。") from None
     except OSError as exc:
         raise UsageError(f"读不了文件 {path}：{exc.strerror}。") from None
     if raw.startswith(BIFF) or raw.startswith(b"PK\x03\x04"):
@@ -179,10 +183,18 @@ def _code(text: str) -> str:
     return digits.zfill(6)  # a spreadsheet may have dropped the leading zeros
 
 
-def _holding(row: dict[str, str]) -> Holding:
-    shares = _shares(row["shares"], "股票余额")
+def _add_holding(export: Export, number: int, row: dict[str, str]) -> None:
+    code = _code(row["code"])
+    shares = decimal_of(row["shares"], "股票余额")
+    if not shares:  # a position sold out today stays listed with 0 until settlement
+        export.skipped.append(f"第 {number} 行 {code}：股票余额 0（已清仓），按不持有处理")
+        return
+    if shares < 0 or shares != shares.to_integral_value():
+        raise UsageError(f"股票余额 {row['shares']} 不是正整数股。")
     cost = decimal_of(row["cost"], "成本价")
-    return Holding(_code(row["code"]), row.get("name", ""), shares, half_up(shares * cost * 100))
+    export.holdings.append(
+        Holding(code, row.get("name", ""), int(shares), half_up(shares * cost * 100))
+    )
 
 
 def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:

@@ -40,7 +40,15 @@ MAX_SAID_CHARS = 200  # of a server's own error message, quoted in ours
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_ENV_NAME = re.compile(
     r"(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|AUTHORIZATION|COOKIE|"
-    r"CREDENTIALS?|PRIVATE)(_|$)",
+    r"CREDENTIALS?|PRIVATE|PASSPHRASE|BEARER)(_|$)|_PWD(_|$)",  # PWD alone: the working dir
+    re.I,
+)
+# Values that are secrets whatever the variable is called: a password inside a URL, a token
+# in a webhook's query, GitHub / GitLab / Slack / AWS tokens by their prefixes, a JWT.
+SECRET_ENV_VALUE = re.compile(
+    r"://[^/\s:@]+:[^/\s@]+@|[?&](access_token|token|key|secret|sign|signature)="
+    r"|^(ghp_|gho_|ghs_|ghu_|github_pat_|glpat-|xox[abposr]-|AKIA[0-9A-Z]{12})"
+    r"|^eyJ[\w-]+\.eyJ[\w-]+\.",
     re.I,
 )
 
@@ -93,7 +101,10 @@ def parse_env(pairs: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def looks_secret(key: str, value: str) -> bool:
-    return bool(SECRET_ENV_NAME.search(key)) or redact_text(value) != value
+    return (
+        bool(SECRET_ENV_NAME.search(key) or SECRET_ENV_VALUE.search(value))
+        or redact_text(value) != value
+    )
 
 
 # --- configuration ------------------------------------------------------------------------

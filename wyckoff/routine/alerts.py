@@ -103,7 +103,7 @@ def remove_rule(store: Store, rule_id: int) -> None:
             raise UsageError(f"没有编号 {rule_id} 的提醒规则。用 `wyckoff alert list` 查看。")
 
 
-def history(store: Store, date: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+def history(store: Store, date: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
     return alert_store.events(store, date, limit)
 
 
@@ -111,11 +111,12 @@ def check(context: ToolContext, date: str | None = None) -> dict[str, Any]:
     """Evaluate every rule on the latest trading day (or the last one up to `date`) and
     record what fired; a second check of the same day records nothing new."""
     from wyckoff.agents.market_data import MarketData
+    from wyckoff.agents.past_market import market_on
     from wyckoff.engine.alerts import AlertDay, Holding, Rule, evaluate
 
     store = context.store
-    market = MarketData.from_context(context)
-    panel = market.panel(end=date)
+    market: MarketData
+    market, panel = market_on(context, date)  # a date before the store's first: one sentence
     rules = alert_store.rules(store)
     held = portfolio_store.positions(store)
     holdings = {p["code"]: Holding(p["cost_price"], p["stop_loss"]) for p in held}

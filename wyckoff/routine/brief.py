@@ -57,7 +57,7 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
         "cash": book["cash"],
         "equity": book.get("equity", book["cash"]),
         "candidates": [_candidate(c, panel) for c in triggered],
-        "alerts": history(context.store, overview["as_of"]),
+        "alerts": by_importance(history(context.store, overview["as_of"], limit=None)),
         "tail_checks": _tail_checks(context, overview["as_of"]),
         "account": account(context.store, market.store) if context.store is not None else None,
         "data_caveats": screen.get("data_caveats") or [],
@@ -75,6 +75,14 @@ def _tail_checks(context: ToolContext, day: str) -> list[dict[str, Any]]:
 
     checks = reversed(tail_store.checks(context.store, limit=TAIL_CHECKS_SHOWN, day=day))
     return [{k: v for k, v in c.items() if k in TAIL_FIELDS} for c in checks]
+
+
+def by_importance(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Structure alerts (a stop, an exit) before price ones, so a market-wide rule's many
+    hits never push a holding's stop out of sight."""
+    from wyckoff.engine.alerts import KINDS
+
+    return sorted(alerts, key=lambda a: KINDS.index(a["kind"]) if a["kind"] in KINDS else 99)
 
 
 def _holding(row: dict[str, Any], panel: Panel) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from wyckoff.ledger.money import yuan
 from wyckoff.routine.tail_digest import tail_line
 
 CHARTED_HOLDINGS = 10  # K-line pictures for the first holdings only: the page stays ≤ 200 KB
+ALERTS_SHOWN = 30  # the rest are one `alert history` away; the JSON brief keeps them all
 EXIT_LABELS = {
     "hold": "持有",
     "watch": "观察",
@@ -92,6 +93,16 @@ def _signed(cents: int) -> str:
     return ("+" if cents > 0 else "") + yuan(cents)
 
 
+def alert_lines(brief: dict[str, Any]) -> list[str]:
+    """The first ALERTS_SHOWN alerts (the most important first) and how many more there are."""
+    alerts = brief["alerts"]
+    lines = [alert_line(a) for a in alerts[:ALERTS_SHOWN]]
+    if len(alerts) > ALERTS_SHOWN:
+        more = len(alerts) - ALERTS_SHOWN
+        lines.append(f"……另有 {more} 条，见 `wyckoff alert history --date {brief['date']}`")
+    return lines
+
+
 def to_markdown(brief: dict[str, Any]) -> str:
     lines = [f"# {title(brief)}", ""]
     if brief.get("data_note"):
@@ -112,7 +123,7 @@ def to_markdown(brief: dict[str, Any]) -> str:
     lines.append("## 候选（触发信号）")
     lines += [f"- {candidate_line(c)}" for c in brief["candidates"]] or ["今天没有触发信号的候选。"]
     lines += ["", "## 提醒"]
-    lines += [f"- {alert_line(a)}" for a in brief["alerts"]] or ["今天没有触发的提醒。"]
+    lines += [f"- {line}" for line in alert_lines(brief)] or ["今天没有触发的提醒。"]
     if brief.get("tail_checks"):
         lines += ["", "## 尾盘检查", *[f"- {tail_line(t)}" for t in brief["tail_checks"]]]
     if brief["data_caveats"]:
@@ -164,7 +175,7 @@ def to_html(brief: dict[str, Any]) -> str:
         for c in brief["candidates"]
     ] or ["<p>今天没有触发信号的候选。</p>"]
     parts.append("<h2>提醒</h2>")
-    parts.append(_list([alert_line(a) for a in brief["alerts"]]) or "<p>今天没有触发的提醒。</p>")
+    parts.append(_list(alert_lines(brief)) or "<p>今天没有触发的提醒。</p>")
     if brief.get("tail_checks"):
         parts += ["<h2>尾盘检查</h2>", _list([tail_line(t) for t in brief["tail_checks"]])]
     if brief["data_caveats"]:

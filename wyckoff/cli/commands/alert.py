@@ -114,7 +114,8 @@ def history(
     from wyckoff.routine.alerts import history as fired
     from wyckoff.routine.brief import normalize_date
 
-    events = fired(_store(), normalize_date(date) if date else None)
+    day = normalize_date(date) if date else None
+    events = fired(_store(), day, limit=None if day else 100)  # one day: every alert of it
     if json_output:
         print_json({"alerts": events})
         return

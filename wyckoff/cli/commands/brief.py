@@ -30,6 +30,7 @@ def brief(
     if fmt not in FORMATS:
         raise UsageError(f"--format 只能是 md、html 或 json，收到 {fmt}。")
     home = wyckoff_home()
+    out_file = _out_file(out) if out is not None else None  # checked before the work
     targets = push_targets(push, "简报只保存不推送") if push and not dry_run else []
     if date is not None and (home / "briefs" / f"{normalize_date(date)}.json").is_file():
         content = load_brief(home, date)
@@ -43,8 +44,8 @@ def brief(
             saved = save_brief(home, content)
             print_notice(f"已保存：{saved[fmt]}")
     text = render(content, fmt)
-    if out is not None:
-        _write_out(out, text)
+    if out_file is not None:
+        _write_out(out_file, text)
     typer.echo(text, nl=False)
     if targets:
         _push(content, targets)
@@ -77,12 +78,19 @@ def _add_commentary(content: dict[str, Any], home: Path) -> None:
         print_notice(f"AI 点评没有生成（{exc.message}），简报只含计算结果。")
 
 
-def _write_out(path: Path, text: str) -> None:
-    from wyckoff.config import write_private_file
-
+def _out_file(path: Path) -> Path:
+    """Where --out writes: a file in a folder that exists."""
     target = path.expanduser()
+    if target.is_dir():
+        raise UsageError(f"--out {path} 是一个文件夹：请给出文件名，如 {target / 'brief.md'}。")
     if not target.parent.is_dir():
         raise UsageError(f"--out {path}：文件夹 {target.parent} 不存在，请先创建或换一个路径。")
+    return target
+
+
+def _write_out(target: Path, text: str) -> None:
+    from wyckoff.config import write_private_file
+
     write_private_file(target, text)
     print_notice(f"已另存：{target}")
 
