@@ -262,6 +262,41 @@ async def test_approval_with_edited_arguments(configured, home):
 
 
 @pytest.mark.asyncio
+async def test_allowing_after_an_edit_runs_the_edited_arguments_the_sentence_shows(
+    configured, home
+):
+    """y after editing ran the model's original arguments while the sentence on screen
+    described the edited ones: 将要执行 200 股, 100 bought."""
+    from textual.widgets import TextArea
+
+    from wyckoff.cli.tui.screens import ApprovalScreen
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await reach_approval(pilot)
+        dialog = app.screen
+        await wait_until(pilot, lambda: dialog.armed)
+        edited = {
+            "action": "add",
+            "code": "600519",
+            "shares": 300,
+            "cost_price": 1500,
+            "buy_dt": "20260105",
+        }
+        dialog.query_one("#args", TextArea).load_text(json.dumps(edited))
+        await pilot.pause()
+        assert "300 股" in str(dialog.query_one("#action").render())
+        await pilot.press("a")  # "always" applies to the tool, not to these edited arguments
+        assert isinstance(app.screen, ApprovalScreen)
+        assert "按修改执行" in str(dialog.query_one("#error").render())
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.turn_running)
+    (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+    assert position["shares"] == 300
+
+
+@pytest.mark.asyncio
 async def test_escape_cancels_the_running_turn(configured):
     never = threading.Event()  # the first answer does not come before the user gives up
     configured.script(Reply(text="很慢的回答", hold=never), Reply(text="第二个问题的回答"))
