@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
@@ -219,10 +220,16 @@ def tail_result_of(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _result_of(event: dict[str, Any], tool: str) -> Any:
-    """The parsed result of a finished call of `tool` (None for another tool or cut JSON)."""
+    """The parsed result of a finished call of `tool` (None for another tool or bad JSON)."""
     if event["name"] != tool:
         return None
     try:
-        return json.loads(event["result"])
-    except json.JSONDecodeError:
+        return json.loads(whole_result(event))
+    except (OSError, json.JSONDecodeError):
         return None
+
+
+def whole_result(event: dict[str, Any]) -> str:
+    """A result's full text: one too long for the model is cut inline and saved whole."""
+    ref = event.get("ref")
+    return Path(ref).read_text(encoding="utf-8") if ref else event["result"]
