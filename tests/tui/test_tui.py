@@ -908,3 +908,23 @@ async def test_the_status_bar_counts_the_days_alerts_and_the_pending_approvals(c
         bar = app.query_one(StatusBar)
         await wait_until(pilot, lambda: "待批准" in str(bar.render()))
         assert "提醒 2（12-03） │ 待批准 1" in str(bar.render())
+
+
+@pytest.mark.asyncio
+async def test_memory_command_names_types_and_matches_in_chinese(configured, demo_market):
+    """/memory listed `preference` / `playbook` and matches as `（code 1.20）`."""
+    from wyckoff.memory.store import TYPE_LABELS
+
+    cli("memory", "add", "--type", "preference", "贵州茅台跌破 MA200 就减半仓")
+    cli("memory", "add", "--type", "playbook", "尾盘 14:45 后跌破确认支撑时禁止买入")
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        for command in ("/memory", "/memory 茅台", "/memory MA200"):
+            shown = len(app.query(".help"))
+            await submit(pilot, command)
+            await wait_until(pilot, lambda shown=shown: len(app.query(".help")) > shown)
+            listing = app.query(".help").last().source
+            assert not any(name in listing for name in TYPE_LABELS), listing
+            assert "偏好" in listing
+        assert "股票代码" in app.query(".help")[1].source
