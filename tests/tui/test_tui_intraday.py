@@ -11,7 +11,7 @@ from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
 from tests.tui.test_tui import next_notice, submit, wait_until
 from wyckoff.cli.tui.app import create_app
-from wyckoff.cli.tui.widgets import AssistantMessage
+from wyckoff.cli.tui.widgets import AssistantMessage, ToolRow
 
 
 @pytest.fixture
@@ -87,4 +87,10 @@ async def test_a_tail_check_of_many_stocks_still_shows_every_verdict(demo_at_144
         console = Console(width=140, record=True, file=io.StringIO())
         console.print(app.query_one(TailPanel).table)
         shown = console.export_text()
-    assert all(code in shown for code in codes)
+        assert all(code in shown for code in codes)
+        # resumed, its row still says what the check found
+        session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        app.resume(session)
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        assert "尾盘检查" in app.query_one(ToolRow).outcome

@@ -9,8 +9,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wyckoff.cli.chat_log import INTERRUPTED_RESULT
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
 from wyckoff.cli.runtime.approval import DENIED
+from wyckoff.cli.tools import saved_result
 from wyckoff.cli.tui.delegation import DelegationView
 from wyckoff.cli.tui.intraday import TailPanel
 from wyckoff.cli.tui.widgets import (
@@ -178,11 +180,14 @@ class Transcript:
             return "已拒绝（历史）", True
         if observation.startswith("工具错误："):
             return "未成功（历史）", True
-        # the JSON object the tool returned, also when it is stored inside a data marker
+        if observation == INTERRUPTED_RESULT:  # the program stopped before the call finished
+            return "被中断（历史）", True
+        # the JSON object the tool returned (inside a data marker, or whole in its saved file)
+        observation = saved_result(agent.home, observation) or observation
         start, end = observation.find("{"), observation.rfind("}")
         try:
             value = json.loads(observation[start : end + 1]) if start >= 0 else None
-        except json.JSONDecodeError:  # a result too long to keep whole, or plain text
+        except json.JSONDecodeError:  # plain text
             value = None
         summary = agent.tool_summary(call["name"], value)
         return f"{summary or '完成'}（历史）", False
