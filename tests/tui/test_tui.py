@@ -297,6 +297,22 @@ async def test_allowing_after_an_edit_runs_the_edited_arguments_the_sentence_sho
 
 
 @pytest.mark.asyncio
+async def test_a_question_sent_while_an_answer_streams_stays_in_the_input(configured):
+    """Sending during a turn is refused; the typed question vanished from the input box."""
+    held = threading.Event()
+    configured.script(Reply(text="很慢的回答", hold=held))
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "慢慢说")
+        await wait_until(pilot, lambda: configured.requests)
+        await submit(pilot, "茅台和五粮液哪个更强，按威科夫的阶段比较")
+        assert "还在进行中" in notices(app)[-1]
+        assert app.query_one("#prompt").text == "茅台和五粮液哪个更强，按威科夫的阶段比较"
+        held.set()
+        await wait_until(pilot, lambda: not app.turn_running)
+
+
+@pytest.mark.asyncio
 async def test_escape_cancels_the_running_turn(configured):
     never = threading.Event()  # the first answer does not come before the user gives up
     configured.script(Reply(text="很慢的回答", hold=never), Reply(text="第二个问题的回答"))
