@@ -766,7 +766,7 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
         assert blocks["research"].region.y == blocks["analysis"].region.y
         assert blocks["research"].region.x < blocks["analysis"].region.x  # in call order
         assert blocks["research"].text == "研究结论：暂无历史推荐。"
-        assert "research 子智能体 · 完成" in blocks["research"].title
+        assert "研究子智能体 · 完成" in blocks["research"].title  # its Chinese name
         [row] = blocks["research"].query(ToolRow)
         assert row.tool_name == "query_history" and row.outcome is not None
         # the sub-agents' words never land in the main answer
