@@ -313,6 +313,25 @@ async def test_a_question_sent_while_an_answer_streams_stays_in_the_input(config
 
 
 @pytest.mark.asyncio
+async def test_streaming_reasoning_says_the_model_is_thinking(configured):
+    """Many seconds of reasoning showed only a still, collapsed 思考过程 (the waiting row
+    goes at the first token): the screen looked hung."""
+    from wyckoff.cli.tui.widgets import ThinkingBlock
+
+    configured.script(
+        Reply(thinking="先看大盘，再看个股。" * 8, text="结论：观望。", pieces=8, piece_delay_s=0.2)
+    )
+    app = create_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "想一想")
+        await wait_until(pilot, lambda: app.query(ThinkingBlock))
+        block = app.query_one(ThinkingBlock)
+        await wait_until(pilot, lambda: "思考中" in str(block.title))
+        await wait_until(pilot, lambda: not app.turn_running)
+        assert str(block.title) == "思考过程"
+
+
+@pytest.mark.asyncio
 async def test_escape_cancels_the_running_turn(configured):
     never = threading.Event()  # the first answer does not come before the user gives up
     configured.script(Reply(text="很慢的回答", hold=never), Reply(text="第二个问题的回答"))

@@ -51,6 +51,8 @@ class Transcript:
             self.app.show_waiting(WAITING_FOR_MODEL)
         elif kind not in ("usage", "retry"):  # the model has answered (or the turn ended)
             self.app.end_waiting()
+        if self.thinking is not None and kind not in ("thinking_delta", "usage"):
+            self.thinking.settle()
         handler = HANDLERS.get(kind)
         if handler is not None:
             await handler(self, event)
