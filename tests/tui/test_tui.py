@@ -861,6 +861,27 @@ def test_a_resumed_row_reads_only_files_the_program_saved(home, tmp_path):
     assert saved_result(home, f'read_tool_result(ref="{escaping}")') is None
 
 
+@pytest.mark.asyncio
+async def test_a_sub_agents_conclusion_is_rendered_markdown(configured):
+    """The block showed the sub-agent's Markdown raw: `市场**中性**`."""
+    from textual.widgets import Markdown
+
+    from wyckoff.cli.tui.delegation import DelegationBlock
+
+    configured.script(
+        Reply(tool_calls=[("delegate_to_research", {"task": "TUI-M 看大盘"})]),
+        Reply(text="好的。"),
+    ).route("TUI-M", Reply(text="市场**中性**。"))
+    app = create_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "研究大盘")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        block = app.query_one(DelegationBlock)
+        await wait_until(pilot, lambda: block.query(Markdown))
+        assert block.query_one(Markdown).source == "市场**中性**。"
+        assert not [w for w in block.query(".delegate-text") if not isinstance(w, Markdown)]
+
+
 def top_notice(app) -> str:
     """The first notice whose text shows at the top of the chat."""
     chat = app.query_one("#chat")

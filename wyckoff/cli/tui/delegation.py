@@ -55,6 +55,11 @@ class DelegationBlock(Collapsible):
             f" · {event['elapsed_s']:.1f}s"
         )
         self.set_class(self.status != "completed", "failed")
+        if self.text:  # streamed as plain text; the conclusion is Markdown, shown as such
+            from textual.widgets import Markdown
+
+            self.body.remove()
+            self.query_one(Collapsible.Contents).mount(Markdown(self.text, classes="delegate-text"))
 
 
 class DelegationView:
