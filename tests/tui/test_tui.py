@@ -882,6 +882,31 @@ async def test_a_sub_agents_conclusion_is_rendered_markdown(configured):
         assert not [w for w in block.query(".delegate-text") if not isinstance(w, Markdown)]
 
 
+@pytest.mark.asyncio
+async def test_a_resumed_background_start_says_it_ran_in_the_background(configured, home):
+    """Live, the row says 已在后台运行（task_…）; resumed, it said 完成（历史）."""
+    from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.store import Store
+
+    log = ChatLog(Store.in_home(home))
+    session = log.create_session()
+    log.append(session, {"role": "user", "content": "筛选一下"})
+    call = {"id": "call_1", "name": "screen_stocks", "args": {}}
+    log.append(session, {"role": "assistant", "content": "", "tool_calls": [call]})
+    started = {
+        "task_id": "task_ab12",
+        "status": "running",
+        "message": "全市场筛选已在后台开始运行。",
+    }
+    content = f'<untrusted-data source="screen_stocks">\n{json.dumps(started)}\n</untrusted-data>'
+    log.append(session, {"role": "tool", "tool_call_id": "call_1", "content": content})
+    app = create_app(continue_latest=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        row = app.query_one(ToolRow)
+    assert row.outcome == "已在后台运行（task_ab12）（历史）" and not row.failed
+
+
 def top_notice(app) -> str:
     """The first notice whose text shows at the top of the chat."""
     chat = app.query_one("#chat")

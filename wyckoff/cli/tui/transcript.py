@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from wyckoff.cli.chat_log import INTERRUPTED_RESULT
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
 from wyckoff.cli.runtime.approval import DENIED
+from wyckoff.cli.runtime.batch import background_summary
 from wyckoff.cli.tools import saved_result
 from wyckoff.cli.tui.delegation import DelegationView
 from wyckoff.cli.tui.intraday import TailPanel
@@ -191,7 +192,8 @@ class Transcript:
             value = json.loads(observation[start : end + 1]) if start >= 0 else None
         except json.JSONDecodeError:  # plain text
             value = None
-        summary = agent.tool_summary(call["name"], value)
+        started = background_summary(value) if isinstance(value, dict) else None
+        summary = started or agent.tool_summary(call["name"], value)
         return f"{summary or '完成'}（历史）", False
 
 
