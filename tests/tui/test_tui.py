@@ -905,6 +905,7 @@ async def test_a_resumed_background_start_says_it_ran_in_the_background(configur
         await wait_until(pilot, lambda: app.query(ToolRow))
         row = app.query_one(ToolRow)
     assert row.outcome == "已在后台运行（task_ab12）（历史）" and not row.failed
+    assert row.text.plain.startswith("✓ 全市场筛选  已在后台运行")  # no "{}" for no arguments
 
 
 def top_notice(app) -> str:

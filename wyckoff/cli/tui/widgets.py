@@ -184,14 +184,14 @@ class ToolRow(WrappedStatic):
             self._render_row()
 
     def _render_row(self) -> None:
-        args = json.dumps(self.args, ensure_ascii=False)
+        args = json.dumps(self.args, ensure_ascii=False) if self.args else ""  # no "{}"
         args = args if len(args) <= 60 else args[:59] + "…"
         if self.outcome is None:
             self.show_text(
                 Text.assemble(
                     (f"{SPINNER[self.frame % len(SPINNER)]} ", "yellow"),
                     (self.title, "bold"),
-                    f" {args}",
+                    f" {args}".rstrip(),
                 )
             )
             return
@@ -201,7 +201,7 @@ class ToolRow(WrappedStatic):
             Text.assemble(
                 (f"{mark} ", style),
                 (self.title, "bold"),
-                f" {args}  ",
+                f" {args}  " if args else "  ",
                 (self.outcome, "red" if self.failed else "dim"),
                 (f"  {self.elapsed:.1f}s", "dim"),
                 (hint, "cyan"),
