@@ -760,6 +760,8 @@ async def test_ctrl_q_quits_from_a_dialog_and_the_pending_change_is_not_made(con
 
 @pytest.mark.asyncio
 async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
+    from textual.widgets import Markdown
+
     from wyckoff.cli.tui.delegation import DelegationBlock
 
     configured.script(
@@ -774,7 +776,7 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
         "TUI-R",
         Reply(tool_calls=[("query_history", {"source": "recommendation"})], delay_s=0.5),
         Reply(text="研究结论：暂无历史推荐。"),
-    ).route("TUI-A", Reply(text="分析结论：无需工具。"))
+    ).route("TUI-A", Reply(text="分析结论：**无需**工具。"))
     app = create_app()
     async with app.run_test(size=(140, 45)) as pilot:
         await submit(pilot, "研究并分析")
@@ -785,6 +787,10 @@ async def test_parallel_delegations_show_as_blocks_side_by_side(configured):
         assert blocks["research"].region.y == blocks["analysis"].region.y
         assert blocks["research"].region.x < blocks["analysis"].region.x  # in call order
         assert blocks["research"].text == "研究结论：暂无历史推荐。"
+        # a finished conclusion is rendered Markdown, not raw asterisks
+        await wait_until(pilot, lambda: blocks["analysis"].query(Markdown))
+        assert blocks["analysis"].query_one(Markdown).source == "分析结论：**无需**工具。"
+        assert not blocks["analysis"].body.is_attached  # the plain streamed text is gone
         assert "研究子智能体 · 完成" in blocks["research"].title  # its Chinese name
         [row] = blocks["research"].query(ToolRow)
         assert row.tool_name == "query_history" and row.outcome is not None
@@ -859,27 +865,6 @@ def test_a_resumed_row_reads_only_files_the_program_saved(home, tmp_path):
     assert saved_result(home, f'read_tool_result(ref="{inside}", offset=3000)') == "{}"
     escaping = f"{home / RESULTS_DIR}/../../{secret.relative_to(secret.anchor)}"
     assert saved_result(home, f'read_tool_result(ref="{escaping}")') is None
-
-
-@pytest.mark.asyncio
-async def test_a_sub_agents_conclusion_is_rendered_markdown(configured):
-    """The block showed the sub-agent's Markdown raw: `市场**中性**`."""
-    from textual.widgets import Markdown
-
-    from wyckoff.cli.tui.delegation import DelegationBlock
-
-    configured.script(
-        Reply(tool_calls=[("delegate_to_research", {"task": "TUI-M 看大盘"})]),
-        Reply(text="好的。"),
-    ).route("TUI-M", Reply(text="市场**中性**。"))
-    app = create_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await submit(pilot, "研究大盘")
-        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
-        block = app.query_one(DelegationBlock)
-        await wait_until(pilot, lambda: block.query(Markdown))
-        assert block.query_one(Markdown).source == "市场**中性**。"
-        assert not [w for w in block.query(".delegate-text") if not isinstance(w, Markdown)]
 
 
 @pytest.mark.asyncio
