@@ -181,6 +181,8 @@ def test_the_agent_records_a_fill_after_an_approval_that_names_its_fees(home, op
         "买入 600519 贵州茅台 1000 股 @ 10.00（20260105）：成交金额 10,000.00，"
         "佣金 5.00，过户费 0.10（费用合计 5.10）；共付 10,005.10 元，现金 100,000.00 → 89,994.90"
     )
+    too_big = context.registry.describe("update_portfolio", {**args, "shares": 100_000}, context)
+    assert "现金不足" in too_big and "→ -" not in too_big  # said 现金 100,000.00 → -900,…
     odd = {**args, "shares": 150}
     assert context.registry.describe("update_portfolio", odd, context) == (
         "买入 茅台 150 股 @ 10.0（20260105）：买入股数必须是 100 的正整数倍（A 股一手 100 股），收到 150。"

@@ -11,7 +11,7 @@ from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
 from tests.tui.test_tui import next_notice, submit, wait_until
 from wyckoff.cli.tui.app import create_app
-from wyckoff.cli.tui.widgets import AssistantMessage
+from wyckoff.cli.tui.widgets import AssistantMessage, ToolRow
 
 
 @pytest.fixture
@@ -63,3 +63,34 @@ async def test_a_tail_check_shows_its_verdicts_in_a_panel(demo_at_1446):
     assert "尾盘检查" in shown and "14:46" in shown and "000001 平安银行" in shown
     assert any(verdict in shown for verdict in ("可买", "观察", "放弃"))
     assert "VWAP" in shown
+
+
+@pytest.mark.asyncio
+async def test_a_tail_check_of_many_stocks_still_shows_every_verdict(demo_at_1446, home):
+    """A check of a dozen stocks returns more than the model is shown inline (the rest is
+    saved to a file): the panel showed nothing at all."""
+    from wyckoff.cli.tui.intraday import TailPanel
+    from wyckoff.engine.market_store import MarketStore
+
+    store = MarketStore.for_source(home, "demo")
+    codes = [row[0] for row in store.execute("SELECT DISTINCT code FROM bars ORDER BY code")][:12]
+    demo_at_1446.script(
+        Reply(tool_calls=[("tail_check", {"codes": codes})]), Reply(text="看完了。")
+    )
+    app = create_app()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await submit(pilot, "尾盘检查这十二只")
+        await wait_until(
+            pilot, lambda: not app.turn_running and app.query(AssistantMessage), timeout=120
+        )
+        assert len(app.query(TailPanel)) == 1
+        console = Console(width=140, record=True, file=io.StringIO())
+        console.print(app.query_one(TailPanel).table)
+        shown = console.export_text()
+        assert all(code in shown for code in codes)
+        # resumed, its row still says what the check found
+        session = app.agent.conversation.session_id
+        await submit(pilot, "/new")
+        app.resume(session)
+        await wait_until(pilot, lambda: app.query(ToolRow))
+        assert "尾盘检查" in app.query_one(ToolRow).outcome

@@ -145,3 +145,14 @@ def test_rescue_tells_a_shakeout_from_a_breakdown():
     untouched = intraday_facts(path(RISING), 10.0)
     assert rescue_verdict(untouched, 9.5, None).verdict == "持有观察"
     assert not rescue_verdict(untouched, 9.5, None).broke
+
+
+def test_a_close_high_in_the_range_but_off_the_high_is_not_called_low():
+    """At 80% of the day's range, 1.6% under the high, the reason said 收盘位置偏低; a fall in
+    the last 30 minutes read 下跌 -1.1%."""
+    off_the_high = [(0, 10.0), (150, 10.6), (200, 10.55), (229, 10.43)]
+    result = tail_verdict(intraday_facts(path(off_the_high), 10.0, recent_days()), context())
+    (where,) = [r for r in result.reasons if "距日内高点回落" in r]
+    assert "偏低" not in where and where.startswith("离日内高点较远")
+    (fall,) = [r for r in result.reasons if r.startswith("尾盘 30 分钟下跌")]
+    assert "-" not in fall

@@ -151,10 +151,7 @@ class Ledger:
         cost = fill["value_cents"] + _charges(fill)
         cash = portfolio_store.cash_cents(self.store)
         if cost > cash:
-            raise UsageError(
-                f"现金不足：买入 {fill['code']} 需 {yuan(cost)} 元（含费用），现金只有 {yuan(cash)} 元；"
-                "先用 `wyckoff portfolio cash 金额` 设置现金。"
-            )
+            raise UsageError(_short_of_cash(fill, cost, cash))
         held = portfolio_store.position(self.store, fill["code"])
         portfolio_store.write_position(self.store, _bought(held, fill, cost))
         portfolio_store.write_cash_cents(self.store, cash - cost)
@@ -246,17 +243,27 @@ def _check_t_plus_1(store: Store, held: Position, shares: int, day: str) -> None
         )
 
 
+def _short_of_cash(fill: dict[str, Any], cost: int, cash: int) -> str:
+    return (
+        f"现金不足：买入 {fill['code']} 需 {yuan(cost)} 元（含费用），现金只有 {yuan(cash)} 元；"
+        "先用 `wyckoff portfolio cash 金额` 设置现金。"
+    )
+
+
 def describe_quote(fill: dict[str, Any], cash: float) -> str:
-    """A fill about to be recorded, as the approval dialog shows it: the fees and the cash."""
+    """A fill about to be recorded, as the approval dialog shows it: the fees and the cash
+    (or, for a buy the cash cannot pay, why the tool will refuse it)."""
     verb, sign = ("买入", -1) if fill["side"] == "buy" else ("卖出", 1)
     net = fill["value_cents"] - sign * _charges(fill)
     cash_cents = round(cash * 100)
-    return (
+    head = (
         f"{verb} {fill['code']} {fill['name']} {fill['shares']} 股 @ "
         f"{price_text(fill['price_mills'])}（{fill['trade_date']}）：成交金额 {yuan(fill['value_cents'])}，"
         f"{_fee_text(fill)}；{'共付' if sign < 0 else '共收'} {yuan(net)} 元，"
-        f"现金 {yuan(cash_cents)} → {yuan(cash_cents + sign * net)}"
     )
+    if sign < 0 and net > cash_cents:
+        return head + _short_of_cash(fill, net, cash_cents)
+    return head + f"现金 {yuan(cash_cents)} → {yuan(cash_cents + sign * net)}"
 
 
 def _fee_text(fill: dict[str, Any]) -> str:

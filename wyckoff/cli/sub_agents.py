@@ -54,6 +54,11 @@ class SubAgentPolicy:
     result_budget_chars: int
     tools: tuple[str, ...]
     fallback_tools: tuple[str, ...]
+    label: str = ""  # the role's Chinese name, for people
+
+    @property
+    def title(self) -> str:
+        return f"{self.label}子智能体" if self.label else f"{self.name} 子智能体"
 
 
 # The spec's governance table and whitelists (agent-design.md, sub-agent section).
@@ -79,6 +84,7 @@ SUB_AGENTS: dict[str, SubAgentPolicy] = {
                 "check_background_tasks",
             ),
             ("get_market_overview", "query_history", "check_background_tasks"),
+            label="研究",
         ),
         SubAgentPolicy(
             "analysis",
@@ -96,6 +102,7 @@ SUB_AGENTS: dict[str, SubAgentPolicy] = {
                 "generate_ai_report",
             ),
             ("analyze_stock", "portfolio", "get_market_overview"),
+            label="分析",
         ),
         SubAgentPolicy(
             "trading",
@@ -113,6 +120,7 @@ SUB_AGENTS: dict[str, SubAgentPolicy] = {
                 "get_market_history",
             ),
             ("portfolio", "generate_strategy_decision", "get_market_overview"),
+            label="交易",
         ),
     )
 }
@@ -288,7 +296,7 @@ class SubAgents:
             f"结构化结论：{', '.join(policy.tools)}。互不依赖的委派可在同一次回复里并行调用。",
             params=DelegateParams,
             func=lambda params, context: self.delegate(policy, params, context),
-            title=f"{policy.name} 子智能体",
+            title=policy.title,
             concurrency_safe=True,
             summarize=summarize_delegation,
             # waits for a free slot, then its own deadline; cancelled, it still answers
@@ -403,6 +411,12 @@ def summarize_delegation(result: dict[str, Any]) -> str:
     """One line for people: status, rounds, tools and time."""
     flags = "，结论已按预算截断" if result["result_truncated"] else ""
     return (
-        f"{result['agent']} {STATUS_LABELS[result['status']]}：{result['rounds']} 轮，"
+        f"{agent_title(result['agent'])}{STATUS_LABELS[result['status']]}：{result['rounds']} 轮，"
         f"{len(result['tool_calls'])} 次工具调用，{result['elapsed']:.1f}s{flags}"
     )
+
+
+def agent_title(agent: str) -> str:
+    """A sub-agent's name for people ("研究子智能体"), from its role name ("research")."""
+    policy = SUB_AGENTS.get(agent)
+    return policy.title if policy else f"{agent} 子智能体"

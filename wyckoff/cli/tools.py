@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -450,6 +451,18 @@ def spill_result(home: Path, session_id: str | None, call_id: str, name: str, te
     with (folder / "index.jsonl").open("a", encoding="utf-8") as index:
         index.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return str(path)
+
+
+def saved_result(home: Path, observation: str) -> str | None:
+    """The whole text of a result that was cut for the model (the note `finish` appends names
+    its file under tool-results/); None when the observation is whole or names no file of ours."""
+    found = re.findall(r'read_tool_result\(ref="([^"]+)"', observation)
+    if not found:
+        return None
+    path, folder = Path(found[-1]).resolve(), (home / RESULTS_DIR).resolve()
+    if path.parent != folder or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8")
 
 
 def canonical_args(args: dict[str, Any]) -> str:

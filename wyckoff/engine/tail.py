@@ -178,11 +178,13 @@ def _check_path(f: IntradayFacts, rules: TailRules, found: _Findings) -> None:
     else:
         found.passed.append(f"现价在 VWAP {f.vwap:.2f} 上方（{f.vs_vwap_pct:+.1f}%）")
     if f.drop_from_high_pct > rules.near_high_pct or f.range_position < rules.range_position:
+        # named by what failed: a close high in the range can still be far off the high
+        low = f.range_position < rules.range_position
         found.waiting.append(
             (
                 "close_position",
-                f"收盘位置偏低：距日内高点回落 {f.drop_from_high_pct:.1f}%，"
-                f"位于日内区间 {f.range_position:.0%} 处",
+                f"{'收盘位置偏低' if low else '离日内高点较远'}：距日内高点回落 "
+                f"{f.drop_from_high_pct:.1f}%，位于日内区间 {f.range_position:.0%} 处",
             )
         )
     else:
@@ -190,7 +192,7 @@ def _check_path(f: IntradayFacts, rules: TailRules, found: _Findings) -> None:
             f"收在日内高位（区间 {f.range_position:.0%} 处，距高点 {f.drop_from_high_pct:.1f}%）"
         )
     if f.last30_return_pct < rules.last30_return_pct:
-        found.waiting.append(("close_position", f"尾盘 30 分钟下跌 {f.last30_return_pct:.1f}%"))
+        found.waiting.append(("close_position", f"尾盘 30 分钟下跌 {-f.last30_return_pct:.1f}%"))
     big = f.last30_volume_share > rules.tail_share or (
         tail_volume is not None and tail_volume > rules.tail_volume
     )

@@ -25,6 +25,7 @@ from wyckoff.memory.store import HAN, Memory, MemoryStore, latin_tokens, utc_now
 from wyckoff.untrusted import mark_untrusted
 
 WEIGHTS = {"code": 1.2, "fts": 0.8, "token": 0.8, "keyword": 0.25}
+PIPELINE_LABELS = {"code": "股票代码", "fts": "全文", "token": "字母词", "keyword": "关键词"}
 HALF_LIFE_DAYS = {
     "decision": 14.0,
     "stock_opinion": 14.0,

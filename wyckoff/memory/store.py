@@ -106,6 +106,12 @@ class Memory:
         return f"{self.type} {self.created_at[:10]}" if self.type in STAGED_TYPES else self.type
 
     @property
+    def dated_label(self) -> str:
+        """`dated_type` for people: the type's Chinese name."""
+        label = TYPE_LABELS.get(self.type, self.type)
+        return f"{label} {self.created_at[:10]}" if self.type in STAGED_TYPES else label
+
+    @property
     def metadata(self) -> dict[str, Any]:
         return json.loads(self.metadata_json)
 

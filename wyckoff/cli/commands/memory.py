@@ -10,6 +10,7 @@ import typer
 from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 from wyckoff.errors import UsageError
 from wyckoff.memory.extraction import remember
+from wyckoff.memory.recall import PIPELINE_LABELS
 from wyckoff.memory.recall import search as recall_search
 from wyckoff.memory.store import (
     PROVENANCE_LABELS,
@@ -27,7 +28,6 @@ app = typer.Typer(
 )
 
 TYPE_HELP = "类型：" + type_choices()
-MATCHED_BY = {"code": "股票代码", "fts": "全文", "keyword": "关键词"}  # recall's pipelines
 
 
 class ExportFormat(StrEnum):
@@ -170,7 +170,7 @@ def search(
                     h.memory.id,
                     TYPE_LABELS.get(h.memory.type, h.memory.type),
                     h.memory.content,
-                    MATCHED_BY.get(h.pipeline, h.pipeline),
+                    PIPELINE_LABELS[h.pipeline],
                     f"{h.score:.3f}",
                 ]
                 for h in hits

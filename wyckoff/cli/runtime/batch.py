@@ -227,8 +227,15 @@ class ToolBatchRunner:
         outcome = self.registry.finish(
             call["id"], spec.name, started, 0.0, context, task_id=task.id
         )
-        outcome.summary = f"已在后台运行（{task.id}）"
+        outcome.summary = background_summary(started)
         return outcome
+
+
+def background_summary(started: dict[str, Any]) -> str | None:
+    """The row's line for a call that started a background task (None for any other result)."""
+    if started.get("status") != "running" or "task_id" not in started:
+        return None
+    return f"已在后台运行（{started['task_id']}）"
 
 
 def _note_sub_agent_event(event: RuntimeEvent, turn: TurnState) -> RuntimeEvent:

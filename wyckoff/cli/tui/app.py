@@ -194,7 +194,11 @@ class WyckoffApp(App):
     def send(self, text: str) -> None:
         """Send what the user typed (a question, or a /skill call) as the turn's message."""
         if self.turn_running:
-            self.show_notice("上一个回答还在进行中；按 Esc 取消后再发送。", error=True)
+            self.query_one("#prompt", PromptInput).load_text(text)  # not lost: sent later
+            self.show_notice(
+                "上一个回答还在进行中；你的问题留在输入框里，回答结束（或按 Esc 取消）后再发送。",
+                error=True,
+            )
             return
         message = self.agent.skills.user_message(text)
         self.mount_chat(UserMessage(shown_text(message)))

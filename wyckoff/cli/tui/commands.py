@@ -83,11 +83,14 @@ def show_tokens(app: WyckoffApp, _: str = "") -> None:
 def show_memories(app: WyckoffApp, query: str) -> None:
     from textual.widgets import Markdown
 
-    from wyckoff.memory.recall import search
+    from wyckoff.memory.recall import PIPELINE_LABELS, search
 
     memories = app.agent.memories
     if query:
-        found = [(h.memory, f"（{h.pipeline} {h.score:.2f}）") for h in search(memories, query)]
+        found = [
+            (h.memory, f"（{PIPELINE_LABELS[h.pipeline]}匹配 {h.score:.2f}）")
+            for h in search(memories, query)
+        ]
     else:
         found = [(m, "") for m in memories.list_memories(include_superseded=False)]
     if not found:
@@ -95,7 +98,7 @@ def show_memories(app: WyckoffApp, query: str) -> None:
         return
     lines = [f"**长期记忆**（{len(found)} 条；`wyckoff memory trace ID` 查看来源）", ""]
     lines += [
-        f"- {m.id} `{m.dated_type}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
+        f"- {m.id} `{m.dated_label}` {m.content}{note}{'（来自工具结果）' if m.is_data else ''}"
         for m, note in found
     ]
     app.mount_chat(Markdown("\n".join(lines), classes="help"))

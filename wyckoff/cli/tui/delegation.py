@@ -19,13 +19,15 @@ class DelegationBlock(Collapsible):
     tool rows, then its status and elapsed time in the title."""
 
     def __init__(self, agent: str, call_id: str) -> None:
+        from wyckoff.cli.sub_agents import agent_title
+
         self.agent, self.call_id = agent, call_id
         self.text = ""
         self.status: str | None = None
         self.body = WrappedStatic(classes="delegate-text")
         self.rows: dict[str, ToolRow] = {}
         super().__init__(
-            self.body, title=f"{agent} 子智能体 · 运行中", collapsed=False, classes="delegation"
+            self.body, title=f"{agent_title(agent)} · 运行中", collapsed=False, classes="delegation"
         )
 
     def add_text(self, text: str) -> None:
@@ -45,14 +47,19 @@ class DelegationBlock(Collapsible):
             row.finish(outcome or "完成", event["elapsed_s"], failed=failed)
 
     def finish(self, event: dict[str, Any]) -> None:
-        from wyckoff.cli.sub_agents import STATUS_LABELS
+        from wyckoff.cli.sub_agents import STATUS_LABELS, agent_title
 
         self.status = event["status"]
         self.title = (
-            f"{self.agent} 子智能体 · {STATUS_LABELS.get(self.status, self.status)}"
+            f"{agent_title(self.agent)} · {STATUS_LABELS.get(self.status, self.status)}"
             f" · {event['elapsed_s']:.1f}s"
         )
         self.set_class(self.status != "completed", "failed")
+        if self.text:  # streamed as plain text; the conclusion is Markdown, shown as such
+            from textual.widgets import Markdown
+
+            self.body.remove()
+            self.query_one(Collapsible.Contents).mount(Markdown(self.text, classes="delegate-text"))
 
 
 class DelegationView:

@@ -101,7 +101,7 @@ class ApprovalScreen(ModalScreen[Approval]):
         if event.button.id == "edit":
             self.run_edited()
         else:
-            self.dismiss(Approval(event.button.id))  # allow / always / deny
+            self.answer(event.button.id)  # allow / always / deny
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         """The sentence follows the edited arguments: what is approved is what is described."""
@@ -126,7 +126,25 @@ class ApprovalScreen(ModalScreen[Approval]):
 
     def action_answer(self, decision: str) -> None:
         if self.armed or decision == "deny":
+            self.answer(decision)
+
+    def answer(self, decision: str) -> None:
+        """Once the arguments are edited, what runs is what the sentence now describes:
+        "allow" runs the edited arguments, and "always" (for the original call) is refused."""
+        if decision == "deny" or not self.edited():
             self.dismiss(Approval(decision))  # type: ignore[arg-type]
+        elif decision == "allow":
+            self.run_edited()
+        else:
+            self.query_one("#error", Static).update(
+                "参数已修改：“总是允许”只用于原始参数；按 y 或“按修改执行”运行修改后的参数。"
+            )
+
+    def edited(self) -> bool:
+        try:
+            return json.loads(self.query_one("#args", TextArea).text) != self.request["args"]
+        except ValueError:
+            return True
 
     def action_edit(self) -> None:
         if self.armed:

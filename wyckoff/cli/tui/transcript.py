@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wyckoff.cli.chat_log import INTERRUPTED_RESULT
 from wyckoff.cli.messages import ToolCall, kind_of, shown_text, tool_calls_of
 from wyckoff.cli.runtime.approval import DENIED
+from wyckoff.cli.runtime.batch import background_summary
+from wyckoff.cli.tools import saved_result
 from wyckoff.cli.tui.delegation import DelegationView
 from wyckoff.cli.tui.intraday import TailPanel
 from wyckoff.cli.tui.widgets import (
@@ -48,6 +52,8 @@ class Transcript:
             self.app.show_waiting(WAITING_FOR_MODEL)
         elif kind not in ("usage", "retry"):  # the model has answered (or the turn ended)
             self.app.end_waiting()
+        if self.thinking is not None and kind not in ("thinking_delta", "usage"):
+            self.thinking.settle()
         handler = HANDLERS.get(kind)
         if handler is not None:
             await handler(self, event)
@@ -177,13 +183,17 @@ class Transcript:
             return "已拒绝（历史）", True
         if observation.startswith("工具错误："):
             return "未成功（历史）", True
-        # the JSON object the tool returned, also when it is stored inside a data marker
+        if observation == INTERRUPTED_RESULT:  # the program stopped before the call finished
+            return "被中断（历史）", True
+        # the JSON object the tool returned (inside a data marker, or whole in its saved file)
+        observation = saved_result(agent.home, observation) or observation
         start, end = observation.find("{"), observation.rfind("}")
         try:
             value = json.loads(observation[start : end + 1]) if start >= 0 else None
-        except json.JSONDecodeError:  # a result too long to keep whole, or plain text
+        except json.JSONDecodeError:  # plain text
             value = None
-        summary = agent.tool_summary(call["name"], value)
+        started = background_summary(value) if isinstance(value, dict) else None
+        summary = started or agent.tool_summary(call["name"], value)
         return f"{summary or '完成'}（历史）", False
 
 
@@ -219,10 +229,16 @@ def tail_result_of(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _result_of(event: dict[str, Any], tool: str) -> Any:
-    """The parsed result of a finished call of `tool` (None for another tool or cut JSON)."""
+    """The parsed result of a finished call of `tool` (None for another tool or bad JSON)."""
     if event["name"] != tool:
         return None
     try:
-        return json.loads(event["result"])
-    except json.JSONDecodeError:
+        return json.loads(whole_result(event))
+    except (OSError, json.JSONDecodeError):
         return None
+
+
+def whole_result(event: dict[str, Any]) -> str:
+    """A result's full text: one too long for the model is cut inline and saved whole."""
+    ref = event.get("ref")
+    return Path(ref).read_text(encoding="utf-8") if ref else event["result"]

@@ -85,6 +85,9 @@ class AssistantMessage(Markdown):
 
 
 class ThinkingBlock(Collapsible):
+    """The model's reasoning, collapsed; while it streams, the title says it is thinking
+    (the reasoning can run for many seconds before the first word of the answer)."""
+
     def __init__(self) -> None:
         self.body = WrappedStatic(classes="thinking-text")
         super().__init__(self.body, title="思考过程", collapsed=True, classes="thinking")
@@ -92,6 +95,11 @@ class ThinkingBlock(Collapsible):
 
     def add(self, text: str) -> None:
         self.show(self.text + text)
+        self.title = f"思考中…（{len(self.text)} 字）"
+
+    def settle(self) -> None:
+        """The reasoning is over (the answer, a tool call or the turn's end came)."""
+        self.title = "思考过程"
 
     def show(self, text: str) -> None:
         self.text = text
@@ -176,14 +184,14 @@ class ToolRow(WrappedStatic):
             self._render_row()
 
     def _render_row(self) -> None:
-        args = json.dumps(self.args, ensure_ascii=False)
+        args = json.dumps(self.args, ensure_ascii=False) if self.args else ""  # no "{}"
         args = args if len(args) <= 60 else args[:59] + "…"
         if self.outcome is None:
             self.show_text(
                 Text.assemble(
                     (f"{SPINNER[self.frame % len(SPINNER)]} ", "yellow"),
                     (self.title, "bold"),
-                    f" {args}",
+                    f" {args}".rstrip(),
                 )
             )
             return
@@ -193,7 +201,7 @@ class ToolRow(WrappedStatic):
             Text.assemble(
                 (f"{mark} ", style),
                 (self.title, "bold"),
-                f" {args}  ",
+                f" {args}  " if args else "  ",
                 (self.outcome, "red" if self.failed else "dim"),
                 (f"  {self.elapsed:.1f}s", "dim"),
                 (hint, "cyan"),
