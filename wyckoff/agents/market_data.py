@@ -110,7 +110,7 @@ class MarketData:
 
     def resolve_code(self, text: str) -> str:
         """The one stock `text` names (code, code with exchange, or name), else the candidates."""
-        return resolve_stock(all_stocks(self.panel().stocks), text)
+        return resolve_stock(all_stock_names(self.panel()), text)
 
 
 def partial_bar_note(as_of: str) -> str:
@@ -139,15 +139,15 @@ def stored_open_days(home: Path, config) -> frozenset[date]:
     return frozenset(days.astype(object))
 
 
-def all_stocks(panel_stocks):
-    """The stocks of the panel plus any listed stock it lacks, so names resolve against the
-    whole market: a fragment unique among demo stocks is not unique among all A-shares."""
-    import pandas as pd
+def all_stock_names(panel) -> dict[str, str | None]:
+    """Code -> name of the panel's stocks plus any listed stock it lacks, so names resolve
+    against the whole market: a fragment unique among demo stocks is not among all A-shares."""
+    from wyckoff.memory.codes import listed_names
 
-    from wyckoff.engine.demo import stock_list
-
-    ours = panel_stocks["name"].rename_axis("code").reset_index()
-    return pd.concat([ours, stock_list()]).drop_duplicates("code")
+    names = dict(zip(panel.codes, panel.stock_list.values("name"), strict=True))
+    for code, name in listed_names().items():
+        names.setdefault(code, name)
+    return names
 
 
 def signed_pct(value: float | None) -> str:

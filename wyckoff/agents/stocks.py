@@ -132,7 +132,7 @@ def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]
         raise ToolFailure(
             f"{code} 在本地行情库中没有日线数据：运行 `wyckoff data sync --codes {code}` 后重试。"
         )
-    name = panel.stocks.loc[code, "name"]
+    name = panel.stock_value(code, "name")
     if params.mode == "price":
         frame = panel.stock_frame(code, params.days)
         rows = [
@@ -149,7 +149,7 @@ def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]
     if "error" in result:
         raise ToolFailure(f"{code} {name}：{result['error']}")
     return market.envelope(
-        panel.as_of, name=name, industry=panel.stocks.loc[code, "industry"], **result
+        panel.as_of, name=name, industry=panel.stock_value(code, "industry"), **result
     )
 
 
@@ -189,7 +189,7 @@ def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, An
     return market.envelope(
         panel.as_of,
         code=code,
-        name=panel.stocks.loc[code, "name"],
+        name=panel.stock_value(code, "name"),
         bars=[
             {"date": d, **dict(zip(BAR_FIELDS, map(float, row), strict=True))}
             for d, row in zip(dates, frame[list(BAR_FIELDS)].to_numpy(), strict=True)

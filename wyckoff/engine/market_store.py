@@ -23,13 +23,14 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.engine import adjustment
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.errors import WyckoffError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REAL_FILE = "market.duckdb"
 DEMO_FILE = "market-demo.duckdb"
@@ -194,6 +195,8 @@ class MarketStore:
         conn.unregister("incoming")
 
     def set_state(self, key: str, value: str) -> None:
+        import pandas as pd
+
         self.upsert("sync_state", pd.DataFrame({"key": [key], "value": [value]}))
 
     def get_state(self, key: str) -> str | None:

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from wyckoff.engine.panel import BAR_FIELDS, DAILY_FIELDS, Panel
+from wyckoff.engine.stock_list import StockList
 
 ARRAYS = BAR_FIELDS + DAILY_FIELDS  # every (days, stocks) array a Panel holds
 
@@ -64,12 +64,11 @@ def _read(folder: Path, version: str, source: str) -> Panel | None:
         return None
     if _version_of(folder) != version:  # another process replaced it meanwhile
         return None
-    stocks = pd.DataFrame(meta["stocks"], index=pd.Index(meta["codes"], name="code"))
     return Panel(
         dates,
         meta["codes"],
         **arrays,
-        stocks=stocks.astype(meta["stock_dtypes"]),
+        stock_list=StockList(meta["codes"], meta["stocks"], meta["stock_dtypes"]),
         index_close=dict(zip(meta["indices"], index, strict=True)),
         source=source,
         caveats=meta["caveats"],
