@@ -101,8 +101,7 @@ class MarketData:
 
         if not self.store.path.exists():
             return np.array([], dtype="datetime64[D]")
-        frame = self.store.trading_dates()
-        return np.sort(frame["date"].to_numpy().astype("datetime64[D]"))
+        return self.store.trading_dates()
 
     def stock_table(self):
         self.ready()

@@ -112,8 +112,8 @@ def layer1(p: Panel, f: SimpleNamespace, t: int, cfg: EngineConfig) -> np.ndarra
         ("roe", cfg.min_roe, True),
         ("debt_ratio", cfg.max_debt_ratio, False),
     ):
-        if column in p.stocks:
-            values = p.stocks[column].to_numpy(dtype=float)
+        if p.stock_list.has(column):
+            values = np.array(p.stock_list.values(column), dtype=float)
             bad = (values < limit) if keep_if_above else (values > limit)
             mask &= ~np.nan_to_num(bad, nan=0).astype(bool)
     return mask & ~np.isnan(f.close)
@@ -203,7 +203,7 @@ def stock_strength(f: SimpleNamespace, universe: np.ndarray) -> np.ndarray:
 def layer3(
     p: Panel, l1: np.ndarray, l2: np.ndarray, strength: np.ndarray, cfg: EngineConfig
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    industries = p.stocks["industry"].fillna("未知").to_numpy()
+    industries = np.array(p.stock_list.texts("industry", missing="未知"), dtype=object)
     sectors = _sector_rows(industries, l1, l2, strength)
     if not sectors:
         return l2.copy(), []

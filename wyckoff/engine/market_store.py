@@ -30,6 +30,7 @@ from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.errors import WyckoffError
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 REAL_FILE = "market.duckdb"
@@ -248,11 +249,15 @@ class MarketStore:
             "SELECT code, name, industry, board, list_date, is_st, market_cap FROM stocks ORDER BY code"
         )
 
-    def trading_dates(self) -> pd.DataFrame:
-        """Every day the store knows as open: its calendar's open days and every date with bars."""
-        return self.query_df(
-            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
+    def trading_dates(self) -> np.ndarray:
+        """Every day the store knows as open, oldest first: its calendar's open days and every
+        date with bars (as datetime64[D]; read without pandas, which a warm screen never needs)."""
+        import numpy as np
+
+        rows = self.execute(
+            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT date FROM bars ORDER BY date"
         )
+        return np.array([day for (day,) in rows], dtype="datetime64[D]")
 
     def bar_dates(self) -> pd.DataFrame:
         """Every date with bars, oldest first."""

@@ -1,6 +1,6 @@
-"""A warm `wyckoff analyze` (the panel cache written by an earlier run) answers exactly as the
-cold one that read the store, and does it without importing pandas or DuckDB: those imports
-cost more than the whole diagnosis (issue #25)."""
+"""A warm `wyckoff analyze` or `screen` (the panel cache written by an earlier run) answers
+exactly as the cold one that read the store, and does it without importing pandas (analyze
+without DuckDB either): those imports cost more than the whole diagnosis (issue #25)."""
 
 from __future__ import annotations
 
@@ -87,3 +87,10 @@ def test_a_warm_analyze_on_imported_real_bars_answers_as_the_cold_one(home):
         cold, warm = cold_then_warm(home, "analyze", code)
         assert cold.returncode == 1 and "没有行情" in cold.stderr
         assert_same_answer(cold, warm)
+
+
+def test_a_warm_screen_answers_as_the_cold_one_without_pandas(demo_home):
+    cold, warm = cold_then_warm(demo_home, "screen", "--json")
+    assert cold.returncode == 0 and '"top_candidates"' in cold.stdout
+    assert_same_answer(cold, warm)
+    assert "pandas" not in imported_modules(warm.stderr)
