@@ -1,6 +1,6 @@
 """A warm `wyckoff analyze` or `screen` (the panel cache written by an earlier run) answers
-exactly as the cold one that read the store, and does it without importing pandas (analyze
-without DuckDB either): those imports cost more than the whole diagnosis (issue #25)."""
+exactly as the cold one that read the store, and does it without importing pandas or DuckDB:
+those imports cost more than the whole diagnosis (issue #25)."""
 
 from __future__ import annotations
 
@@ -89,8 +89,27 @@ def test_a_warm_analyze_on_imported_real_bars_answers_as_the_cold_one(home):
         assert_same_answer(cold, warm)
 
 
-def test_a_warm_screen_answers_as_the_cold_one_without_pandas(demo_home):
+def test_a_warm_screen_answers_as_the_cold_one_without_pandas_or_duckdb(demo_home):
     cold, warm = cold_then_warm(demo_home, "screen", "--json")
     assert cold.returncode == 0 and '"top_candidates"' in cold.stdout
     assert_same_answer(cold, warm)
-    assert "pandas" not in imported_modules(warm.stderr)
+    modules = imported_modules(warm.stderr)
+    assert "numpy" in modules and not {"pandas", "duckdb"} & modules
+
+
+def test_the_open_days_kept_on_disk_follow_a_changed_store(demo_home):
+    """A calendar day added to the store (as a sync does) is an open day at once: the copy on
+    disk belongs to the store's old version."""
+    import numpy as np
+    import pandas as pd
+
+    from wyckoff.agents.market_data import MarketData
+    from wyckoff.config import load_config
+
+    market = MarketData(demo_home, load_config(demo_home))
+    before = market.open_days()
+    assert (demo_home / CACHE_DIR / "market-demo-open-days").is_dir()
+    new_day = before[-1] + np.timedelta64(30, "D")
+    frame = pd.DataFrame({"date": [pd.Timestamp(new_day)], "is_open": [True], "source": ["demo"]})
+    market.store.upsert("trade_calendar", frame)
+    assert list(market.open_days()) == [*before, new_day]

@@ -96,12 +96,15 @@ class MarketData:
         return payload
 
     def open_days(self) -> np.ndarray:
-        """Trading days the store knows: its calendar's open days and every date with bars."""
+        """Trading days the store knows: its calendar's open days and every date with bars
+        (kept on disk per store version, see engine/panel_cache.py)."""
         import numpy as np
+
+        from wyckoff.engine.panel_cache import cached_open_days
 
         if not self.store.path.exists():
             return np.array([], dtype="datetime64[D]")
-        return self.store.trading_dates()
+        return cached_open_days(self.store.path, self.store.trading_dates)
 
     def stock_table(self):
         self.ready()
