@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import portfolio_store
+from wyckoff.agents.portfolio_rules import stock_names
 from wyckoff.errors import UsageError
 from wyckoff.ledger.broker_export import BROKER_NAMES, Delivery, Export, Holding
-from wyckoff.memory.codes import listed_names
 from wyckoff.portfolio_store import Position
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def import_export(ledger: Ledger, export: Export, today: str, dry_run: bool) -> 
 
 def _replace_positions(store, holdings: list[Holding], today: str) -> list[str]:
     """The positions become the file's; codes not in the A-share list are left out (said)."""
-    names = listed_names()
+    names = stock_names()
     kept = {p["code"]: p for p in portfolio_store.positions(store)}
     for code in kept:
         portfolio_store.delete_position(store, code)
@@ -74,7 +74,7 @@ def _replace_positions(store, holdings: list[Holding], today: str) -> list[str]:
 
 
 def _record_fills(ledger: Ledger, deliveries: list[Delivery]) -> list[int]:
-    names = listed_names()
+    names = stock_names()
     ids = []
     for row in sorted(deliveries, key=lambda d: (d.date, d.time or "", d.line)):
         if row.code not in names:

@@ -112,7 +112,7 @@ class MarketData:
 
     def resolve_code(self, text: str) -> str:
         """The one stock `text` names (code, code with exchange, or name), else the candidates."""
-        return resolve_stock(all_stock_names(self.panel()), text)
+        return resolve_stock(all_stocks(self.panel()), text)
 
 
 def partial_bar_note(as_of: str) -> str:
@@ -141,15 +141,16 @@ def stored_open_days(home: Path, config) -> frozenset[date]:
     return frozenset(days.astype(object))
 
 
-def all_stock_names(panel) -> dict[str, str | None]:
-    """Code -> name of the panel's stocks plus any listed stock it lacks, so names resolve
-    against the whole market: a fragment unique among demo stocks is not among all A-shares."""
+def all_stocks(panel) -> dict[str, list]:
+    """The codes and names of the panel's stocks plus any listed stock it lacks, so names
+    resolve against the whole market: a fragment unique among demo stocks is not unique
+    among all A-shares."""
     from wyckoff.memory.codes import listed_names
 
     names = dict(zip(panel.codes, panel.stock_list.values("name"), strict=True))
     for code, name in listed_names().items():
         names.setdefault(code, name)
-    return names
+    return {"code": list(names), "name": list(names.values())}
 
 
 def signed_pct(value: float | None) -> str:

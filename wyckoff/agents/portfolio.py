@@ -19,6 +19,7 @@ from wyckoff.agents.market_data import MarketData
 from wyckoff.agents.portfolio_rules import (
     PortfolioError,
     held_code,
+    stock_names,
     validate_amount,
     validate_date,
     validate_price,
@@ -29,7 +30,6 @@ from wyckoff.agents.stock_lookup import StockNotResolved
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
-from wyckoff.memory.codes import listed_names
 from wyckoff.portfolio_store import Change, Position, basis_cents
 
 if TYPE_CHECKING:
@@ -424,7 +424,7 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
         before = f"从 {book.cash():,.2f} 元" if book else ""
         return f"把现金{before}改为 {params.cash:,.2f} 元"
     code = _named_code(params, book)
-    label = f"{code} {listed_names().get(code, '（A 股代码表中没有这个代码）')}"
+    label = f"{code} {stock_names().get(code, '（A 股代码表中没有这个代码）')}"
     held = _held(book, code)
     if params.action == "remove":
         return (

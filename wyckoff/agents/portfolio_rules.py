@@ -23,12 +23,20 @@ class PortfolioError(UsageError):
     """A change that cannot be made; nothing was changed."""
 
 
+def stock_names() -> dict[str, str]:
+    """code -> name from the bundled A-share list."""
+    from wyckoff.engine.demo import stock_list
+
+    listing = stock_list()
+    return dict(zip(listing["code"], listing["name"], strict=True))
+
+
 def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
     """The code and name of the stock `stock` (a code or a name) names in the A-share list."""
-    from wyckoff.memory.codes import listed_names
+    from wyckoff.engine.demo import stock_list
 
-    code = resolve_stock(listed_names(), stock)
-    listed_name = listed_names()[code]
+    code = resolve_stock(stock_list(), stock)
+    listed_name = stock_names()[code]
     if name and normalize(name) != normalize(listed_name):
         raise PortfolioError(f"代码与名称不符：{code} 是 {listed_name}，不是 {name}。")
     return code, listed_name
@@ -37,8 +45,11 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
 def held_code(positions: list[dict[str, Any]], stock: str) -> str:
     """The code of the held position `stock` names, by the same rules as everywhere else
     (code, `600519.SH`, full-width digits, name, unique fragment); else PortfolioError."""
+    import pandas as pd
+
+    held = pd.DataFrame(positions, columns=["code", "name"])
     try:
-        return resolve_stock({p["code"]: p["name"] for p in positions}, stock)
+        return resolve_stock(held, stock)
     except StockNotResolved as failure:
         if not failure.candidates:
             raise PortfolioError(

@@ -44,11 +44,13 @@ def normalize(text: str) -> str:
     return "".join(unicodedata.normalize("NFKC", text).split()).upper()
 
 
-def resolve_stock(names_by_code: dict[str, str | None], text: str) -> str:
-    """The 6-digit code `text` names among `names_by_code` (code -> name), or StockNotResolved."""
+def resolve_stock(stocks, text: str) -> str:
+    """The 6-digit code `text` names in `stocks` (columns code, name: a pandas frame or a dict
+    of lists), or StockNotResolved."""
     wanted = normalize(text)
-    name_of = {code: name if isinstance(name, str) else "" for code, name in names_by_code.items()}
-    codes, names = list(name_of), list(name_of.values())
+    codes = list(stocks["code"])
+    names = [name if isinstance(name, str) else "" for name in stocks["name"]]
+    name_of = dict(zip(codes, names, strict=True))
     if not wanted:
         raise StockNotResolved("没有给出股票：请给出 6 位代码或股票名称。", [])
     match = CODE_PATTERN.match(wanted)
