@@ -96,13 +96,15 @@ class MarketData:
         return payload
 
     def open_days(self) -> np.ndarray:
-        """Trading days the store knows: its calendar's open days and every date with bars."""
+        """Trading days the store knows: its calendar's open days and every date with bars
+        (kept on disk per store version, see engine/panel_cache.py)."""
         import numpy as np
+
+        from wyckoff.engine.panel_cache import cached_open_days
 
         if not self.store.path.exists():
             return np.array([], dtype="datetime64[D]")
-        frame = self.store.trading_dates()
-        return np.sort(frame["date"].to_numpy().astype("datetime64[D]"))
+        return cached_open_days(self.store.path, self.store.trading_dates)
 
     def stock_table(self):
         self.ready()
@@ -110,7 +112,7 @@ class MarketData:
 
     def resolve_code(self, text: str) -> str:
         """The one stock `text` names (code, code with exchange, or name), else the candidates."""
-        return resolve_stock(all_stocks(self.panel().stocks), text)
+        return resolve_stock(all_stocks(self.panel()), text)
 
 
 def partial_bar_note(as_of: str) -> str:
@@ -139,16 +141,16 @@ def stored_open_days(home: Path, config) -> frozenset[date]:
     return frozenset(days.astype(object))
 
 
-def all_stocks(panel_stocks):
-    """The stocks of the panel plus any listed stock it lacks, so names resolve against the
-    whole market: a fragment unique among demo stocks is not unique among all A-shares."""
-    import pandas as pd
+def all_stocks(panel) -> dict[str, list]:
+    """The codes and names of the panel's stocks plus any listed stock it lacks, so names
+    resolve against the whole market: a fragment unique among demo stocks is not unique
+    among all A-shares."""
+    from wyckoff.memory.codes import listed_names
 
-    from wyckoff.engine.demo import stock_list
-
-    ours = panel_stocks["name"].rename_axis("code").reset_index()
-    listed = stock_list()
-    return pd.concat([ours, listed[~listed["code"].isin(ours["code"])]])
+    names = dict(zip(panel.codes, panel.stock_list.values("name"), strict=True))
+    for code, name in listed_names().items():
+        names.setdefault(code, name)
+    return {"code": list(names), "name": list(names.values())}
 
 
 def signed_pct(value: float | None) -> str:

@@ -102,8 +102,8 @@ def _candidate(panel, result, j: int) -> dict[str, Any]:
     traded = panel.close if panel.raw_close is None else panel.raw_close  # as traded that day
     return {
         "code": code,
-        "name": panel.stocks.loc[code, "name"],
-        "industry": panel.stocks.loc[code, "industry"],
+        "name": panel.stock_value(code, "name"),
+        "industry": panel.stock_value(code, "industry"),
         "close": round(float(traded[-1, j]), 2),
         "channels": result.channel_labels(j),
         "triggers": [TRIGGER_LABELS[t] for t in result.trigger_labels(j)],

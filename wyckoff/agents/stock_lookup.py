@@ -45,10 +45,11 @@ def normalize(text: str) -> str:
 
 
 def resolve_stock(stocks, text: str) -> str:
-    """The 6-digit code `text` names in `stocks` (columns code, name), or StockNotResolved."""
+    """The 6-digit code `text` names in `stocks` (columns code, name: a pandas frame or a dict
+    of lists), or StockNotResolved."""
     wanted = normalize(text)
-    codes = stocks["code"].tolist()
-    names = stocks["name"].fillna("").tolist()
+    codes = list(stocks["code"])
+    names = [name if isinstance(name, str) else "" for name in stocks["name"]]
     name_of = dict(zip(codes, names, strict=True))
     if not wanted:
         raise StockNotResolved("没有给出股票：请给出 6 位代码或股票名称。", [])
@@ -77,7 +78,7 @@ def resolve_stock(stocks, text: str) -> str:
             f"'{text}' 对应 {len(containing)} 只股票，请用 6 位代码或完整名称指定其中一只：",
             [_line(c, name_of[c]) for c in containing],
         )
-    similar = closest_stocks(stocks, wanted)
+    similar = closest_stocks(name_of, wanted)
     raise StockNotResolved(
         f"找不到股票 '{text}'。请给出 6 位代码或完整名称" + ("，相近的有：" if similar else "。"),
         similar,
@@ -107,10 +108,10 @@ def _line(code: str, name: str) -> str:
     return f"{ts_code(code)} {name}"
 
 
-def closest_stocks(stocks, text: str, limit: int = 5) -> list[str]:
+def closest_stocks(name_of: dict[str, str], text: str, limit: int = 5) -> list[str]:
     """'代码 名称' of the stocks most like `text`: shared characters first, then spelling."""
     scored = []
-    for code, name in zip(stocks["code"], stocks["name"].fillna(""), strict=True):
+    for code, name in name_of.items():
         overlap = len(set(text) & set(name)) / max(len(set(text)), 1)
         name_score = 0.8 * overlap + 0.2 * difflib.SequenceMatcher(None, text, name).ratio()
         score = max(name_score, difflib.SequenceMatcher(None, text, code).ratio())

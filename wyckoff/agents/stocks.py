@@ -134,7 +134,7 @@ def name_with_bars(panel, code: str) -> str:
         raise ToolFailure(
             f"{code} 在本地行情库中没有日线数据：运行 `wyckoff data sync --codes {code}` 后重试。"
         )
-    return panel.stocks.loc[code, "name"]
+    return panel.stock_value(code, "name")
 
 
 def stock_diagnosis(market: MarketData, panel, code: str, cost: float = 0.0) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def stock_diagnosis(market: MarketData, panel, code: str, cost: float = 0.0) -> 
     if "error" in result:
         raise ToolFailure(f"{code} {name}：{result['error']}")
     return market.envelope(
-        panel.as_of, name=name, industry=panel.stocks.loc[code, "industry"], **result
+        panel.as_of, name=name, industry=panel.stock_value(code, "industry"), **result
     )
 
 
@@ -186,7 +186,7 @@ def kline_data(context: ToolContext, code: str, days: int = 120) -> dict[str, An
     return market.envelope(
         panel.as_of,
         code=code,
-        name=panel.stocks.loc[code, "name"],
+        name=panel.stock_value(code, "name"),
         bars=[
             {"date": d, **dict(zip(BAR_FIELDS, map(float, row), strict=True))}
             for d, row in zip(dates, frame[list(BAR_FIELDS)].to_numpy(), strict=True)

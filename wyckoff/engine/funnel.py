@@ -78,12 +78,13 @@ def in_delisting_period(p: Panel, t: int) -> np.ndarray:
     DELISTING_PERIOD_DAYS trading days before their final trading day (a delisted stock's
     last trade date; for a listed one, the last day of the data). The stock list's name is
     today's: without the window every past day of a stock now in 退市整理 would count too."""
-    names = p.stocks["name"].fillna("").astype(str)
-    named = (names.str.endswith("退") | names.str.contains("退市")).to_numpy()
+    names = p.stock_list.texts("name")
+    named = np.array([name.endswith("退") or "退市" in name for name in names], dtype=bool)
     final = np.full(len(p.codes), len(p.dates) - 1)
-    if "last_trade_date" in p.stocks:
-        delisted = p.stocks["last_trade_date"].map(lambda d: isinstance(d, str)).to_numpy()
-        last_days = p.stocks["last_trade_date"].to_numpy()[delisted].astype("datetime64[D]")
+    if p.stock_list.has("last_trade_date"):
+        last_trade = np.array(p.stock_list.values("last_trade_date"), dtype=object)
+        delisted = np.array([isinstance(d, str) for d in last_trade], dtype=bool)
+        last_days = last_trade[delisted].astype("datetime64[D]")
         final[delisted] = np.searchsorted(p.dates, last_days, side="right") - 1
     days_left = final - t
     return named & (days_left >= 0) & (days_left < DELISTING_PERIOD_DAYS)
@@ -111,8 +112,8 @@ def layer1(p: Panel, f: SimpleNamespace, t: int, cfg: EngineConfig) -> np.ndarra
         ("roe", cfg.min_roe, True),
         ("debt_ratio", cfg.max_debt_ratio, False),
     ):
-        if column in p.stocks:
-            values = p.stocks[column].to_numpy(dtype=float)
+        if p.stock_list.has(column):
+            values = np.array(p.stock_list.values(column), dtype=float)
             bad = (values < limit) if keep_if_above else (values > limit)
             mask &= ~np.nan_to_num(bad, nan=0).astype(bool)
     return mask & ~np.isnan(f.close)
@@ -202,7 +203,7 @@ def stock_strength(f: SimpleNamespace, universe: np.ndarray) -> np.ndarray:
 def layer3(
     p: Panel, l1: np.ndarray, l2: np.ndarray, strength: np.ndarray, cfg: EngineConfig
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    industries = p.stocks["industry"].fillna("未知").to_numpy()
+    industries = np.array(p.stock_list.texts("industry", missing="未知"), dtype=object)
     sectors = _sector_rows(industries, l1, l2, strength)
     if not sectors:
         return l2.copy(), []

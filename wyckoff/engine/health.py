@@ -8,7 +8,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from wyckoff.engine.calendar import skipped_weekdays
@@ -59,8 +58,8 @@ def resumed_after(one: Panel, t: int, cfg: EngineConfig) -> int:
 
 
 def _listed_before(one: Panel, day: np.datetime64) -> bool:
-    listed = pd.to_datetime(one.stocks["list_date"].iloc[0], errors="coerce")
-    return bool(pd.notna(listed) and listed.to_datetime64() < day)
+    listed = one.stock_list.listing_date(0)
+    return listed is not None and np.datetime64(listed) < day
 
 
 def scalar(value) -> float | None:

@@ -160,7 +160,7 @@ def features_at(panel: Panel, t: int, cfg: EngineConfig) -> SimpleNamespace:
         f.ma_gap = np.abs(f.ma50 - f.ma200) / f.ma200
     f.slope10 = slope_pct_per_day(panel.close, t, 10)
     f.market_cap, f.is_st, f.raw_close = panel.market_cap[t], panel.is_st[t], panel.raw_close[t]
-    f.board = panel.stocks["board"].fillna("main").to_numpy()
+    f.board = np.array(panel.stock_list.texts("board", missing="main"), dtype=object)
     return f
 
 

@@ -37,14 +37,6 @@ def free_days(board: str, list_date: str, cfg: EngineConfig = DEFAULT_CONFIG) ->
     return cfg.new_listing_free_days if registered else 1
 
 
-def list_date(p: Panel, j: int) -> str | None:
-    """The stock's listing date as YYYY-MM-DD (stored as YYYYMMDD or YYYY-MM-DD), if known."""
-    if "list_date" not in p.stocks:
-        return None
-    digits = "".join(ch for ch in str(p.stocks["list_date"].iloc[j]) if ch.isdigit())
-    return f"{digits[:4]}-{digits[4:6]}-{digits[6:]}" if len(digits) == 8 else None
-
-
 def listing_day(p: Panel, t: int, listed: str) -> int:
     """Day t's number among the market's trading days since `listed` (1 = the listing day)."""
     return t - int(np.searchsorted(p.dates, np.datetime64(listed))) + 1
@@ -60,7 +52,7 @@ def limit_cents(
         return None
     stock = p.stocks.iloc[j]
     board = stock["board"] if isinstance(stock["board"], str) else "main"
-    listed = list_date(p, j)
+    listed = p.stock_list.listing_date(j)
     if listed and listing_day(p, t, listed) <= free_days(board, listed, cfg):
         return None
     is_st = stock["is_st"] if p.is_st is None else p.is_st[t, j]  # ST as of that day

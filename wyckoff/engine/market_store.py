@@ -23,13 +23,15 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.engine import adjustment
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.errors import WyckoffError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 REAL_FILE = "market.duckdb"
 DEMO_FILE = "market-demo.duckdb"
@@ -194,6 +196,8 @@ class MarketStore:
         conn.unregister("incoming")
 
     def set_state(self, key: str, value: str) -> None:
+        import pandas as pd
+
         self.upsert("sync_state", pd.DataFrame({"key": [key], "value": [value]}))
 
     def get_state(self, key: str) -> str | None:
@@ -245,11 +249,15 @@ class MarketStore:
             "SELECT code, name, industry, board, list_date, is_st, market_cap FROM stocks ORDER BY code"
         )
 
-    def trading_dates(self) -> pd.DataFrame:
-        """Every day the store knows as open: its calendar's open days and every date with bars."""
-        return self.query_df(
-            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT DISTINCT date FROM bars"
+    def trading_dates(self) -> np.ndarray:
+        """Every day the store knows as open, oldest first: its calendar's open days and every
+        date with bars (as datetime64[D]; read without pandas, which a warm screen never needs)."""
+        import numpy as np
+
+        rows = self.execute(
+            "SELECT date FROM trade_calendar WHERE is_open UNION SELECT date FROM bars ORDER BY date"
         )
+        return np.array([day for (day,) in rows], dtype="datetime64[D]")
 
     def bar_dates(self) -> pd.DataFrame:
         """Every date with bars, oldest first."""

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from wyckoff.engine.activity import market_activity
+from wyckoff.engine.stock_list import StockList
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BAR_FIELDS = ("open", "high", "low", "close", "volume", "amount")
 DAILY_FIELDS = ("raw_close", "market_cap", "turnover_rate", "is_st")  # Panel's per-date arrays
@@ -32,7 +35,7 @@ class Panel:
     close: np.ndarray
     volume: np.ndarray  # shares, adjusted like the prices
     amount: np.ndarray  # CNY
-    stocks: pd.DataFrame  # index code: name, industry, board, is_st, market_cap, list_date
+    stock_list: StockList  # (or a frame indexed by code) name, industry, board, is_st, ...
     index_close: dict[str, np.ndarray] = field(default_factory=dict)  # code -> (T,)
     source: str = "unknown"
     raw_close: np.ndarray | None = None  # (T, N) the price as traded that day
@@ -44,7 +47,18 @@ class Panel:
 
     def __post_init__(self) -> None:
         """Fill per-date facts the source did not provide (see `fill_daily_facts`)."""
+        if not isinstance(self.stock_list, StockList):
+            self.stock_list = StockList.from_frame(self.stock_list)
         fill_daily_facts(self)
+
+    @property
+    def stocks(self) -> pd.DataFrame:
+        """The stock list as a pandas frame indexed by code (see `StockList`)."""
+        return self.stock_list.frame()
+
+    @stocks.setter
+    def stocks(self, frame: pd.DataFrame) -> None:
+        self.stock_list = StockList.from_frame(frame)
 
     @property
     def as_of(self) -> str:
@@ -92,6 +106,10 @@ class Panel:
     def has(self, code: str) -> bool:
         return code in self._positions()
 
+    def stock_value(self, code: str, column: str):
+        """One fact of a stock from the stock list (its name, industry, board, ...)."""
+        return self.stock_list.value(self.column(code), column)
+
     def upto(self, t: int) -> Panel:
         """The panel as it was known at day index t (no data after it)."""
         activity = self.market_activity
@@ -99,7 +117,7 @@ class Panel:
             self.dates[: t + 1],
             self.codes,
             *(getattr(self, name)[: t + 1] for name in BAR_FIELDS),
-            stocks=self.stocks,
+            stock_list=self.stock_list,
             index_close={k: v[: t + 1] for k, v in self.index_close.items()},
             source=self.source,
             **{name: getattr(self, name)[: t + 1] for name in DAILY_FIELDS},
@@ -121,7 +139,7 @@ class Panel:
             self.dates,
             [code],
             *(column(name) for name in BAR_FIELDS),
-            stocks=self.stocks.iloc[j : j + 1],
+            stock_list=self.stock_list.row(j),
             index_close=self.index_close,
             source=self.source,
             **{name: column(name) for name in DAILY_FIELDS},
@@ -131,6 +149,8 @@ class Panel:
 
     def stock_frame(self, code: str, days: int | None = None) -> pd.DataFrame:
         """One stock's bars as a frame (for display and price queries)."""
+        import pandas as pd
+
         j = self.column(code)
         frame = pd.DataFrame(
             {name: getattr(self, name)[:, j] for name in BAR_FIELDS},
@@ -148,6 +168,8 @@ def panel_from_long(
     date, close). Bars may also carry the per-date columns raw_close, total_mv, float_mv
     (CNY), turnover_rate (%) and is_st; what they lack is derived (`derived_facts`). Only
     the unique codes and dates are converted: per-row conversion is slow."""
+    import pandas as pd
+
     date_index, dates = pd.factorize(np.asarray(bars["date"]), sort=True)
     code_index, codes = pd.factorize(np.asarray(bars["code"]), sort=True)
 
@@ -172,7 +194,7 @@ def panel_from_long(
         dates,
         list(stocks.index),
         **arrays,
-        stocks=stocks,
+        stock_list=StockList.from_frame(stocks),
         index_close=index_close,
         source=source,
         **daily,
@@ -185,6 +207,8 @@ def _daily_facts(
 ) -> dict[str, np.ndarray]:
     """Per-date facts from the stored columns; a gap takes the last known cap of the stock,
     else what `derived_facts` implies. Market cap is the total cap, else the float cap."""
+    import pandas as pd
+
     derived = derived_facts(arrays["close"], arrays["amount"], stocks, None)
     cap = derived["market_cap"]
     if "total_mv" in given:

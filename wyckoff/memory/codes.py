@@ -31,9 +31,15 @@ def stock_aliases() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
+def listed_names() -> dict[str, str]:
+    """Code -> name of every stock in the bundled A-share list (not to be changed)."""
+    return {r["code"]: r["name"] for r in _rows("a_share_list.csv")}
+
+
+@lru_cache(maxsize=1)
 def _names() -> tuple[dict[str, str], int]:
     """name or short name -> code, and the longest name's length."""
-    by_name = {r["name"]: r["code"] for r in _rows("a_share_list.csv")}
+    by_name = {name: code for code, name in listed_names().items()}
     by_name = {name: code for name, code in by_name.items() if len(name) >= MIN_NAME_CHARS}
     by_name.update(stock_aliases())
     return by_name, max(map(len, by_name))
