@@ -66,7 +66,7 @@ class Ledger:
 
         day = trade_day(text)
         if self.market is not None:
-            open_days = set(self.market.trading_dates()["date"].dt.date)
+            open_days = set(self.market.trading_dates().astype(object))
             if not is_trading_day(datetime.strptime(day, "%Y%m%d").date(), open_days):
                 raise UsageError(f"成交日期 {text} 是休市日（交易日历），A 股不交易；请检查日期。")
         return day
