@@ -96,4 +96,4 @@ async def test_tui_memory_view_shows_a_view_with_its_day(openai_server):
         await pilot.pause(0.2)
         shown = app.query(".help").last().source
         day = app.agent.memories.list_memories()[0].created_at[:10]
-        assert f"`stock_opinion {day}` {OPINION}" in shown
+        assert f"`个股观点 {day}` {OPINION}" in shown

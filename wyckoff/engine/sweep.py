@@ -172,8 +172,10 @@ class ClusterRunner:
         self.unfinished: dict[str, tuple[Any, str, int]] = {}  # key -> (future, stage, weight)
 
     def share(self, value: Any) -> Any:
-        """Sent once to every worker, not with each task."""
-        return self.client.scatter(value, broadcast=True)
+        """Sent once to every worker, not with each task. A fresh key each time: a key hashed
+        from the data is shared with an earlier sweep of the same panel, whose release can then
+        take the data away from this one ("lost dependencies")."""
+        return self.client.scatter(value, broadcast=True, hash=False)
 
     def submit(self, stage: str, weight: int, func: Callable, *args: Any):
         future = self.client.submit(func, *args, pure=False)
