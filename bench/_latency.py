@@ -16,6 +16,11 @@ def query_latency(run: Callable[[str], object], queries: list[str]) -> str:
         started = time.perf_counter()
         run(query)
         times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    p95 = times[int(len(times) * 0.95) - 1]
-    return f"p50 {statistics.median(times):.2f} ms, p95 {p95:.2f} ms, max {times[-1]:.2f} ms"
+    return percentiles(times)
+
+
+def percentiles(samples: list[float]) -> str:
+    """'p50 X ms, p95 Y ms, max Z ms' of samples in milliseconds."""
+    ordered = sorted(samples)
+    p95 = ordered[int(len(ordered) * 0.95) - 1]
+    return f"p50 {statistics.median(ordered):.2f} ms, p95 {p95:.2f} ms, max {ordered[-1]:.2f} ms"

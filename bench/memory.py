@@ -8,7 +8,6 @@ import argparse
 import cProfile
 import pstats
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._latency import percentiles  # noqa: E402
 from bench._machine import describe_machine  # noqa: E402
 from wyckoff.memory.codes import _names  # noqa: E402
 from wyckoff.memory.recall import build_memory_context  # noqa: E402
@@ -56,12 +56,6 @@ def sample_query(rng: random.Random, stocks: list[tuple[str, str]]) -> str:
             f"我想建仓{rng.choice(THEMES)}，跌破支撑怎么处理",
         ]
     )
-
-
-def percentiles(samples: list[float]) -> str:
-    ordered = sorted(samples)
-    p95 = ordered[int(len(ordered) * 0.95) - 1]
-    return f"p50 {statistics.median(ordered):.2f} ms, p95 {p95:.2f} ms, max {ordered[-1]:.2f} ms"
 
 
 def main() -> None:
