@@ -8,9 +8,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -118,6 +123,63 @@ def test_workers_run_without_dasks_malloc_trim_threshold():
         seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
     assert list(seen.values()) == [None]
     assert "MALLOC_TRIM_THRESHOLD_" not in os.environ  # nor leaked into this process
+
+
+def opened_panels() -> list[str]:
+    """In a worker: the folders of the panels it has memory-mapped (imported there, not
+    pickled with this function)."""
+    from wyckoff.engine import sweep
+
+    return [ref.folder for ref in sweep._OPENED]
+
+
+def test_local_workers_share_one_copy_of_the_panel_from_disk_and_it_is_gone_afterwards(
+    panel, client
+):
+    """No copy of the panel is sent through the cluster: each worker memory-maps one folder
+    (sharing the page cache), and nothing of it is left in a worker or on disk afterwards."""
+    seen: list[dict] = []
+
+    def look(stage: str, done: int, total: int, share: float) -> None:
+        if not seen:
+            seen.append(client.run(opened_panels))
+            seen.append(client.who_has())
+
+    result = run_sweep(panel, parse_grid(GRID), START, END, client=client, progress=look)
+    assert result == run_sweep(panel, parse_grid(GRID), START, END)
+    folders, held = seen
+    opened = {folder for each in folders.values() for folder in each}
+    assert len(opened) == 1 and all(each == list(opened) for each in folders.values())
+    assert not [key for key in held if "Panel" in str(key)]  # nothing scattered
+    assert not Path(opened.pop()).exists()
+    assert list(client.run(opened_panels).values()) == [[], []]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by .ci/run")
+def test_a_worker_that_cannot_read_this_machines_files_is_sent_the_panel(panel):
+    """A worker elsewhere (here: in a mount namespace with its own empty temp folder, as on
+    another machine) cannot open the folder: the panel is sent to it instead, same results."""
+    from distributed import Client, LocalCluster
+
+    hidden = tempfile.gettempdir()
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
+        worker = subprocess.Popen(
+            ["bwrap", "--dev-bind", "/", "/", "--tmpfs", hidden, "--",
+             sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
+             "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard"],
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            with Client(cluster) as client:
+                client.wait_for_workers(1, timeout=60)
+                result = run_sweep(panel, parse_grid(GRID), START, END, client=client)
+                assert list(client.run(opened_panels).values()) == [[]]
+        finally:
+            worker.terminate()
+            worker.wait()
+    assert result == run_sweep(panel, parse_grid(GRID), START, END)
 
 
 def test_the_tools_progress_moves_through_chinese_stages_while_signals_are_computed(

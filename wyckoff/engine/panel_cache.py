@@ -34,7 +34,7 @@ def cached_panel(store_path: Path, source: str, days: int, load: Callable[[], Pa
     """The panel of `days` trading days for this version of the store: from the cache when
     it has one, else from `load()` (then cached for the next run)."""
     folder = store_path.parent / CACHE_DIR / f"{store_path.stem}-{days}"
-    return _cached(store_path, folder, lambda: _read_panel(folder, source), load, _write_panel)
+    return _cached(store_path, folder, lambda: read_panel(folder, source), load, write_panel)
 
 
 def cached_open_days(store_path: Path, load: Callable[[], np.ndarray]) -> np.ndarray:
@@ -90,7 +90,8 @@ def _read(folder: Path, version: str, read: Callable[[], T]) -> T | None:
     return value
 
 
-def _read_panel(folder: Path, source: str) -> Panel:
+def read_panel(folder: Path, source: str) -> Panel:
+    """The panel `write_panel` wrote to `folder`, its arrays memory-mapped."""
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
     index = np.load(folder / "index_close.npy", mmap_mode="r")
@@ -121,7 +122,8 @@ def _write(folder: Path, version: str, write_files: Callable[[Path], None]) -> N
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_panel(staging: Path, panel: Panel) -> None:
+def write_panel(staging: Path, panel: Panel) -> None:
+    """Every array and fact of `panel` as files in the folder `staging`."""
     for name in ARRAYS:
         np.save(staging / f"{name}.npy", np.ascontiguousarray(getattr(panel, name)))
     np.save(staging / "dates.npy", panel.dates)

@@ -5,17 +5,20 @@ configuration; exits and top-N only replay them. So a sweep computes signals onc
 distinct EngineConfig and runs every exit combination as a cheap task that reuses them. Each
 day's signals depend on that day alone, so on a cluster one configuration's days are split
 into ranges computed by several tasks at once and joined. Signals are point in time, so one
-computation over the whole period also serves every walk-forward window. The panel is
-shipped to every worker once.
+computation over the whole period also serves every walk-forward window. The panel reaches
+every worker once: when the workers can read this machine's files (a local cluster), as a
+folder they memory-map, sharing one copy in the page cache; else sent to each.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from wyckoff.engine.backtest import Signals, compute_signals, run_backtest
@@ -86,13 +89,54 @@ def rank_key(metric: str) -> Callable[[dict[str, Any]], tuple]:
     return key
 
 
+# --- the panel on a worker ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PanelOnDisk:
+    """A panel written to a folder that every worker of the cluster can read: sent with each
+    task in place of the panel (the whole market over 550 days is ~220 MB, which took ~6 s to
+    send to two local workers, and a copy of it in each)."""
+
+    folder: str
+    source: str
+
+
+_OPENED: dict[PanelOnDisk, Panel] = {}  # in a worker: the panel of the sweep now running
+
+
+def opened(panel: Panel | PanelOnDisk) -> Panel:
+    """The panel itself, memory-mapped once per worker process when it is on disk."""
+    if isinstance(panel, Panel):
+        return panel
+    if panel not in _OPENED:
+        from wyckoff.engine.panel_cache import read_panel
+
+        _OPENED.clear()  # a long-lived cluster keeps no earlier sweep's files open
+        _OPENED[panel] = read_panel(Path(panel.folder), panel.source)
+    return _OPENED[panel]
+
+
+def forget_panel(panel: PanelOnDisk) -> None:
+    _OPENED.pop(panel, None)
+
+
+def can_read(folder: str) -> bool:
+    return Path(folder, "meta.json").is_file()
+
+
 # --- tasks (module-level functions: workers import them by name) ------------------------------
 
 
 def signals_task(
-    panel: Panel, start_t: int, end_t: int, regime_gate: bool, overrides: dict[str, Any]
+    panel: Panel | PanelOnDisk,
+    start_t: int,
+    end_t: int,
+    regime_gate: bool,
+    overrides: dict[str, Any],
 ) -> Signals:
-    return compute_signals(panel, start_t, end_t, regime_gate, replace(DEFAULT_CONFIG, **overrides))
+    config = replace(DEFAULT_CONFIG, **overrides)
+    return compute_signals(opened(panel), start_t, end_t, regime_gate, config)
 
 
 def join_signals_task(*parts: Signals) -> Signals:
@@ -101,7 +145,7 @@ def join_signals_task(*parts: Signals) -> Signals:
 
 
 def combo_task(
-    panel: Panel,
+    panel: Panel | PanelOnDisk,
     signals: Signals,
     span: tuple[int, int],
     options: dict[str, Any],
@@ -110,7 +154,7 @@ def combo_task(
 ) -> dict[str, Any]:
     """One exit combination over days span, replaying precomputed signals."""
     result = run_backtest(
-        panel,
+        opened(panel),
         *span,
         **options,
         **exits,
@@ -149,8 +193,9 @@ class InProcessRunner:
     def __init__(self, tally: Tally, cancelled: Callable[[], bool]) -> None:
         self.tally, self.cancelled = tally, cancelled
 
-    def share(self, value: Any) -> Any:
-        return value
+    @contextmanager
+    def shared(self, panel: Panel) -> Iterator[Panel]:
+        yield panel
 
     def submit(self, stage: str, weight: int, func: Callable, *args: Any) -> _Done:
         if self.cancelled():
@@ -171,11 +216,29 @@ class ClusterRunner:
         self.submitted: list = []
         self.unfinished: dict[str, tuple[Any, str, int]] = {}  # key -> (future, stage, weight)
 
-    def share(self, value: Any) -> Any:
+    @contextmanager
+    def shared(self, panel: Panel) -> Iterator[Any]:
+        """The panel as the tasks take it: a folder the workers memory-map when every worker
+        can read it (removed afterwards), else the panel sent once to every worker."""
+        from wyckoff.engine.panel_cache import write_panel
+
+        with tempfile.TemporaryDirectory(prefix="wyckoff-sweep-") as folder:
+            write_panel(Path(folder), panel)
+            on_disk = PanelOnDisk(folder, panel.source)
+            readable = self.client.run(can_read, folder)
+            if not readable or not all(readable.values()):
+                yield self._scatter(panel)
+                return
+            try:
+                yield on_disk
+            finally:
+                self.client.run(forget_panel, on_disk)
+
+    def _scatter(self, panel: Panel) -> Any:
         """Sent once to every worker, not with each task. A fresh key each time: a key hashed
         from the data is shared with an earlier sweep of the same panel, whose release can then
         take the data away from this one ("lost dependencies")."""
-        return self.client.scatter(value, broadcast=True, hash=False)
+        return self.client.scatter(panel, broadcast=True, hash=False)
 
     def submit(self, stage: str, weight: int, func: Callable, *args: Any):
         future = self.client.submit(func, *args, pure=False)
@@ -339,65 +402,67 @@ def run_sweep(
         ClusterRunner(client, tally, cancelled) if client else InProcessRunner(tally, cancelled)
     )
     options = {"board": board, "regime_gate": regime_gate}
-    shared = runner.share(panel)
-    signals = [_signals(runner, shared, ranges, regime_gate, overrides) for overrides in configs]
-    tasks = [
-        runner.submit(STAGE_COMBOS, 1, combo_task, shared, signals[i], span, options, *rest)
-        for span in spans
-        for i, *rest in combos
-    ]
-    rows = [
-        {"params": {**exits, **overrides}, "metrics": row}
-        for (_, overrides, exits), row in zip(
-            combos * len(spans), runner.results(tasks), strict=True
-        )
-    ]
-    summary = {
-        "period": {"start": str(panel.dates[start_t]), "end": str(panel.dates[end_t])},
-        "grid": grid.describe(),
-        "metric": metric,
-        "options": options,
-        "combinations": len(combos),
-        "engine_configs": len(configs),
-        "signal_computations": len(signals),
-        "tasks": task_count(grid, len(spans), bool(folds)),
-        "benchmarks": benchmark_names(panel),
-    }
-    if not folds:
-        return {**summary, "results": sorted(rows, key=rank_key(metric))}
-    per_fold = [rows[k * len(combos) : (k + 1) * len(combos)] for k in range(len(folds))]
-    rank = rank_key(metric)
-    best = [
-        min(range(len(combos)), key=lambda c, r=fold_rows: rank(r[c])) for fold_rows in per_fold
-    ]
-    tests = [
-        runner.submit(
-            STAGE_TESTS,
-            1,
-            combo_task,
-            shared,
-            signals[combos[c][0]],
-            fold.test,
-            options,
-            *combos[c][1:],
-        )
-        for c, fold in zip(best, folds, strict=True)
-    ]
-    outs = runner.results(tests)
-    return {
-        **summary,
-        "walk_forward": {"train_days": walk_forward[0], "test_days": walk_forward[1]},
-        "folds": [
-            {
-                "train": _period(panel, fold.train),
-                "test": _period(panel, fold.test),
-                "params": fold_rows[c]["params"],
-                "in_sample": fold_rows[c]["metrics"],
-                "out_of_sample": out,
-            }
-            for fold, fold_rows, c, out in zip(folds, per_fold, best, outs, strict=True)
-        ],
-    }
+    with runner.shared(panel) as shared:
+        signals = [
+            _signals(runner, shared, ranges, regime_gate, overrides) for overrides in configs
+        ]
+        tasks = [
+            runner.submit(STAGE_COMBOS, 1, combo_task, shared, signals[i], span, options, *rest)
+            for span in spans
+            for i, *rest in combos
+        ]
+        rows = [
+            {"params": {**exits, **overrides}, "metrics": row}
+            for (_, overrides, exits), row in zip(
+                combos * len(spans), runner.results(tasks), strict=True
+            )
+        ]
+        summary = {
+            "period": {"start": str(panel.dates[start_t]), "end": str(panel.dates[end_t])},
+            "grid": grid.describe(),
+            "metric": metric,
+            "options": options,
+            "combinations": len(combos),
+            "engine_configs": len(configs),
+            "signal_computations": len(signals),
+            "tasks": task_count(grid, len(spans), bool(folds)),
+            "benchmarks": benchmark_names(panel),
+        }
+        if not folds:
+            return {**summary, "results": sorted(rows, key=rank_key(metric))}
+        per_fold = [rows[k * len(combos) : (k + 1) * len(combos)] for k in range(len(folds))]
+        rank = rank_key(metric)
+        best = [
+            min(range(len(combos)), key=lambda c, r=fold_rows: rank(r[c])) for fold_rows in per_fold
+        ]
+        tests = [
+            runner.submit(
+                STAGE_TESTS,
+                1,
+                combo_task,
+                shared,
+                signals[combos[c][0]],
+                fold.test,
+                options,
+                *combos[c][1:],
+            )
+            for c, fold in zip(best, folds, strict=True)
+        ]
+        outs = runner.results(tests)
+        return {
+            **summary,
+            "walk_forward": {"train_days": walk_forward[0], "test_days": walk_forward[1]},
+            "folds": [
+                {
+                    "train": _period(panel, fold.train),
+                    "test": _period(panel, fold.test),
+                    "params": fold_rows[c]["params"],
+                    "in_sample": fold_rows[c]["metrics"],
+                    "out_of_sample": out,
+                }
+                for fold, fold_rows, c, out in zip(folds, per_fold, best, outs, strict=True)
+            ],
+        }
 
 
 def _signals(runner, panel: Any, ranges: list[tuple[int, int]], regime_gate: bool, overrides):
