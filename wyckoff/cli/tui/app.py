@@ -426,23 +426,30 @@ class WyckoffApp(App):
         return new_id
 
     def open_chart(self, argument: str) -> None:
-        from wyckoff.errors import WyckoffError
-
         words = argument.split()
         intraday = "--intraday" in words
         code = " ".join(w for w in words if w != "--intraday")
         if not code:
             self.show_notice("用法：/chart 600519（分时：/chart 600519 --intraday）", error=True)
             return
+        # one bar per column of the widest chart the screen allows
+        self._load_chart(code, intraday, days=max(120, self.size.width))
+
+    @work(thread=True, exclusive=True, group="chart")
+    def _load_chart(self, code: str, intraday: bool, days: int) -> None:
+        """Off the UI thread: a cold panel or a day's minute bars from the data source can
+        take seconds, and the prompt stays usable meanwhile. A newer /chart replaces it."""
+        from textual.worker import get_current_worker
+
+        from wyckoff.errors import WyckoffError
+
         try:
-            if intraday:
-                data = self.agent.intraday_chart(code)
-            else:  # one bar per column of the widest chart the screen allows
-                data = self.agent.chart(code, days=max(120, self.size.width))
+            data = self.agent.intraday_chart(code) if intraday else self.agent.chart(code, days)
         except WyckoffError as exc:
-            self.show_notice(exc.message, error=True)
+            self.call_from_thread(self.show_notice, exc.message, True)
             return
-        self.push_screen(ChartScreen(data))
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(lambda: self.push_screen(ChartScreen(data)))
 
     @on(ToolRow.Selected)
     def on_tool_row_selected(self, message: ToolRow.Selected) -> None:
