@@ -416,3 +416,28 @@ def test_a_market_store_from_the_previous_version_is_upgraded_not_a_crash(demo_h
     assert json.loads(screened.stdout)["source"] == "demo"
     analyzed = cli("analyze", code)
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
+
+
+def test_a_store_file_from_an_older_version_is_brought_up_to_date_when_read(tmp_path):
+    """A file written before daily_basic had float_mv, is_st and name is upgraded on the
+    first read, including one that replaces, at the same path, a file already read as
+    current in this process."""
+    import duckdb
+
+    path = tmp_path / "market.duckdb"
+
+    def write_old_file() -> None:
+        path.unlink(missing_ok=True)
+        with duckdb.connect(str(path)) as conn:
+            conn.execute(
+                "CREATE TABLE daily_basic (code VARCHAR, date DATE, total_mv DOUBLE, "
+                "turnover_rate DOUBLE, source VARCHAR, PRIMARY KEY (code, date))"
+            )
+            conn.execute("INSERT INTO daily_basic VALUES ('600519', '2026-12-01', 1e9, 1.5, 'x')")
+
+    query = "SELECT code, total_mv, float_mv, is_st FROM daily_basic"
+    for _ in range(2):
+        write_old_file()
+        store = MarketStore(path, "baostock")
+        assert store.execute(query) == [("600519", 1e9, None, None)]
+        assert store.is_empty()  # the tables it lacked exist now

@@ -67,17 +67,18 @@ class MinuteStore(MarketStore):
     def cached(self, code: str, day: date) -> MinuteDay | None:
         if not self.path.exists():
             return None
-        rows = self.execute(
-            "SELECT freq, source, as_of, complete FROM minute_days WHERE code = ? AND day = ?",
-            [code, day],
-        )
-        if not rows:
-            return None
-        freq, source, as_of, complete = rows[0]
-        bars = self.query_df(
-            f"SELECT {', '.join(COLUMNS)} FROM minute_bars WHERE code = ? AND day = ? ORDER BY ts",
-            [code, day],
-        )
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT freq, source, as_of, complete FROM minute_days WHERE code = ? AND day = ?",
+                [code, day],
+            ).fetchall()
+            if not rows:
+                return None
+            freq, source, as_of, complete = rows[0]
+            bars = conn.execute(
+                f"SELECT {', '.join(COLUMNS)} FROM minute_bars WHERE code = ? AND day = ? ORDER BY ts",
+                [code, day],
+            ).df()
         return MinuteDay(code, day, bars, int(freq), source, as_of, bool(complete))
 
     def save(self, minutes: MinuteDay) -> None:
