@@ -89,10 +89,21 @@ def test_two_schedulers_racing_run_the_schedule_once(demo_home):
     assert log.count("$ wyckoff alert check") == 1
 
 
+def saved_by_another_version(home, name: str, at: str, step: list[str]) -> None:
+    """A schedule whose step this wyckoff lacks (written by a version that had it)."""
+    import sqlite3
+
+    with sqlite3.connect(home / "wyckoff.db") as conn:
+        conn.execute(
+            "INSERT INTO schedules (name, at, days, kind, command) VALUES (?, ?, 'trading', 'run', ?)",
+            (name, at, json.dumps([step])),
+        )
+
+
 def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_home):
     day = last_market_day(demo_home)
-    cli("schedule", "add", "early", "--at", "14:45", "--run", "nosuch --flag")  # no such command
     cli("schedule", "add", "later", "--at", "14:50", "--run", "alert check")
+    saved_by_another_version(demo_home, "early", "14:45", ["nosuch", "--flag"])
     with PushServer(reply={"errcode": 0}) as phone:
         cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
         result = cli("schedule", "run-due", env={**at(day, "15:00"), "PHONE_URL": phone.url()})
@@ -155,6 +166,17 @@ def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_sys
         (("add", "x", "--at", "15:00", "--run", "brief", "--ask", "q"), "只能选一个"),
         (("add", "x", "--at", "15:00", "--days", "someday", "--run", "brief"), "--days"),
         (("add", "x", "--at", "15:00", "--run", "schedule run-due"), "不能再调用"),
+        # a typo in a step is refused when added (the parser run-due's `wyckoff ARGS` uses)
+        (
+            ("add", "x", "--at", "15:00", "--run", "brif --push all"),
+            "没有子命令 brif（是不是 brief？）",
+        ),
+        (("add", "x", "--at", "15:00", "--run", "brief --frmat md"), "没有选项 --frmat"),
+        (("add", "x", "--at", "15:00", "--run", "screen --limit x"), "--limit 的值无效"),
+        (("add", "x", "--at", "15:00", "--run", "alert chek"), "没有子命令 chek（是不是 check？）"),
+        (("add", "x", "--at", "15:00", "--run", "alert"), "`wyckoff alert` 后面缺少子命令"),
+        (("add", "x", "--at", "15:00", "--run", "--continue"), "要写一个 wyckoff 子命令"),
+        (("add", "after-close", "--run", "data sync", "--run", "brief --psh all"), "--psh"),
         (("pause", "nope"), "没有名为 nope"),
         (("install",), "--print cron"),
     ],
@@ -162,7 +184,18 @@ def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_sys
 def test_bad_schedule_input_says_why(home, args, says):
     result = cli("schedule", *args)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1  # one sentence
     assert json.loads(cli("schedule", "list", "--json").stdout)["schedules"] == []
+
+
+def test_a_well_formed_step_is_accepted_as_written(home):
+    steps = ["wyckoff alert check", "tail --push all", "portfolio cash -1", "brief --format html"]
+    added = cli("schedule", "add", "x", "--at", "15:00", *[a for s in steps for a in ("--run", s)])
+    assert added.returncode == 0, added.stderr
+    (schedule,) = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
+    assert [" ".join(step) for step in schedule["command"]] == [
+        "alert check", "tail --push all", "portfolio cash -1", "brief --format html"
+    ]  # fmt: skip
 
 
 def test_a_malformed_injected_time_is_one_sentence(home):

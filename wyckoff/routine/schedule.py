@@ -15,6 +15,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,13 +51,16 @@ def add_schedule(
     days: str = "trading",
     run: list[str] | None = None,
     ask: str | None = None,
+    check_step: Callable[[list[str]], str | None] = lambda args: None,
 ) -> dict[str, Any]:
+    """Add (or replace) a schedule. `check_step(args)` says what is wrong with a `--run` step
+    (as `wyckoff ARGS` would parse it), or None: a typo is refused now, not on the next run."""
     if not NAME.match(name):
         raise UsageError(f"任务名 {name} 无效：用 1–32 个字母、数字、下划线或短横线。")
     if run and ask:
         raise UsageError("--run 和 --ask 只能选一个。")
     if run:
-        kind, command = "run", [_step(text) for text in run]
+        kind, command = "run", [_step(text, check_step) for text in run]
     elif ask:
         kind, command = "ask", [["schedule", "run-ask", ask]]
     elif name in PRESETS:
@@ -73,7 +77,7 @@ def add_schedule(
     return next(s for s in list_schedules(store) if s["name"] == name)
 
 
-def _step(text: str) -> list[str]:
+def _step(text: str, check_step: Callable[[list[str]], str | None]) -> list[str]:
     try:
         args = shlex.split(text.removeprefix("wyckoff "))
     except ValueError as exc:
@@ -82,6 +86,9 @@ def _step(text: str) -> list[str]:
         raise UsageError('--run 是空的：写要运行的 wyckoff 子命令，如 "brief --push all"。')
     if args[0] == "schedule" and args[1:2] != ["run-ask"]:
         raise UsageError("定时任务里不能再调用 `wyckoff schedule`。")
+    problem = check_step(args)
+    if problem is not None:
+        raise UsageError(f"--run {text!r} 无法运行：{problem}。")
     return args
 
 
