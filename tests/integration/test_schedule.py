@@ -144,6 +144,19 @@ def test_the_tail_preset_pushes_its_verdicts_and_the_after_close_brief_lists_the
     assert [r["status"] for r in runs()] == ["ok", "ok"]
 
 
+def test_a_scheduled_tail_with_nothing_to_check_is_done_with_a_note_not_a_failure(demo_home):
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "tail")  # no holdings, an empty watchlist
+    with PushServer(reply={"errcode": 0}) as phone:
+        cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
+        ran = cli("schedule", "run-due", env={**at(day, "14:46"), "PHONE_URL": phone.url()})
+    assert ran.returncode == 0, ran.stderr
+    (run,) = runs()
+    assert run["status"] == "ok" and "无可检查的股票" in run["detail"]
+    assert "tail：成功" in ran.stderr and "失败" not in ran.stderr
+    assert phone.received == []  # no failure notice, and no empty verdict message
+
+
 def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_system(demo_home):
     day = last_market_day(demo_home)
     cli("schedule", "add", "after-close")

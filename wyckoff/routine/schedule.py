@@ -6,7 +6,8 @@ the day's run through one UNIQUE row, so only one runs it.
 
 A run is a list of `wyckoff` commands, each in its own process, stopped at the first that
 fails: a crash leaves the earlier steps' files whole (each writes atomically) and the run
-recorded as failed with one sentence; a failure notice goes to every push channel."""
+recorded as failed with one sentence; a failure notice goes to every push channel. A step
+that had nothing to do (exit code 4, NothingToDo) is done, its sentence noted in the run."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from wyckoff import schedule_store
 from wyckoff.engine.clock import is_trading_day, market_now
-from wyckoff.errors import UsageError
+from wyckoff.errors import NothingToDo, UsageError
 
 if TYPE_CHECKING:
     from wyckoff.store import Store
@@ -174,6 +175,7 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
     log_dir = home / "schedule" / "logs"
     log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = log_dir / f"{schedule['name']}-{day}.log"
+    idle = []  # the steps that had nothing to do (NothingToDo): done, with their sentence
     with open(log_path, "a", encoding="utf-8") as log:
         os.chmod(log_path, 0o600)
         for number, args in enumerate(schedule["command"], 1):
@@ -196,13 +198,15 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
                     f"第 {number} 步 `{shown}` 超过 {STEP_TIMEOUT_S // 60} 分钟未结束，已停止。",
                 )
             log.write(done.stderr)
-            if done.returncode != 0:
+            if done.returncode == NothingToDo.exit_code:
+                idle.append(f"第 {number} 步 `{shown}` 无事可做：{_last_line(done.stderr)}")
+            elif done.returncode != 0:
                 return (
                     "failed",
                     f"第 {number} 步 `{shown}` 失败（退出码 {done.returncode}）：{_why(args, done.stderr)}",
                 )
     steps = len(schedule["command"])
-    return "ok", f"{steps} 步全部完成，输出见 {log_path}"
+    return "ok", "；".join([f"{steps} 步全部完成，输出见 {log_path}", *idle])
 
 
 def _why(args: list[str], stderr: str) -> str:
