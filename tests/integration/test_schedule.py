@@ -5,6 +5,8 @@ schedulers race, and a failed run recorded, announced and not stopping the other
 from __future__ import annotations
 
 import json
+import socket
+import sys
 from datetime import date, timedelta
 
 import duckdb
@@ -12,6 +14,7 @@ import pytest
 
 from tests.cli_runner import cli
 from tests.conftest import cli_env, spawn_cli
+from tests.processes import eventually, killed_afterwards, running
 from tests.push_servers import PushServer
 from wyckoff.engine.market_store import MarketStore
 
@@ -243,6 +246,25 @@ def test_a_run_whose_scheduler_died_is_recorded_as_failed(demo_home):
             (day.isoformat(), dead.pid),
         )
     run_due(day, "15:45")
+    (run,) = runs()
+    assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]
+
+
+def test_killing_run_due_mid_step_kills_the_step_too(demo_home):
+    day = last_market_day(demo_home)
+    with socket.socket() as probe:  # a free port makes the step's command line unique
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    step = f"web --no-browser --port {port}"  # a step that runs until it is stopped
+    cli("schedule", "add", "forever", "--at", "15:40", "--run", step)
+    command = f"{sys.executable} -m wyckoff {step}"
+    with killed_afterwards(command):
+        scheduler = spawn_cli("schedule", "run-due", env=at(day, "15:41"))
+        assert eventually(lambda: bool(running(command)), timeout=60)
+        scheduler.kill()  # kill -9, mid-step
+        scheduler.communicate(timeout=60)
+        assert eventually(lambda: not running(command), timeout=10)
+    run_due(day, "15:42")
     (run,) = runs()
     assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]
 

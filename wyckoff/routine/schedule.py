@@ -4,9 +4,10 @@
 holiday of the stored calendar) is recorded as skipped, and two schedulers racing claim
 the day's run through one UNIQUE row, so only one runs it.
 
-A run is a list of `wyckoff` commands, each in its own process, stopped at the first that
-fails: a crash leaves the earlier steps' files whole (each writes atomically) and the run
-recorded as failed with one sentence; a failure notice goes to every push channel. A step
+A run is a list of `wyckoff` commands, each in its own process (which dies with the
+scheduler: routine/tethered.py), stopped at the first that fails: a crash leaves the
+earlier steps' files whole (each writes atomically) and the run recorded as failed with
+one sentence; a failure notice goes to every push channel. A step
 that had nothing to do (exit code 4, NothingToDo) is done, its sentence noted in the run."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from wyckoff import schedule_store
 from wyckoff.engine.clock import is_trading_day, market_now
 from wyckoff.errors import NothingToDo, UsageError
+from wyckoff.routine.tethered import die_with_parent
 
 if TYPE_CHECKING:
     from wyckoff.store import Store
@@ -191,6 +193,7 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
                     text=True,
                     timeout=STEP_TIMEOUT_S,
                     env={**os.environ, "WYCKOFF_HOME": str(home)},
+                    preexec_fn=die_with_parent(),
                 )
             except subprocess.TimeoutExpired:
                 return (
