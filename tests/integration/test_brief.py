@@ -84,6 +84,19 @@ def test_bad_brief_options_get_one_sentence_and_exit_2(demo_home):
     assert not (demo_home / "briefs").exists() or not any((demo_home / "briefs").iterdir())
 
 
+def test_a_day_without_a_saved_brief_is_refused_before_any_alert_is_recorded(demo_home):
+    assert cli("alert", "add", "volume", "--scope", "market", "--threshold", "1.5").returncode == 0
+    refused = cli("brief", "--date", "2020-01-06")
+    assert refused.returncode == 2 and "2020-01-06 没有保存的简报" in refused.stderr
+    assert alert_history() == []  # the alert table is unchanged
+    assert cli("brief").returncode == 0
+    assert alert_history() != []  # the rule does fire on the latest day
+
+
+def alert_history() -> list[dict]:
+    return json.loads(cli("alert", "history", "--json").stdout)["alerts"]
+
+
 def test_out_naming_a_folder_is_one_sentence_before_any_work(demo_home, tmp_path):
     folder = tmp_path / "exports"
     folder.mkdir()
