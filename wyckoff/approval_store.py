@@ -55,6 +55,15 @@ def decide(store: Store, approval_id: int, status: str) -> bool:
     return cursor.rowcount > 0
 
 
+def reopen(store: Store, approval_id: int, reason: str) -> None:
+    """An approved call that could not run waits again, with why (in `result`)."""
+    store.conn.execute(
+        "UPDATE pending_approvals SET status = 'pending', result = ?, decided_at = NULL "
+        "WHERE id = ? AND status = 'approved'",
+        (reason, approval_id),
+    )
+
+
 def record_result(store: Store, approval_id: int, status: str, result: str) -> None:
     store.conn.execute(
         "UPDATE pending_approvals SET status = ?, result = ? WHERE id = ?",

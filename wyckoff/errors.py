@@ -23,3 +23,10 @@ class UsageError(WyckoffError):
     """A command was called with arguments that cannot work (exit code 2)."""
 
     exit_code = 2
+
+
+class NothingToDo(WyckoffError):
+    """There was nothing to act on (no stock to check): not a failure. Its own exit code, so
+    a scheduled run records the step as done with this sentence instead of as failed."""
+
+    exit_code = 4  # 3 is `ask` stopping at its round limit

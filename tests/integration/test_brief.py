@@ -84,6 +84,19 @@ def test_bad_brief_options_get_one_sentence_and_exit_2(demo_home):
     assert not (demo_home / "briefs").exists() or not any((demo_home / "briefs").iterdir())
 
 
+def test_a_day_without_a_saved_brief_is_refused_before_any_alert_is_recorded(demo_home):
+    assert cli("alert", "add", "volume", "--scope", "market", "--threshold", "1.5").returncode == 0
+    refused = cli("brief", "--date", "2020-01-06")
+    assert refused.returncode == 2 and "2020-01-06 没有保存的简报" in refused.stderr
+    assert alert_history() == []  # the alert table is unchanged
+    assert cli("brief").returncode == 0
+    assert alert_history() != []  # the rule does fire on the latest day
+
+
+def alert_history() -> list[dict]:
+    return json.loads(cli("alert", "history", "--json").stdout)["alerts"]
+
+
 def test_out_naming_a_folder_is_one_sentence_before_any_work(demo_home, tmp_path):
     folder = tmp_path / "exports"
     folder.mkdir()
@@ -131,14 +144,18 @@ def test_the_brief_shows_the_account_of_recorded_fills_beside_the_csi_300(home, 
     built = cli("brief", "--format", "json")
     assert built.returncode == 0, built.stderr
     account = json.loads(built.stdout)["account"]
-    assert (account["date"], account["nav_cents"]) == ("20260109", 9548709 + 650000)
+    assert (account["date"], account["nav_cents"]) == ("2026-01-09", 9548709 + 650000)
+    assert [row[0] for row in account["curve"]] == [
+        "2026-01-05", "2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"
+    ]  # fmt: skip
     assert (account["nav_change_cents"], account["nav_change_pct"]) == (50000, 0.49)
     assert (account["realized_cents"], account["unrealized_cents"]) == (48964, 650000 - 500255)
     assert account["csi300_pct"] == 2.0
     text = cli("brief", "--format", "md").stdout
-    assert "净值 20260109：101,987.09（较前一交易日 +500.00，+0.49%）" in text
+    assert "净值 2026-01-09：101,987.09（较前一交易日 +500.00，+0.49%）" in text
     assert "已实现盈亏 +489.64，浮动盈亏 +1,497.45" in text and "同期沪深300 +2.00%" in text
     page = cli("brief", "--format", "html").stdout
+    assert "<li>净值 2026-01-09：101,987.09" in page and "20260109" not in page
     assert '<svg viewBox="0 0 320 90" role="img" aria-label="账户净值与沪深300">' in page
     assert page.count("<polyline") == 2 and len(page.encode()) <= 200_000
     assert "<script" not in page.lower() and not re.search(r"(https?:)?//", page)

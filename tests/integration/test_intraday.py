@@ -171,7 +171,8 @@ def test_tail_history_shows_the_next_days_open_and_close(demo):
 def test_tail_without_candidates_says_how_to_name_some(demo):
     last = demo_days(demo)[-1]
     result = cli("tail", env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"})
-    assert result.returncode == 1 and "没有要检查的股票" in result.stderr
+    assert result.returncode == 4  # nothing to do: not an error (a schedule records it as done)
+    assert result.stderr.startswith("无可检查的股票：") and "--codes" in result.stderr
 
 
 def test_a_holding_is_checked_by_default_and_labelled(demo):

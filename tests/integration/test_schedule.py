@@ -5,6 +5,8 @@ schedulers race, and a failed run recorded, announced and not stopping the other
 from __future__ import annotations
 
 import json
+import socket
+import sys
 from datetime import date, timedelta
 
 import duckdb
@@ -12,6 +14,7 @@ import pytest
 
 from tests.cli_runner import cli
 from tests.conftest import cli_env, spawn_cli
+from tests.processes import eventually, killed_afterwards, running
 from tests.push_servers import PushServer
 from wyckoff.engine.market_store import MarketStore
 
@@ -89,10 +92,21 @@ def test_two_schedulers_racing_run_the_schedule_once(demo_home):
     assert log.count("$ wyckoff alert check") == 1
 
 
+def saved_by_another_version(home, name: str, at: str, step: list[str]) -> None:
+    """A schedule whose step this wyckoff lacks (written by a version that had it)."""
+    import sqlite3
+
+    with sqlite3.connect(home / "wyckoff.db") as conn:
+        conn.execute(
+            "INSERT INTO schedules (name, at, days, kind, command) VALUES (?, ?, 'trading', 'run', ?)",
+            (name, at, json.dumps([step])),
+        )
+
+
 def test_a_failing_run_is_recorded_announced_and_does_not_stop_the_others(demo_home):
     day = last_market_day(demo_home)
-    cli("schedule", "add", "early", "--at", "14:45", "--run", "nosuch --flag")  # no such command
     cli("schedule", "add", "later", "--at", "14:50", "--run", "alert check")
+    saved_by_another_version(demo_home, "early", "14:45", ["nosuch", "--flag"])
     with PushServer(reply={"errcode": 0}) as phone:
         cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
         result = cli("schedule", "run-due", env={**at(day, "15:00"), "PHONE_URL": phone.url()})
@@ -133,6 +147,19 @@ def test_the_tail_preset_pushes_its_verdicts_and_the_after_close_brief_lists_the
     assert [r["status"] for r in runs()] == ["ok", "ok"]
 
 
+def test_a_scheduled_tail_with_nothing_to_check_is_done_with_a_note_not_a_failure(demo_home):
+    day = last_market_day(demo_home)
+    cli("schedule", "add", "tail")  # no holdings, an empty watchlist
+    with PushServer(reply={"errcode": 0}) as phone:
+        cli("notify", "add", "phone", "--kind", "wecom", "--url-env", "PHONE_URL")
+        ran = cli("schedule", "run-due", env={**at(day, "14:46"), "PHONE_URL": phone.url()})
+    assert ran.returncode == 0, ran.stderr
+    (run,) = runs()
+    assert run["status"] == "ok" and "无可检查的股票" in run["detail"]
+    assert "tail：成功" in ran.stderr and "失败" not in ran.stderr
+    assert phone.received == []  # no failure notice, and no empty verdict message
+
+
 def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_system(demo_home):
     day = last_market_day(demo_home)
     cli("schedule", "add", "after-close")
@@ -155,6 +182,17 @@ def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_sys
         (("add", "x", "--at", "15:00", "--run", "brief", "--ask", "q"), "只能选一个"),
         (("add", "x", "--at", "15:00", "--days", "someday", "--run", "brief"), "--days"),
         (("add", "x", "--at", "15:00", "--run", "schedule run-due"), "不能再调用"),
+        # a typo in a step is refused when added (the parser run-due's `wyckoff ARGS` uses)
+        (
+            ("add", "x", "--at", "15:00", "--run", "brif --push all"),
+            "没有子命令 brif（是不是 brief？）",
+        ),
+        (("add", "x", "--at", "15:00", "--run", "brief --frmat md"), "没有选项 --frmat"),
+        (("add", "x", "--at", "15:00", "--run", "screen --limit x"), "--limit 的值无效"),
+        (("add", "x", "--at", "15:00", "--run", "alert chek"), "没有子命令 chek（是不是 check？）"),
+        (("add", "x", "--at", "15:00", "--run", "alert"), "`wyckoff alert` 后面缺少子命令"),
+        (("add", "x", "--at", "15:00", "--run", "--continue"), "要写一个 wyckoff 子命令"),
+        (("add", "after-close", "--run", "data sync", "--run", "brief --psh all"), "--psh"),
         (("pause", "nope"), "没有名为 nope"),
         (("install",), "--print cron"),
     ],
@@ -162,7 +200,18 @@ def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_sys
 def test_bad_schedule_input_says_why(home, args, says):
     result = cli("schedule", *args)
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1  # one sentence
     assert json.loads(cli("schedule", "list", "--json").stdout)["schedules"] == []
+
+
+def test_a_well_formed_step_is_accepted_as_written(home):
+    steps = ["wyckoff alert check", "tail --push all", "portfolio cash -1", "brief --format html"]
+    added = cli("schedule", "add", "x", "--at", "15:00", *[a for s in steps for a in ("--run", s)])
+    assert added.returncode == 0, added.stderr
+    (schedule,) = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
+    assert [" ".join(step) for step in schedule["command"]] == [
+        "alert check", "tail --push all", "portfolio cash -1", "brief --format html"
+    ]  # fmt: skip
 
 
 def test_a_malformed_injected_time_is_one_sentence(home):
@@ -197,6 +246,25 @@ def test_a_run_whose_scheduler_died_is_recorded_as_failed(demo_home):
             (day.isoformat(), dead.pid),
         )
     run_due(day, "15:45")
+    (run,) = runs()
+    assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]
+
+
+def test_killing_run_due_mid_step_kills_the_step_too(demo_home):
+    day = last_market_day(demo_home)
+    with socket.socket() as probe:  # a free port makes the step's command line unique
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    step = f"web --no-browser --port {port}"  # a step that runs until it is stopped
+    cli("schedule", "add", "forever", "--at", "15:40", "--run", step)
+    command = f"{sys.executable} -m wyckoff {step}"
+    with killed_afterwards(command):
+        scheduler = spawn_cli("schedule", "run-due", env=at(day, "15:41"))
+        assert eventually(lambda: bool(running(command)), timeout=60)
+        scheduler.kill()  # kill -9, mid-step
+        scheduler.communicate(timeout=60)
+        assert eventually(lambda: not running(command), timeout=10)
+    run_due(day, "15:42")
     (run,) = runs()
     assert run["status"] == "failed" and "调度进程意外退出" in run["detail"]
 

@@ -82,3 +82,40 @@ def test_rejected_and_expired_approvals_never_run(home):
     assert {a["status"] for a in approvals("--all")} == {"rejected", "expired"}
     missing = cli("approvals", "approve", "999")
     assert missing.returncode == 2 and "没有编号 999" in missing.stderr
+
+
+def test_an_approval_whose_call_fails_stays_pending_with_why_and_can_be_approved_once_fixed(
+    home, tmp_path
+):
+    from tests.integration.test_ledger import done, import_market
+    from wyckoff.routine.approvals import queue
+    from wyckoff.store import Store
+
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 13]})
+    done("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    sell = {
+        "action": "sell",
+        "code": "600519",
+        "shares": 500,
+        "price": 12,
+        "trade_date": "20260108",
+    }
+    number = queue(Store.in_home(home), "update_portfolio", sell, "卖出 600519 500 股", "定时任务")
+    done("portfolio", "sell", "600519", "800", "11.00", "--date", "20260106")  # meanwhile, by hand
+
+    failed = cli("approvals", "approve", str(number))
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    (sentence,) = failed.stderr.splitlines()
+    assert sentence.startswith(f"#{number} 没有执行（卖出 500 股超过持有的 200 股")
+    assert f"仍在待批准中：处理好后再 `wyckoff approvals approve {number}`" in sentence
+    (waiting,) = approvals()  # not used up: still listed, with why
+    assert waiting["status"] == "pending" and "超过持有的 200 股" in waiting["result"]
+    listed = cli("approvals", "list")
+    assert f"#{number} 上次批准时没有执行：卖出 500 股超过持有的 200 股" in listed.stderr
+
+    done("portfolio", "buy", "600519", "300", "11.00", "--date", "20260107")  # fixed: 500 held
+    applied = cli("approvals", "approve", str(number))
+    assert applied.returncode == 0 and "已批准并执行" in applied.stderr
+    assert positions() == [] and approvals() == []
+    assert cli("approvals", "approve", str(number)).returncode == 2  # once

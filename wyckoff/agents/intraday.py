@@ -22,7 +22,7 @@ from wyckoff.agents.market_data import MarketData
 from wyckoff.agents.stocks import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.clock import CLOSE, TAIL_START, market_now, trading_phase
-from wyckoff.errors import WyckoffError
+from wyckoff.errors import NothingToDo, WyckoffError
 
 SUPPORT_DAYS = 20
 RECENT_DAYS = 5
@@ -251,8 +251,8 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
     moment = checked_minute(now, open_days, params.at, params.force)
     wanted = candidates(context, market, params.codes)
     if not wanted:
-        raise ToolFailure(
-            "没有要检查的股票：持仓、自选股和待确认信号都是空的。用 --codes 600519 指定，或先加持仓、自选（wyckoff watch add）。"
+        raise NothingToDo(
+            "无可检查的股票：持仓、自选股和待确认信号都是空的。用 --codes 600519 指定，或先加持仓、自选（wyckoff watch add）。"
         )
     rules = playbooks(context)
     playbook = Playbook.parse(rules[0]) if rules else None

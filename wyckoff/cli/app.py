@@ -14,8 +14,8 @@ import typer
 from wyckoff.cli import click_compat as click_errors
 from wyckoff.cli import interrupt
 from wyckoff.cli.lazy_commands import LazyGroup
-from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
-from wyckoff.errors import UsageError, WyckoffError
+from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error, print_notice
+from wyckoff.errors import NothingToDo, UsageError, WyckoffError
 
 # name -> "module:attribute" (a Typer sub-app or a command function), in `--help` order.
 # A new command or command group is one line here.
@@ -115,6 +115,9 @@ def main() -> None:
 
         print_error(describe_usage_error(exc))
         sys.exit(2)
+    except NothingToDo as exc:
+        print_notice(exc.message)
+        sys.exit(exc.exit_code)
     except WyckoffError as exc:
         print_error(exc.message)
         sys.exit(exc.exit_code)

@@ -15,10 +15,10 @@ from wyckoff.config import describe_pydantic_error
 def describe_usage_error(exc: click_errors.UsageError) -> str:
     """What was wrong with the command line and how to see the right usage."""
     command = exc.ctx.command_path if exc.ctx else "wyckoff"
-    return f"{_what_went_wrong(exc)}。用 `{command} -h` 查看用法。"
+    return f"{what_went_wrong(exc)}。用 `{command} -h` 查看用法。"
 
 
-def _what_went_wrong(exc: click_errors.UsageError) -> str:
+def what_went_wrong(exc: click_errors.UsageError) -> str:
     if isinstance(exc, click_errors.NoSuchOption):
         guess = f"（是不是 {'、'.join(sorted(exc.possibilities))}？）" if exc.possibilities else ""
         return f"没有选项 {exc.option_name}{guess}"

@@ -1,6 +1,8 @@
 """Approvals a scheduled run left for the user: a risky tool call becomes a pending approval
 (never an action) with the Chinese sentence its approval dialog would show; approving it
-runs the call once, rejecting or letting it expire (after `TTL_HOURS`) drops it.
+runs the call once, rejecting or letting it expire (after `TTL_HOURS`) drops it. A call
+that fails when approved (the book changed: the sell now over-sells) was not applied, so
+it waits again, pending, with why in `result`, to be approved once fixed or rejected.
 
 Read function for other front ends: `pending(store)`."""
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import approval_store
-from wyckoff.errors import UsageError
+from wyckoff.errors import UsageError, WyckoffError
 
 if TYPE_CHECKING:
     from wyckoff.cli.tools import ToolContext
@@ -21,7 +23,7 @@ TTL_HOURS = 24
 STATUS_LABELS = {
     "pending": "待批准",
     "applied": "已执行",
-    "failed": "执行失败",
+    "failed": "执行失败",  # rows of versions that spent a request whose call failed
     "rejected": "已拒绝",
     "expired": "已过期",
 }
@@ -51,7 +53,8 @@ def reject(store: Store, approval_id: int) -> dict[str, Any]:
 
 
 def approve(context: ToolContext, approval_id: int) -> dict[str, Any]:
-    """Run the approved call once; the approval with its result (or why it failed)."""
+    """Run the approved call once; the approval with its result: status `applied`, or
+    `pending` again with why the call failed (nothing was applied)."""
     from wyckoff.cli.tools import ToolFailure
 
     store = context.store
@@ -66,12 +69,14 @@ def approve(context: ToolContext, approval_id: int) -> dict[str, Any]:
             raise ToolFailure(checked)
         spec, params = checked
         result = spec.func(params, context)
-        status, text = "applied", context.registry.summarize(spec.name, result) or "已执行"
-    except ToolFailure as exc:
-        status, text = "failed", exc.message
+    except WyckoffError as exc:
+        with store.transaction():
+            approval_store.reopen(store, approval_id, exc.message)
+        return {**item, "status": "pending", "result": exc.message}
+    text = context.registry.summarize(spec.name, result) or "已执行"
     with store.transaction():
-        approval_store.record_result(store, approval_id, status, text)
-    return {**item, "status": status, "result": text}
+        approval_store.record_result(store, approval_id, "applied", text)
+    return {**item, "status": "applied", "result": text}
 
 
 def _not_pending(store: Store, approval_id: int) -> None:

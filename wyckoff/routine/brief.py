@@ -26,11 +26,14 @@ TAIL_CHECKS_SHOWN = 30
 TAIL_FIELDS = ("checked_at", "code", "name", "role", "verdict", "price", "reasons")
 
 
-def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, Any]:
+def build_brief(
+    context: ToolContext, check_alerts: bool = True, day: str | None = None
+) -> dict[str, Any]:
     """The brief of the latest trading day in the open market, with that day's alerts: the
     alert rules are checked first (once per rule, stock and date, so checking again records
     nothing new) unless `check_alerts` is off. Nothing else is written (the screen runs
-    without saving its candidates to the history)."""
+    without saving its candidates to the history). `day` (YYYY-MM-DD): refused, before
+    anything is recorded, unless it is that latest trading day."""
     from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.overview import NoParams, get_market_overview
     from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool
@@ -38,6 +41,9 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
     from wyckoff.routine.alerts import check, history
     from wyckoff.routine.brief_account import account
 
+    market = MarketData.from_context(context)
+    if day is not None and market.panel().as_of != day:
+        raise _not_saved(context.home, day)  # only the latest day can be built
     if check_alerts and context.store is not None:
         check(context)
     book = portfolio_tool(PortfolioParams(mode="diagnose"), context)
@@ -45,7 +51,6 @@ def build_brief(context: ToolContext, check_alerts: bool = True) -> dict[str, An
     context.progress("收盘简报", "全市场筛选", 0.3)
     quiet = dataclasses.replace(context, store=None, on_progress=None)  # it saves nothing here
     screen = screen_stocks(ScreenParams(), quiet)
-    market = MarketData.from_context(context)
     panel = market.panel()
     holdings = [_holding(row, panel) for row in book["positions"]]
     triggered = [c for c in screen["top_candidates"] if c["triggers"]][:CANDIDATES_SHOWN]
@@ -139,12 +144,16 @@ def load_brief(home: Path, date: str) -> dict[str, Any]:
     day = normalize_date(date)
     path = briefs_dir(home) / f"{day}.json"
     if not path.is_file():
-        listed = "、".join(saved_dates(home)[:5]) or "还没有"
-        raise UsageError(
-            f"{day} 没有保存的简报（已保存：{listed}）。不带 --date 运行 `wyckoff brief` 生成最新交易日的简报。"
-        )
+        raise _not_saved(home, day)
     brief: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return brief
+
+
+def _not_saved(home: Path, day: str) -> UsageError:
+    listed = "、".join(saved_dates(home)[:5]) or "还没有"
+    return UsageError(
+        f"{day} 没有保存的简报（已保存：{listed}）。不带 --date 运行 `wyckoff brief` 生成最新交易日的简报。"
+    )
 
 
 def normalize_date(text: str) -> str:

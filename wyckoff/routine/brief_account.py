@@ -31,13 +31,15 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
         "unrealized_cents": pnl["unrealized_cents"],
         "unpriced": pnl["unpriced"],
         "note": nav["note"],
-        "curve": [[d["date"], d["return_pct"], d["csi300_pct"]] for d in days[-CURVE_DAYS:]],
+        "curve": [
+            [_dashed(d["date"]), d["return_pct"], d["csi300_pct"]] for d in days[-CURVE_DAYS:]
+        ],
     }
     if days:
         today = days[-1]
         before = days[-2]["nav_cents"] if len(days) > 1 else None
         summary |= {
-            "date": today["date"],
+            "date": _dashed(today["date"]),
             "nav_cents": today["nav_cents"],
             "nav_change_cents": None if before is None else today["nav_cents"] - before,
             "nav_change_pct": (
@@ -47,3 +49,8 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
             "csi300_pct": today["csi300_pct"],
         }
     return summary
+
+
+def _dashed(day: str) -> str:
+    """The ledger's YYYYMMDD as YYYY-MM-DD, the brief's dates."""
+    return f"{day[:4]}-{day[4:6]}-{day[6:]}"

@@ -4,9 +4,11 @@
 holiday of the stored calendar) is recorded as skipped, and two schedulers racing claim
 the day's run through one UNIQUE row, so only one runs it.
 
-A run is a list of `wyckoff` commands, each in its own process, stopped at the first that
-fails: a crash leaves the earlier steps' files whole (each writes atomically) and the run
-recorded as failed with one sentence; a failure notice goes to every push channel."""
+A run is a list of `wyckoff` commands, each in its own process (which dies with the
+scheduler: routine/tethered.py), stopped at the first that fails: a crash leaves the
+earlier steps' files whole (each writes atomically) and the run recorded as failed with
+one sentence; a failure notice goes to every push channel. A step
+that had nothing to do (exit code 4, NothingToDo) is done, its sentence noted in the run."""
 
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import schedule_store
 from wyckoff.engine.clock import is_trading_day, market_now
-from wyckoff.errors import UsageError
+from wyckoff.errors import NothingToDo, UsageError
+from wyckoff.routine.tethered import die_with_parent
 
 if TYPE_CHECKING:
     from wyckoff.store import Store
@@ -50,13 +54,16 @@ def add_schedule(
     days: str = "trading",
     run: list[str] | None = None,
     ask: str | None = None,
+    check_step: Callable[[list[str]], str | None] = lambda args: None,
 ) -> dict[str, Any]:
+    """Add (or replace) a schedule. `check_step(args)` says what is wrong with a `--run` step
+    (as `wyckoff ARGS` would parse it), or None: a typo is refused now, not on the next run."""
     if not NAME.match(name):
         raise UsageError(f"任务名 {name} 无效：用 1–32 个字母、数字、下划线或短横线。")
     if run and ask:
         raise UsageError("--run 和 --ask 只能选一个。")
     if run:
-        kind, command = "run", [_step(text) for text in run]
+        kind, command = "run", [_step(text, check_step) for text in run]
     elif ask:
         kind, command = "ask", [["schedule", "run-ask", ask]]
     elif name in PRESETS:
@@ -73,7 +80,7 @@ def add_schedule(
     return next(s for s in list_schedules(store) if s["name"] == name)
 
 
-def _step(text: str) -> list[str]:
+def _step(text: str, check_step: Callable[[list[str]], str | None]) -> list[str]:
     try:
         args = shlex.split(text.removeprefix("wyckoff "))
     except ValueError as exc:
@@ -82,6 +89,9 @@ def _step(text: str) -> list[str]:
         raise UsageError('--run 是空的：写要运行的 wyckoff 子命令，如 "brief --push all"。')
     if args[0] == "schedule" and args[1:2] != ["run-ask"]:
         raise UsageError("定时任务里不能再调用 `wyckoff schedule`。")
+    problem = check_step(args)
+    if problem is not None:
+        raise UsageError(f"--run {text!r} 无法运行：{problem}。")
     return args
 
 
@@ -167,6 +177,7 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
     log_dir = home / "schedule" / "logs"
     log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = log_dir / f"{schedule['name']}-{day}.log"
+    idle = []  # the steps that had nothing to do (NothingToDo): done, with their sentence
     with open(log_path, "a", encoding="utf-8") as log:
         os.chmod(log_path, 0o600)
         for number, args in enumerate(schedule["command"], 1):
@@ -182,6 +193,7 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
                     text=True,
                     timeout=STEP_TIMEOUT_S,
                     env={**os.environ, "WYCKOFF_HOME": str(home)},
+                    preexec_fn=die_with_parent(),
                 )
             except subprocess.TimeoutExpired:
                 return (
@@ -189,13 +201,15 @@ def run_steps(home: Path, schedule: dict[str, Any], day: str) -> tuple[str, str]
                     f"第 {number} 步 `{shown}` 超过 {STEP_TIMEOUT_S // 60} 分钟未结束，已停止。",
                 )
             log.write(done.stderr)
-            if done.returncode != 0:
+            if done.returncode == NothingToDo.exit_code:
+                idle.append(f"第 {number} 步 `{shown}` 无事可做：{_last_line(done.stderr)}")
+            elif done.returncode != 0:
                 return (
                     "failed",
                     f"第 {number} 步 `{shown}` 失败（退出码 {done.returncode}）：{_why(args, done.stderr)}",
                 )
     steps = len(schedule["command"])
-    return "ok", f"{steps} 步全部完成，输出见 {log_path}"
+    return "ok", "；".join([f"{steps} 步全部完成，输出见 {log_path}", *idle])
 
 
 def _why(args: list[str], stderr: str) -> str:

@@ -148,7 +148,10 @@ def approval_plan(context: ToolContext, form: dict[str, Any]) -> Plan:
         done = approve(context, approval_id)
         if done["status"] == "applied":
             return f"已批准并执行 #{approval_id}：{done['result']}"
-        return f"已批准 #{approval_id}，但执行失败：{done['result']}"
+        return (
+            f"#{approval_id} 没有执行（{done['result'].rstrip('。')}），仍在待批准中："
+            "处理好后可以再批准，或者拒绝。"
+        )
 
     return Plan(f"批准并执行一次 #{approval_id}：{item['description']}", approved)
 

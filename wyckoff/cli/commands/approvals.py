@@ -57,6 +57,9 @@ def list_approvals(
             for i in items
         ],
     )
+    for item in items:
+        if item["status"] == "pending" and item["result"]:
+            print_notice(f"#{item['id']} 上次批准时没有执行：{item['result']}")
     if not all_items:
         print_notice(
             "批准：`wyckoff approvals approve 编号`；拒绝：`wyckoff approvals reject 编号`。"
@@ -72,7 +75,11 @@ def approve(approval_id: Annotated[int, typer.Argument(help="编号（见 approv
     if item["status"] == "applied":
         print_notice(f"已批准并执行 #{approval_id}：{item['result']}")
         return
-    print_notice(f"已批准 #{approval_id}，但执行失败：{item['result']}")
+    print_notice(
+        f"#{approval_id} 没有执行（{item['result'].rstrip('。')}），仍在待批准中："
+        f"处理好后再 `wyckoff approvals approve {approval_id}`，"
+        f"或用 `wyckoff approvals reject {approval_id}` 放弃。"
+    )
     raise typer.Exit(1)
 
 

@@ -32,14 +32,13 @@ def brief(
     home = wyckoff_home()
     out_file = _out_file(out) if out is not None else None  # checked before the work
     targets = push_targets(push, "简报只保存不推送") if push and not dry_run else []
-    if date is not None and (home / "briefs" / f"{normalize_date(date)}.json").is_file():
-        content = load_brief(home, date)
+    day = normalize_date(date) if date is not None else None
+    if day is not None and (home / "briefs" / f"{day}.json").is_file():
+        content = load_brief(home, day)
     else:
-        content = _build(check_alerts=not dry_run)
+        content = _build(check_alerts=not dry_run, day=day)  # refuses a past unsaved day
         if ai:
             _add_commentary(content, home)
-        if date is not None and normalize_date(date) != content["date"]:
-            load_brief(home, date)  # raises: that day has no saved brief
         if not dry_run:
             saved = save_brief(home, content)
             print_notice(f"已保存：{saved[fmt]}")
@@ -51,12 +50,12 @@ def brief(
         _push(content, targets)
 
 
-def _build(check_alerts: bool) -> dict[str, Any]:
+def _build(check_alerts: bool, day: str | None) -> dict[str, Any]:
     from wyckoff.cli.commands.market import _call as run_tool
     from wyckoff.routine.brief import build_brief
 
     return run_tool(
-        lambda _params, context: build_brief(context, check_alerts), None, label="收盘简报"
+        lambda _params, context: build_brief(context, check_alerts, day), None, label="收盘简报"
     )
 
 

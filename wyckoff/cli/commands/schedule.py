@@ -40,9 +40,38 @@ def add(
     """添加（或替换）定时任务 / add or replace a schedule."""
     from wyckoff.routine.schedule import add_schedule
 
-    schedule = add_schedule(_home_and_store()[1], name, at, days, run, ask)
+    schedule = add_schedule(_home_and_store()[1], name, at, days, run, ask, step_problem)
     print_notice(f"已添加定时任务 {schedule['name']}：{schedule['description']}")
     print_notice("让它按时运行：`wyckoff schedule install --print cron`（或 systemd）。")
+
+
+def step_problem(args: list[str]) -> str | None:
+    """What is wrong with `wyckoff ARGS` as a scheduled step, or None: the same Typer app
+    run-due's `python -m wyckoff ARGS` runs parses it here, without running anything."""
+    from typer.core import TyperGroup
+    from typer.main import get_command
+
+    from wyckoff.cli import click_compat as click_errors
+    from wyckoff.cli.app import app as root
+    from wyckoff.cli.usage_errors import what_went_wrong
+
+    try:  # without help options: a step that only prints help is a mistake too
+        context = get_command(root).make_context("wyckoff", list(args), help_option_names=[])
+        while isinstance(context.command, TyperGroup) and context._protected_args:
+            rest = [*context._protected_args, *context.args]
+            name, command, rest = context.command.resolve_command(context, rest)
+            context = command.make_context(name, rest, parent=context)
+    except click_errors.NoArgsIsHelpError as exc:
+        return f"`{exc.ctx.command_path}` 后面缺少子命令"
+    except click_errors.UsageError as exc:
+        command_path = exc.ctx.command_path if exc.ctx else "wyckoff"
+        return f"{what_went_wrong(exc)}，用 `{command_path} -h` 查看用法"
+    group = context.command
+    if isinstance(group, TyperGroup) and not group.invoke_without_command:
+        return f"`{context.command_path}` 后面缺少子命令"
+    if context.parent is None:
+        return "要写一个 wyckoff 子命令，如 brief --push all"
+    return None
 
 
 @app.command("list")

@@ -329,7 +329,8 @@ async function briefsPage() {
 function approvalsSection({ pending, done }) {
   const decide = (a, decision) => makePlan({ id: a.id, decision }, "/api/approvals/plan", briefsPage);
   return el("section", { id: "approvals" }, el("h2", { text: "待批准的操作" }),
-    pending.length ? table(["编号", "操作", "来源", "提出时间", ""], pending.map((a) => [a.id, a.description, a.origin, a.created_at,
+    pending.length ? table(["编号", "操作", "来源", "提出时间", ""], pending.map((a) => [a.id,
+      a.result ? `${a.description}（上次批准时没有执行：${a.result}）` : a.description, a.origin, a.created_at,
       el("span", { class: "row" }, el("button", { class: "small approve", text: "批准…", onclick: () => decide(a, "approve") }),
         el("button", { class: "small reject", text: "拒绝…", onclick: () => decide(a, "reject") }))]))
       : el("p", { class: "muted", text: "没有待批准的操作。" }),
