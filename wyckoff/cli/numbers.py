@@ -14,7 +14,8 @@ def price(value: float | None) -> str:
 def pct(value: float | None, *, signed: bool = False) -> str:
     if value is None:
         return UNKNOWN
-    return f"{value:+,.2f}%" if signed else f"{value:,.2f}%"
+    value = round(value, 2) + 0.0  # a tiny change is 0.00%: no "-0.00%", no "+0.00%"
+    return f"{value:+,.2f}%" if signed and value else f"{value:,.2f}%"
 
 
 def count(value: int | None) -> str:

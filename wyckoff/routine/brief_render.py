@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from wyckoff.cli.numbers import pct
 from wyckoff.ledger.money import yuan
 from wyckoff.routine.tail_digest import tail_line
 
@@ -71,7 +72,7 @@ def account_lines(account: dict[str, Any]) -> list[str]:
         moved = (
             ""
             if change is None
-            else f"（较前一交易日 {_signed(change)}，{account['nav_change_pct']:+.2f}%）"
+            else f"（较前一交易日 {_signed(change)}，{pct(account['nav_change_pct'], signed=True)}）"
         )
         lines.append(f"净值 {account['date']}：{yuan(account['nav_cents'])}{moved}")
     lines.append(
@@ -80,8 +81,8 @@ def account_lines(account: dict[str, Any]) -> list[str]:
     )
     if account.get("return_pct") is not None:
         index = account["csi300_pct"]
-        beside = "" if index is None else f"，同期沪深300 {index:+.2f}%"
-        lines.append(f"自第一笔成交以来 {account['return_pct']:+.2f}%{beside}")
+        beside = "" if index is None else f"，同期沪深300 {pct(index, signed=True)}"
+        lines.append(f"自第一笔成交以来 {pct(account['return_pct'], signed=True)}{beside}")
     if account["unpriced"]:
         lines.append(f"没有收盘价、未计入：{'、'.join(account['unpriced'])}")
     if account["note"]:
