@@ -207,13 +207,16 @@ DAYS = ["2026-01-05", "2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"]
 
 
 def import_market(home, tmp_path, closes: dict[str, list[float]], pre_closes=None, csi300=None):
-    """`wyckoff data import` of daily bars with these closes (and reference prior closes,
-    the previous close by default), and of the CSI 300 when given."""
+    """`wyckoff data import` of daily bars with these closes, each day trading 10% either
+    side of its close (and reference prior closes, the previous close by default), and of
+    the CSI 300 when given."""
     lines = ["code,date,open,high,low,close,pre_close,volume,amount"]
     for code, series in closes.items():
         for t, (day, close) in enumerate(zip(DAYS, series, strict=True)):
             pre = (pre_closes or {}).get((code, day)) or (series[t - 1] if t else close)
-            lines.append(f"{code},{day},{close},{close},{close},{close},{pre},100000,{close * 1e5}")
+            high, low = round(close * 1.1, 2), round(close * 0.9, 2)
+            bar = f"{close},{high},{low},{close},{pre}"
+            lines.append(f"{code},{day},{bar},100000,{close * 1e5}")
     (tmp_path / "bars.csv").write_text("\n".join(lines))
     done("data", "import", str(tmp_path / "bars.csv"))
     if csi300:
@@ -434,7 +437,7 @@ def test_a_fill_on_a_holiday_of_the_stored_calendar_is_refused(home):
     message = refused("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160609")
     assert message == "错误：成交日期 20160609 是休市日（交易日历），A 股不交易；请检查日期。"
     assert state(home) == unchanged
-    done("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160608")
+    done("portfolio", "buy", "000001", "1000", "10.50", "--date", "20160608")
 
 
 def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_close(home):
@@ -449,3 +452,81 @@ def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_cl
     credited = round(book()["cash"] * 100) - cash
     # read back from a reference price rounded to the cent: 1.53 a share, give or take 0.006
     assert abs(credited - 153_00) <= 6_00
+
+
+# --- a fill's price against its day's bar, as traded -------------------------------------------
+
+
+def test_a_fill_outside_the_days_unadjusted_range_is_refused_naming_the_range(home):
+    # real bars: 2016-06-14 traded 10.32-10.41; two days later 10送2 moved every qfq price
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    done("portfolio", "cash", "100000")
+    unchanged = state(home)
+    message = refused("portfolio", "buy", "000001", "1000", "10.45", "--date", "20160614")
+    assert message == (
+        "错误：成交价 10.45 不在 000001 平安银行 20160614 的成交区间 10.32–10.41（未复权）内；"
+        "请检查价格和成交日期。"
+    )
+    assert "10.32–10.41" in refused(
+        "portfolio", "buy", "000001", "1000", "10.31", "--date", "20160614"
+    )
+    assert state(home) == unchanged
+    done("portfolio", "buy", "000001", "1000", "10.41", "--date", "20160614")
+    # a sell after the ex-date is checked against that day's traded prices (8.53-8.60)
+    assert "8.53–8.6" in refused(
+        "portfolio", "sell", "000001", "200", "10.40", "--date", "20160616"
+    )
+    done("portfolio", "sell", "000001", "200", "8.55", "--date", "20160616")
+
+
+def test_a_fill_on_a_day_without_a_bar_needs_force_and_says_its_price_is_unchecked(home):
+    done("data", "import", str(DATA / "000001_2016.csv"))  # bars up to 2016-10-28
+    done("portfolio", "cash", "100000")
+    unchanged = state(home)
+    message = refused("portfolio", "buy", "000001", "1000", "9.20", "--date", "20161031")
+    assert "没有 000001 平安银行 20161031 的日线" in message
+    assert "行情库只有 20160104 至 20161028 的行情" in message and "--force" in message
+    assert state(home) == unchanged
+    forced = done("portfolio", "buy", "000001", "1000", "9.20", "--date", "20161031", "--force")
+    assert "已买入" in forced and "成交价 9.20 未核对" in forced
+    assert book()["positions"][0]["shares"] == 1000
+
+
+def test_an_import_refuses_a_row_priced_outside_its_day_and_lists_unchecked_rows(home, tmp_path):
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    done("portfolio", "cash", "100000")
+    header = "成交日期,证券代码,证券名称,委托方向,成交数量,成交价格"
+    rows = ["2016-06-14,000001,平安银行,证券买入,1000,10.40"]
+    rows.append("2016-10-31,000001,平安银行,证券买入,1000,9.20")  # after the store's last bar
+    (tmp_path / "good.csv").write_text("\n".join([header, *rows]), encoding="utf-8")
+    preview = done("portfolio", "import", str(tmp_path / "good.csv"), "--dry-run")
+    assert "价格未核对：第 3 行：行情库没有 000001 平安银行 20161031 的日线" in preview
+    rows[0] = rows[0].replace("10.40", "1.04")  # a misplaced decimal point
+    (tmp_path / "bad.csv").write_text("\n".join([header, *rows]), encoding="utf-8")
+    unchanged = state(home)
+    message = refused("portfolio", "import", str(tmp_path / "bad.csv"))
+    assert "第 2 行" in message and "成交价 1.04 不在" in message and "10.32–10.41" in message
+    assert state(home) == unchanged
+
+
+def test_the_agents_fill_outside_the_days_range_is_refused_before_and_after_approval(
+    home, openai_server
+):
+    from tests.conftest import add_scripted_model
+    from tests.model_servers import Reply
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.store import Store
+
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    add_scripted_model(openai_server)
+    cli("portfolio", "cash", "100000")
+    # 10.45 is no 2016-06-14 price of 平安银行 (10.32-10.41 as traded)
+    args = {"action": "buy", "code": "000001", "shares": 1000, "price": 10.45}
+    args["trade_date"] = "20160614"
+    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    said = context.registry.describe("update_portfolio", args, context)
+    assert "成交价 10.45 不在 000001 平安银行 20160614 的成交区间 10.32–10.41（未复权）内" in said
+    openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="没记上。"))
+    assert cli("ask", "记录买入平安银行", "--approve", "update_portfolio").returncode == 0
+    assert book()["positions"] == [] and book()["cash"] == 100000

@@ -345,6 +345,10 @@ class UpdatePortfolioParams(BaseModel):
     price: float | None = Field(default=None, description="buy/sell 的成交价")
     trade_date: str | None = Field(default=None, description="buy/sell 的成交日期 YYYYMMDD")
     trade_time: str | None = Field(default=None, description="buy/sell 的成交时间 HH:MM")
+    force: bool = Field(
+        default=False,
+        description="buy/sell：行情库没有成交日的日线（停牌或未同步）时仍记录，价格不核对",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -409,13 +413,25 @@ def apply_update(params: UpdatePortfolioParams, context: ToolContext, actor: str
     return book.remove(params.code, actor=actor)
 
 
-def _fill(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
+def _ledger(context: ToolContext) -> Ledger:
+    """The ledger with the configured broker's fees and the market store (when built)."""
     config = context.read_config()
     market, _ = open_market(context.home, config, build=False)
-    ledger = Ledger(context.store, broker_fees(config), market)
+    return Ledger(context.store, broker_fees(config), market)
+
+
+def _fill(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
+    ledger = _ledger(context)
     day = params.trade_date or local_today().strftime("%Y%m%d")
     return ledger.record(
-        params.action, params.code, params.shares, params.price, day, params.trade_time, actor
+        params.action,
+        params.code,
+        params.shares,
+        params.price,
+        day,
+        params.trade_time,
+        actor,
+        force=params.force,
     )
 
 
@@ -460,11 +476,13 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
 
 def _describe_fill(params: UpdatePortfolioParams, context: ToolContext) -> str:
     """The fill with its fees and the cash before and after, priced as the tool will price it."""
-    ledger = Ledger(context.store, broker_fees(context.read_config()))
+    ledger = _ledger(context)
     day = params.trade_date or local_today().strftime("%Y%m%d")
     verb = "买入" if params.action == "buy" else "卖出"
     try:
-        fill = ledger.quote(params.action, params.code, params.shares, params.price, day)
+        fill = ledger.quote(
+            params.action, params.code, params.shares, params.price, day, params.force
+        )
     except UsageError as exc:  # the tool will refuse the same way
         return f"{verb} {params.code} {params.shares} 股 @ {params.price}（{day}）：{exc.message}"
     return describe_quote(fill, Portfolio(context.store).cash())

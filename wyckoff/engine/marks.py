@@ -1,5 +1,5 @@
 """What the ledger needs of the market store: the raw (as-traded) closes of held stocks and
-an index, and the corporate actions of held stocks on their ex-dates.
+an index, a day's traded range (to check a fill's price), and the corporate actions of held stocks on their ex-dates.
 
 A corporate action is read from the exchange's reference prior close (see adjustment.py):
 pre_close = (close_prev - cash) / (1 + bonus), so on an ex-date the bonus per share is the
@@ -31,6 +31,24 @@ def closes(store: MarketStore, codes: list[str], start: str | None = None) -> pd
         WHERE code IN ({_marks(codes)}) AND date >= strptime(?, '%Y%m%d') ORDER BY date, code""",
         [*codes, start or "19901219"],
     )
+
+
+def traded_range(store: MarketStore, code: str, day: str) -> tuple[float, float] | None:
+    """(low, high) of `code`'s bar on `day` (YYYYMMDD) as traded, or None when not stored."""
+    rows = store.execute(
+        """SELECT low, high FROM bars WHERE code = ? AND date = strptime(?, '%Y%m%d')
+        AND low IS NOT NULL AND high IS NOT NULL""",
+        [code, day],
+    )
+    return (float(rows[0][0]), float(rows[0][1])) if rows else None
+
+
+def stored_span(store: MarketStore) -> tuple[str | None, str | None]:
+    """The oldest and newest dates (YYYYMMDD) the store has any stock's bar for."""
+    first, last = store.execute(
+        "SELECT strftime(MIN(date), '%Y%m%d'), strftime(MAX(date), '%Y%m%d') FROM bars"
+    )[0]
+    return first, last
 
 
 def index_closes(store: MarketStore, code: str, start: str) -> pd.DataFrame:

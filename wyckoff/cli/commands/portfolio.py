@@ -160,6 +160,9 @@ SharesArg = Annotated[int, typer.Argument(help="成交股数")]
 PriceArg = Annotated[str, typer.Argument(help="成交价（元，最多 3 位小数）")]
 DateOpt = Annotated[str | None, typer.Option("--date", help="成交日期 YYYYMMDD，默认今天")]
 TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="行情库没有当天日线（停牌或未同步）时仍记录，价格不核对")
+]
 
 
 def _ledger():
@@ -184,18 +187,28 @@ def _filled(change: dict) -> None:
 
 @app.command("buy")
 def buy(
-    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
+    stock: StockArg,
+    shares: SharesArg,
+    price: PriceArg,
+    day: DateOpt = None,
+    at: TimeOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill."""
-    _filled(_ledger().record("buy", stock, shares, price, day or _today(), at))
+    _filled(_ledger().record("buy", stock, shares, price, day or _today(), at, force=force))
 
 
 @app.command("sell")
 def sell(
-    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
+    stock: StockArg,
+    shares: SharesArg,
+    price: PriceArg,
+    day: DateOpt = None,
+    at: TimeOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
-    _filled(_ledger().record("sell", stock, shares, price, day or _today(), at))
+    _filled(_ledger().record("sell", stock, shares, price, day or _today(), at, force=force))
 
 
 def _market():
