@@ -182,6 +182,15 @@ def last_undoable(store: Store) -> Change | None:
     return _change(row) if row else None
 
 
+def last_changed(store: Store) -> dict[str, str]:
+    """code -> the UTC timestamp of its newest change (undone ones left out)."""
+    rows = store.conn.execute(
+        "SELECT code, MAX(ts) FROM portfolio_history WHERE undone = 0 AND code IS NOT NULL"
+        " GROUP BY code"
+    ).fetchall()
+    return {code: ts for code, ts in rows}
+
+
 def mark_undone(store: Store, change_id: int) -> None:
     store.conn.execute("UPDATE portfolio_history SET undone = 1 WHERE id = ?", (change_id,))
 

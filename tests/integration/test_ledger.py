@@ -530,3 +530,50 @@ def test_the_agents_fill_outside_the_days_range_is_refused_before_and_after_appr
     openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="没记上。"))
     assert cli("ask", "记录买入平安银行", "--approve", "update_portfolio").returncode == 0
     assert book()["positions"] == [] and book()["cash"] == 100000
+
+
+# --- a holding's cost and stop meet prices on one basis -----------------------------------------
+
+
+def test_a_10_for_10_after_the_buy_is_no_loss_and_no_broken_stop(home, tmp_path):
+    import_market(
+        home, tmp_path, {"600519": [20, 20, 10, 10, 10]}, pre_closes={("600519", DAYS[2]): 10}
+    )
+    done(
+        "portfolio", "add", "600519", "--shares", "1000", "--cost", "20",
+        "--buy-dt", "20260105", "--stop-loss", "18",
+    )  # fmt: skip
+    with sqlite3.connect(home / "wyckoff.db") as conn:  # the stop was typed on the buy day
+        conn.execute("UPDATE portfolio_history SET ts = '2026-01-05T02:00:00.000Z'")
+    done("alert", "add", "pnl")
+    done("alert", "add", "stop")
+    checked = json.loads(cli("alert", "check", "--json").stdout)
+    assert checked["fired"] == [], checked["fired"]  # was: 浮亏 -50%, 收盘 10.00 跌破止损 18.00
+    (row,) = json.loads(cli("portfolio", "check", "--json").stdout)["positions"]
+    assert row["pnl_pct"] == 0.0 and row["stop_level"] != 18.0
+    # the ledger applies the ex-date: twice the shares, the same cost, the stop moved with price
+    done("portfolio", "show")
+    (held,) = book()["positions"]
+    assert (held["shares"], held["cost_price"], held["stop_loss"]) == (2000, 10.0, 9.0)
+    (row,) = json.loads(cli("portfolio", "check", "--json").stdout)["positions"]
+    assert row["pnl_pct"] == 0.0
+
+
+def test_the_brief_account_counts_an_ex_date_not_booked_yet_and_books_nothing(home, tmp_path):
+    import_market(
+        home,
+        tmp_path,
+        {"600519": [20, 20, 10, 10, 10]},
+        pre_closes={("600519", DAYS[2]): 10},
+        csi300=[4000] * 5,
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "20", "--date", "20260105")
+    unchanged = state(home)
+    built = cli("brief", "--format", "json")
+    assert built.returncode == 0, built.stderr
+    account = json.loads(built.stdout)["account"]
+    # 1000 at 20.00 became 2000 at 10.00: the same 20,000.00 (was 1000 x 10.00 = a 10,000 loss)
+    assert account["unrealized_cents"] == 2_000_000 - 2_000_520
+    assert len({account_return for _, account_return, _ in account["curve"]}) == 1  # flat
+    assert state(home) == unchanged  # booked by `portfolio show`, not by the brief

@@ -265,12 +265,13 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
         }
     if params.mode == "view":
         return {"positions": positions, "cash": cash}
+    from wyckoff.agents.corporate_actions import positions_in_traded_prices
     from wyckoff.engine.health import diagnose
 
     market = MarketData.from_context(context)
     panel = market.panel()
     rows, value = [], cash
-    for position in positions:
+    for position in positions_in_traded_prices(book.store, market.store, panel.as_of):
         if not panel.has(position["code"]):
             rows.append(
                 {**position, "health": "unknown", "reasons": ["本地行情库没有这只股票的数据"]}

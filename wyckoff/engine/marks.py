@@ -61,12 +61,13 @@ def index_closes(store: MarketStore, code: str, start: str) -> pd.DataFrame:
 
 
 def ex_events(store: MarketStore, codes: list[str], after: str) -> pd.DataFrame:
-    """code, date (YYYYMMDD), bonus (new shares per share), cash (yuan per share): the
-    corporate actions of `codes` dated after `after`."""
+    """code, date (YYYYMMDD), bonus (new shares per share), cash (yuan per share), ratio (the
+    exchange's reference close / the close before: how far prices moved): the corporate
+    actions of `codes` dated after `after`."""
     if not codes:
         import pandas as pd
 
-        return pd.DataFrame({"code": [], "date": [], "bonus": [], "cash": []})
+        return pd.DataFrame({"code": [], "date": [], "bonus": [], "cash": [], "ratio": []})
     return store.query_df(
         f"""WITH ordered AS (
             SELECT code, date, pre_close, bonus_ratio, adj_factor,
@@ -79,7 +80,8 @@ def ex_events(store: MarketStore, codes: list[str], after: str) -> pd.DataFrame:
             FROM ordered
             WHERE pre_close > 0 AND prev_close - pre_close >= 0.005)
         SELECT code, strftime(date, '%Y%m%d') AS date, bonus,
-            greatest(round(prev_close - pre_close * (1 + bonus), 3), 0) AS cash
+            greatest(round(prev_close - pre_close * (1 + bonus), 3), 0) AS cash,
+            pre_close / prev_close AS ratio
         FROM read WHERE date > strptime(?, '%Y%m%d') ORDER BY date, code""",
         [*codes, after],
     )
