@@ -577,3 +577,16 @@ def test_the_brief_account_counts_an_ex_date_not_booked_yet_and_books_nothing(ho
     assert account["unrealized_cents"] == 2_000_000 - 2_000_520
     assert len({account_return for _, account_return, _ in account["curve"]}) == 1  # flat
     assert state(home) == unchanged  # booked by `portfolio show`, not by the brief
+
+
+def test_nav_names_the_holding_and_the_days_it_has_no_close(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "add", "000001", "--shares", "1000", "--cost", "10", "--buy-dt", "20260105")
+    report = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert report["note"] == (
+        "行情库没有持仓 000001 平安银行 在 20260105 至 20260109（共 5 个交易日）的收盘价，"
+        "这些天的净值没有计入它的市值；用 `wyckoff data sync --codes 000001` 同步后再看。"
+    )
+    assert "000001 平安银行" in done("portfolio", "nav")

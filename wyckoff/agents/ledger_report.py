@@ -117,23 +117,50 @@ def daily_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     prices = prices.sort_index().ffill()  # a suspended stock keeps its last close
     shares, cash = dict(held), portfolio_store.cash_cents(store)
     pending = sorted(events, key=lambda e: e["date"], reverse=True)
-    days = []
+    days, unpriced = [], {}
     for day in reversed(prices.index):
         while pending and pending[0]["date"] > day:
             cash = _reverse(pending.pop(0), shares, cash)
         marks = prices.loc[day].dropna()  # none before a stock's first bar
         value = sum(value_cents(n, marks[code]) for code, n in shares.items() if code in marks)
+        for code in (c for c, n in shares.items() if n and c not in marks):
+            unpriced.setdefault(code, []).insert(0, day)
         days.append({"date": day, "nav_cents": cash + value, "cash_cents": cash})
     days.reverse()
-    return {"days": days, **_beside_index(days, index_closes(market, CSI300[0], start))}
+    if not days:
+        named = "、".join(_named(store, code) for code in codes)
+        return {
+            "days": [],
+            "note": f"行情库没有 {named} 在 {start} 之后的收盘价，无法计算每日净值。",
+        }
+    beside = _beside_index(days, index_closes(market, CSI300[0], start))
+    notes = [_unpriced_note(store, code, when) for code, when in sorted(unpriced.items())]
+    note = " ".join([*notes, beside.pop("note") or ""]).strip() or None
+    return {"days": days, "note": note, **beside}
+
+
+def _named(store: Store, code: str) -> str:
+    """'600519 贵州茅台': a stock held or traded, by its name in the book."""
+    names = {f["code"]: f["name"] for f in portfolio_store.fills(store, code)}
+    names.update({p["code"]: p["name"] for p in portfolio_store.positions(store)})
+    return f"{code} {names.get(code, '')}".strip()
+
+
+def _unpriced_note(store: Store, code: str, days: list[str]) -> str:
+    """Which held stock the NAV left out, and on which days."""
+    when = (
+        f"{days[0]} " if len(days) == 1 else f"{days[0]} 至 {days[-1]}（共 {len(days)} 个交易日）"
+    )
+    return (
+        f"行情库没有持仓 {_named(store, code)} 在 {when}的收盘价，这些天的净值没有计入它的市值；"
+        f"用 `wyckoff data sync --codes {code}` 同步后再看。"
+    )
 
 
 def _beside_index(days: list[dict[str, Any]], index) -> dict[str, Any]:
     """Each day's return since the first day, for the account and the CSI 300."""
     from wyckoff.engine.benchmark import CSI300
 
-    if not days:
-        return {"note": "行情库里没有这些股票在成交日之后的收盘价。"}
     by_date = dict(zip(index["date"], index["close"], strict=True))
     first_nav, first_index = days[0]["nav_cents"], by_date.get(days[0]["date"])
     for day in days:
