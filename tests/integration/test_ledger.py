@@ -590,3 +590,25 @@ def test_nav_names_the_holding_and_the_days_it_has_no_close(home, tmp_path):
         "这些天的净值没有计入它的市值；用 `wyckoff data sync --codes 000001` 同步后再看。"
     )
     assert "000001 平安银行" in done("portfolio", "nav")
+
+
+def test_add_records_an_odd_lot_held_and_fills_keep_the_lot_rules(home):
+    # 1234 shares: a 10送2 remainder on a holding brought in by hand
+    done("portfolio", "add", "000001", "--shares", "1234", "--cost", "10", "--buy-dt", "20260105")
+    done("portfolio", "add", "688001", "--shares", "257", "--cost", "30", "--buy-dt", "20260105")
+    assert sorted((p["code"], p["shares"]) for p in book()["positions"]) == [
+        ("000001", 1234),
+        ("688001", 257),
+    ]
+    assert "股数必须是正整数" in refused(
+        "portfolio", "add", "000001", "--shares", "0", "--cost", "1"
+    )
+    assert "100 的整数倍" in refused(
+        "portfolio", "sell", "000001", "34", "11", "--date", "20260106"
+    )
+    done("portfolio", "sell", "000001", "1200", "11", "--date", "20260106")
+    done("portfolio", "sell", "000001", "34", "11", "--date", "20260107")  # the odd lot, at once
+    cli("portfolio", "cash", "100000")
+    assert "100 的正整数倍" in refused(
+        "portfolio", "buy", "000001", "34", "11", "--date", "20260108"
+    )

@@ -338,7 +338,10 @@ class UpdatePortfolioParams(BaseModel):
         default=None, description="6 位代码或股票名称（set_cash 不需要）"
     )
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
-    shares: int | None = Field(default=None, description="股数，100 的整数倍")
+    shares: int | None = Field(
+        default=None,
+        description="股数：add/update 是持有的股数（零股也可以）；buy/sell 按一手 100 股（科创板至少 200 股）",
+    )
     cost_price: float | None = None
     buy_dt: str | None = Field(default=None, description="买入日期 YYYYMMDD")
     stop_loss: float | None = None

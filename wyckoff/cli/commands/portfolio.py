@@ -97,7 +97,7 @@ def check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
 def add(
     code: Annotated[str, typer.Argument(help="6 位代码或股票名称")],
     name: Annotated[str | None, typer.Option("--name", help="股票名称（须与代码一致）")] = None,
-    shares: Annotated[int, typer.Option("--shares", help="股数，100 的整数倍")] = 100,
+    shares: Annotated[int, typer.Option("--shares", help="持有的股数（零股也可以）")] = 100,
     cost: Annotated[float, typer.Option("--cost", help="成本价")] = 0.0,
     buy_dt: Annotated[
         str | None, typer.Option("--buy-dt", help="买入日期 YYYYMMDD，默认今天")
