@@ -612,3 +612,42 @@ def test_add_records_an_odd_lot_held_and_fills_keep_the_lot_rules(home):
     assert "100 的正整数倍" in refused(
         "portfolio", "buy", "000001", "34", "11", "--date", "20260108"
     )
+
+
+# --- cash moves and the time-weighted NAV --------------------------------------------------------
+
+
+def nav_days() -> list[dict]:
+    return json.loads(cli("portfolio", "nav", "--json").stdout)["days"]
+
+
+def test_a_deposit_is_no_gain_of_the_nav_and_its_undo_takes_the_flow_back(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)
+    cli("portfolio", "cash", "100000")  # the opening balance, before the first fill
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    without = nav_days()
+    assert [d["return_pct"] for d in without] == [0.0, 1.0, 2.0, 2.0, 2.0]
+    deposited = done("portfolio", "cash", "189994.90", "--date", "20260107")  # 100,000.00 in
+    assert "89,994.90" in deposited
+    days = nav_days()
+    assert [d["flow_cents"] for d in days] == [0, 0, 10_000_000, 0, 0]
+    assert days[2]["nav_cents"] - days[1]["nav_cents"] == 10_000_000 + 100_000
+    # the 1,000.00 the stock made on 20260107 is a gain; the 100,000.00 deposited is not
+    assert [d["return_pct"] for d in days] == [0.0, 1.0, 1.5, 1.5, 1.5]
+    assert json.loads(cli("portfolio", "nav", "--json").stdout)["note"] is None
+    done("portfolio", "undo")
+    assert nav_days() == without
+
+
+def test_an_account_from_before_dated_cash_moves_keeps_its_nav_with_a_note(home, tmp_path):
+    from wyckoff.store import MIGRATIONS
+
+    old = state_db_at_version(home, len(MIGRATIONS) - 1)  # before cash moves were dated
+    old.execute("INSERT INTO portfolio_cash (id, amount, cents) VALUES (1, 100000, 10000000)")
+    old.close()
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    report = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert [d["return_pct"] for d in report["days"]] == [0.0, 1.0, 2.0, 2.0, 2.0]
+    assert "有 100,000.00 元现金改动没有日期" in report["note"]
+    assert "按一直如此计算" in done("portfolio", "nav")

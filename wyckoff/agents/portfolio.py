@@ -139,19 +139,30 @@ class Portfolio:
             portfolio_store.record_change(self.store, actor, "remove", code, before, None)
         return {"action": "remove", "before": before, "after": None}
 
-    def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
+    def set_cash(self, amount: float, actor: str = "cli", day: str | None = None) -> dict[str, Any]:
+        """Set the free cash; the difference is money moved in or out on `day` (else today,
+        or the opening balance while no fill is recorded), so the daily NAV does not count a
+        deposit as a gain."""
         validate_amount(amount, "现金")
         if amount < 0:
             raise PortfolioError(
                 f"现金不能为负数（收到 {amount:g}）：请给出账户里的可用现金，如 `wyckoff portfolio cash 100000`。"
             )
+        if day:
+            day = validate_date(day, "资金变动日期")
         with self.store.transaction():
+            if not day and portfolio_store.fills(self.store):
+                day = local_today().strftime("%Y%m%d")
             before = self.cash()
+            moved = round(amount * 100) - portfolio_store.cash_cents(self.store)
             portfolio_store.write_cash(self.store, amount)
+            after: dict[str, Any] = {"cash": amount}
+            if moved:
+                after["flow_id"] = portfolio_store.add_cash_flow(self.store, day, moved)
             portfolio_store.record_change(
-                self.store, actor, "set_cash", None, {"cash": before}, {"cash": amount}
+                self.store, actor, "set_cash", None, {"cash": before}, after
             )
-        return {"action": "set_cash", "before": {"cash": before}, "after": {"cash": amount}}
+        return {"action": "set_cash", "before": {"cash": before}, "after": after}
 
     def undo(self, actor: str = "cli") -> dict[str, Any]:
         """Revert the newest change not yet undone (repeated undos walk back through history)."""
@@ -162,8 +173,10 @@ class Portfolio:
             before, after = last["before"], last["after"]
             if before is not None and "cash_cents" in before:  # a ledger change
                 portfolio_store.restore(self.store, before, after)
-            elif last["code"] is None:  # a cash change
+            elif last["code"] is None:  # a cash change, and the money it moved
                 portfolio_store.write_cash(self.store, before["cash"])
+                if after.get("flow_id"):
+                    portfolio_store.delete_cash_flow(self.store, after["flow_id"])
             elif before is None:
                 portfolio_store.delete_position(self.store, last["code"])
             else:

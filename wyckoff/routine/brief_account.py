@@ -20,7 +20,8 @@ CURVE_DAYS = 120  # the chart's last days: the page stays small
 def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
     """The account of the latest close, or None when no fill was ever recorded."""
     from wyckoff.agents.corporate_actions import as_caught_up
-    from wyckoff.agents.ledger_report import daily_nav, profit_and_loss
+    from wyckoff.agents.ledger_nav import daily_nav
+    from wyckoff.agents.ledger_report import profit_and_loss
 
     if not portfolio_store.fills(store):
         return None
@@ -37,13 +38,19 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
     }
     if days:
         today = days[-1]
-        before = days[-2]["nav_cents"] if len(days) > 1 else None
+        before = days[-2] if len(days) > 1 else None
         summary |= {
             "date": today["date"],
             "nav_cents": today["nav_cents"],
-            "nav_change_cents": None if before is None else today["nav_cents"] - before,
+            "flow_cents": today["flow_cents"],
+            # the change the market made: money moved in or out that day is no gain
+            "nav_change_cents": (
+                None
+                if before is None
+                else today["nav_cents"] - before["nav_cents"] - today["flow_cents"]
+            ),
             "nav_change_pct": (
-                round((today["nav_cents"] / before - 1) * 100, 2) if before else None
+                round((today["unit_value"] / before["unit_value"] - 1) * 100, 2) if before else None
             ),
             "return_pct": today["return_pct"],
             "csi300_pct": today["csi300_pct"],

@@ -117,9 +117,14 @@ def remove(code: Annotated[str, typer.Argument(help="6 位代码或股票名称"
 
 
 @app.command("cash", context_settings={"ignore_unknown_options": True})  # -1 is a number
-def cash(amount: Annotated[float, typer.Argument(help="可用现金")]) -> None:
-    """设置可用现金 / set free cash."""
-    _done(_book().set_cash(amount))
+def cash(
+    amount: Annotated[float, typer.Argument(help="可用现金")],
+    day: Annotated[
+        str | None, typer.Option("--date", help="资金转入/转出的日期 YYYYMMDD，默认今天")
+    ] = None,
+) -> None:
+    """设置可用现金（差额记为当天的资金转入/转出）/ set free cash."""
+    _done(_book().set_cash(amount, day=day))
 
 
 @app.command("history")
@@ -279,7 +284,7 @@ def nav(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """每日净值：按每天收盘价估值，旁边是同期沪深300 / daily NAV beside the CSI 300."""
-    from wyckoff.agents.ledger_report import daily_nav
+    from wyckoff.agents.ledger_nav import daily_nav
     from wyckoff.errors import UsageError
     from wyckoff.ledger.chart import line_chart
     from wyckoff.ledger.money import yuan
