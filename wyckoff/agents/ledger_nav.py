@@ -16,6 +16,8 @@ from wyckoff import portfolio_store
 from wyckoff.agents.ledger_report import value_cents
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from wyckoff.engine.market_store import MarketStore
     from wyckoff.store import Store
 
@@ -47,13 +49,15 @@ def daily_nav(store: Store, market: MarketStore) -> dict[str, Any]:
         }
     _time_weighted(days)
     beside = _beside_index(days, index_closes(market, CSI300[0], start))
-    notes = [_unpriced_note(store, code, when) for code, when in sorted(unpriced.items())]
-    notes += [_undated_note(store, events), beside.pop("note") or ""]
+    notes: list[str | None] = [
+        _unpriced_note(store, c, when) for c, when in sorted(unpriced.items())
+    ]
+    notes += [_undated_note(store, events), beside.pop("note")]
     return {"days": days, "note": " ".join(n for n in notes if n) or None, **beside}
 
 
 def _walk_back(
-    store: Store, events: list[dict[str, Any]], prices
+    store: Store, events: list[dict[str, Any]], prices: pd.DataFrame
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """The days, oldest first, and code -> the days a held stock had no close."""
     shares = {p["code"]: p["shares"] for p in portfolio_store.positions(store)}
@@ -87,7 +91,7 @@ def _time_weighted(days: list[dict[str, Any]]) -> None:
         day["unit_value"] = round(unit, 6)
 
 
-def _beside_index(days: list[dict[str, Any]], index) -> dict[str, Any]:
+def _beside_index(days: list[dict[str, Any]], index: pd.DataFrame) -> dict[str, Any]:
     """Each day's return since the first day, for the account (time-weighted) and the CSI 300."""
     from wyckoff.engine.benchmark import CSI300
 
@@ -167,4 +171,4 @@ def _reverse(event: dict[str, Any], shares: dict[str, int], cash: int) -> int:
     """Take `event` back out of the holdings; the cash before it."""
     if event["code"] is not None:
         shares[event["code"]] = shares.get(event["code"], 0) - event["shares"]
-    return cash - event["cash"]
+    return cash - int(event["cash"])
