@@ -156,13 +156,13 @@ class Portfolio:
             before = self.cash()
             moved = round(amount * 100) - portfolio_store.cash_cents(self.store)
             portfolio_store.write_cash(self.store, amount)
-            after: dict[str, Any] = {"cash": amount}
+            recorded: dict[str, Any] = {"cash": amount}  # and the flow, for undo
             if moved:
-                after["flow_id"] = portfolio_store.add_cash_flow(self.store, day, moved)
+                recorded["flow_id"] = portfolio_store.add_cash_flow(self.store, day, moved)
             portfolio_store.record_change(
-                self.store, actor, "set_cash", None, {"cash": before}, after
+                self.store, actor, "set_cash", None, {"cash": before}, recorded
             )
-        return {"action": "set_cash", "before": {"cash": before}, "after": after}
+        return {"action": "set_cash", "before": {"cash": before}, "after": {"cash": amount}}
 
     def undo(self, actor: str = "cli") -> dict[str, Any]:
         """Revert the newest change not yet undone (repeated undos walk back through history)."""
