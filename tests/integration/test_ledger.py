@@ -530,6 +530,10 @@ def test_the_agents_fill_outside_the_days_range_is_refused_before_and_after_appr
     openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="没记上。"))
     assert cli("ask", "记录买入平安银行", "--approve", "update_portfolio").returncode == 0
     assert book()["positions"] == [] and book()["cash"] == 100000
+    # a day the store has no bar for: the approval says the price goes unchecked
+    forced = {**args, "price": 9.2, "trade_date": "20161031", "force": True}
+    said = context.registry.describe("update_portfolio", forced, context)
+    assert said.endswith("成交价 9.20 未核对。") and "现金 100,000.00 → 90,794.82" in said
 
 
 # --- a holding's cost and stop meet prices on one basis -----------------------------------------

@@ -106,10 +106,11 @@ class Ledger:
     def quote(
         self, side: Side, stock: str, shares: int, price: str | float, day: str, force: bool = False
     ) -> dict[str, Any]:
-        """The fill a buy or sell would record, priced with its fees; nothing is written."""
+        """The fill a buy or sell would record, priced with its fees, and the note of a price
+        left unchecked (`note`); nothing is written."""
         code, name = self._named(side, stock)
         fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
-        self.price_note(fill, force)
+        fill["note"] = self.price_note(fill, force)
         held = portfolio_store.position(self.store, code)
         if side == "buy":
             lots.check_buy(code, shares)
@@ -275,7 +276,8 @@ def describe_quote(fill: dict[str, Any], cash: float) -> str:
     )
     if sign < 0 and net > cash_cents:
         return head + _short_of_cash(fill, net, cash_cents)
-    return head + f"现金 {yuan(cash_cents)} → {yuan(cash_cents + sign * net)}"
+    unchecked = f"。{fill['note']}" if fill.get("note") else ""
+    return head + f"现金 {yuan(cash_cents)} → {yuan(cash_cents + sign * net)}{unchecked}"
 
 
 def _fee_text(fill: dict[str, Any]) -> str:
