@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wyckoff.cli.output import local_time, local_today, print_json, print_notice, print_table
 from wyckoff.store import Store
+
+if TYPE_CHECKING:
+    from wyckoff.ledger.fees import Side
 
 app = typer.Typer(
     help="持仓 / portfolio: list, check, add, rm, cash, buy, sell, history, undo.",
@@ -184,36 +188,30 @@ def _today() -> str:
     return local_today().strftime("%Y%m%d")
 
 
-def _filled(change: dict) -> None:
+def _fill_command(side: Side) -> Callable[..., None]:
+    """The `buy` or `sell` command: one fill of `side` recorded and shown with its fees."""
     from wyckoff.agents.ledger import describe_fill
 
-    print_notice(describe_fill(change))
+    def record(
+        stock: StockArg,
+        shares: SharesArg,
+        price: PriceArg,
+        day: DateOpt = None,
+        at: TimeOpt = None,
+        force: ForceOpt = False,
+    ) -> None:
+        change = _ledger().record(side, stock, shares, price, day or _today(), at, force=force)
+        print_notice(describe_fill(change))
+
+    return record
 
 
-@app.command("buy")
-def buy(
-    stock: StockArg,
-    shares: SharesArg,
-    price: PriceArg,
-    day: DateOpt = None,
-    at: TimeOpt = None,
-    force: ForceOpt = False,
-) -> None:
-    """记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill."""
-    _filled(_ledger().record("buy", stock, shares, price, day or _today(), at, force=force))
-
-
-@app.command("sell")
-def sell(
-    stock: StockArg,
-    shares: SharesArg,
-    price: PriceArg,
-    day: DateOpt = None,
-    at: TimeOpt = None,
-    force: ForceOpt = False,
-) -> None:
-    """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
-    _filled(_ledger().record("sell", stock, shares, price, day or _today(), at, force=force))
+app.command("buy", help="记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill.")(
+    _fill_command("buy")
+)
+app.command("sell", help="记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill.")(
+    _fill_command("sell")
+)
 
 
 def _market():
@@ -347,7 +345,7 @@ def import_file(
 
     if broker not in (*BROKER_NAMES, "auto"):
         raise UsageError(f"不认识券商 {broker}：可用 ths、eastmoney、tdx 或 auto。")
-    export = read_export(Path(file).expanduser(), broker)  # type: ignore[arg-type]
+    export = read_export(Path(file).expanduser(), broker)
     try:
         result = import_export(_ledger(), export, _today(), dry_run)
     except UsageError as exc:
