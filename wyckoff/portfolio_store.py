@@ -111,6 +111,25 @@ def write_cash_cents(store: Store, cents: int) -> None:
     )
 
 
+def add_cash_flow(store: Store, day: str | None, cents: int) -> int:
+    """Record money moved into (+) or out of (-) the account on `day` (YYYYMMDD; None for
+    the opening balance); its id."""
+    cursor = store.conn.execute(
+        "INSERT INTO cash_flows (flow_date, cents) VALUES (?, ?)", (day, cents)
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def delete_cash_flow(store: Store, flow_id: int) -> None:
+    store.conn.execute("DELETE FROM cash_flows WHERE id = ?", (flow_id,))
+
+
+def cash_flows(store: Store) -> list[dict[str, Any]]:
+    """Every recorded move of money in or out: flow_date (YYYYMMDD) and cents, oldest first."""
+    rows = store.conn.execute("SELECT * FROM cash_flows ORDER BY flow_date, id").fetchall()
+    return [dict(r) for r in rows]
+
+
 def add_fill(store: Store, fill: dict[str, Any]) -> int:
     """Store a fill (every Fill field but id) and return its id."""
     columns = [c for c in Fill.__annotations__ if c != "id"]
@@ -180,6 +199,15 @@ def last_undoable(store: Store) -> Change | None:
         "SELECT * FROM portfolio_history WHERE action != 'undo' AND undone = 0 ORDER BY id DESC LIMIT 1"
     ).fetchone()
     return _change(row) if row else None
+
+
+def last_changed(store: Store) -> dict[str, str]:
+    """code -> the UTC timestamp of its newest change (undone ones left out)."""
+    rows = store.conn.execute(
+        "SELECT code, MAX(ts) FROM portfolio_history WHERE undone = 0 AND code IS NOT NULL"
+        " GROUP BY code"
+    ).fetchall()
+    return {code: ts for code, ts in rows}
 
 
 def mark_undone(store: Store, change_id: int) -> None:

@@ -385,6 +385,16 @@ MIGRATIONS: tuple[str, ...] = (
         result TEXT
     )
     """,
+    # 15: cash moved in or out by `portfolio cash` (a deposit is no return of the daily NAV):
+    # the day (YYYYMMDD; NULL for the opening balance, set before the first fill) and the
+    # amount in cents, + in, - out
+    """
+    CREATE TABLE cash_flows (
+        id INTEGER PRIMARY KEY,
+        flow_date TEXT,
+        cents INTEGER NOT NULL
+    )
+    """,
 )
 
 

@@ -184,6 +184,39 @@ def test_a_holding_is_checked_by_default_and_labelled(demo):
     assert row["code"] == "000001" and row["role"] == "持仓" and row["stop"] is not None
 
 
+def test_a_holdings_stop_set_before_a_10_for_10_moves_with_the_price_in_the_tail(demo, home):
+    import sqlite3
+
+    import duckdb
+
+    days = demo_days(demo)
+    before, last = days[-2].replace("-", ""), days[-1]
+    (close,) = demo.execute(
+        "SELECT close FROM bars WHERE code = '000001' AND date = ?", [days[-2]]
+    )[0]
+    conn = duckdb.connect(str(demo.path))  # a hand-built ex-date: 10送10 on the last day
+    conn.execute(
+        "UPDATE bars SET pre_close = ?, bonus_ratio = 1 WHERE code = '000001' AND date = ?",
+        [round(close / 2, 2), last],
+    )
+    conn.close()
+    # set the day before, in the prices before the bonus: above the engine's stop then
+    stop = round(close * 1.5, 2)
+    added = cli(
+        "portfolio", "add", "000001", "--shares", "100", "--cost", str(close),
+        "--buy-dt", before, "--stop-loss", str(stop),
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    with sqlite3.connect(home / "wyckoff.db") as state:
+        state.execute("UPDATE portfolio_history SET ts = ?", [f"{days[-2]}T02:00:00.000Z"])
+    result = cli("tail", "--json", env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"})
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["results"]
+    # halved with the price (x pre_close / close), it is below the engine's stop now: the
+    # engine's is in force (was: the old stop, against prices the bonus halved)
+    assert row["stop"] < stop
+
+
 def test_the_watchlist_is_checked_by_default_after_the_holdings(demo):
     last = demo_days(demo)[-1]
     held, watched, both = demo_codes(demo)

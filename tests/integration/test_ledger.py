@@ -207,13 +207,16 @@ DAYS = ["2026-01-05", "2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"]
 
 
 def import_market(home, tmp_path, closes: dict[str, list[float]], pre_closes=None, csi300=None):
-    """`wyckoff data import` of daily bars with these closes (and reference prior closes,
-    the previous close by default), and of the CSI 300 when given."""
+    """`wyckoff data import` of daily bars with these closes, each day trading 10% either
+    side of its close (and reference prior closes, the previous close by default), and of
+    the CSI 300 when given."""
     lines = ["code,date,open,high,low,close,pre_close,volume,amount"]
     for code, series in closes.items():
         for t, (day, close) in enumerate(zip(DAYS, series, strict=True)):
             pre = (pre_closes or {}).get((code, day)) or (series[t - 1] if t else close)
-            lines.append(f"{code},{day},{close},{close},{close},{close},{pre},100000,{close * 1e5}")
+            high, low = round(close * 1.1, 2), round(close * 0.9, 2)
+            bar = f"{close},{high},{low},{close},{pre}"
+            lines.append(f"{code},{day},{bar},100000,{close * 1e5}")
     (tmp_path / "bars.csv").write_text("\n".join(lines))
     done("data", "import", str(tmp_path / "bars.csv"))
     if csi300:
@@ -434,7 +437,7 @@ def test_a_fill_on_a_holiday_of_the_stored_calendar_is_refused(home):
     message = refused("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160609")
     assert message == "错误：成交日期 20160609 是休市日（交易日历），A 股不交易；请检查日期。"
     assert state(home) == unchanged
-    done("portfolio", "buy", "000001", "1000", "10.40", "--date", "20160608")
+    done("portfolio", "buy", "000001", "1000", "10.50", "--date", "20160608")
 
 
 def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_close(home):
@@ -449,3 +452,206 @@ def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_cl
     credited = round(book()["cash"] * 100) - cash
     # read back from a reference price rounded to the cent: 1.53 a share, give or take 0.006
     assert abs(credited - 153_00) <= 6_00
+
+
+# --- a fill's price against its day's bar, as traded -------------------------------------------
+
+
+def test_a_fill_outside_the_days_unadjusted_range_is_refused_naming_the_range(home):
+    # real bars: 2016-06-14 traded 10.32-10.41; two days later 10送2 moved every qfq price
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    done("portfolio", "cash", "100000")
+    unchanged = state(home)
+    message = refused("portfolio", "buy", "000001", "1000", "10.45", "--date", "20160614")
+    assert message == (
+        "错误：成交价 10.45 不在 000001 平安银行 20160614 的成交区间 10.32–10.41（未复权）内；"
+        "请检查价格和成交日期。"
+    )
+    assert "10.32–10.41" in refused(
+        "portfolio", "buy", "000001", "1000", "10.31", "--date", "20160614"
+    )
+    assert state(home) == unchanged
+    done("portfolio", "buy", "000001", "1000", "10.41", "--date", "20160614")
+    # a sell after the ex-date is checked against that day's traded prices (8.53-8.60)
+    assert "8.53–8.6" in refused(
+        "portfolio", "sell", "000001", "200", "10.40", "--date", "20160616"
+    )
+    done("portfolio", "sell", "000001", "200", "8.55", "--date", "20160616")
+
+
+def test_a_fill_on_a_day_without_a_bar_needs_force_and_says_its_price_is_unchecked(home):
+    done("data", "import", str(DATA / "000001_2016.csv"))  # bars up to 2016-10-28
+    done("portfolio", "cash", "100000")
+    unchanged = state(home)
+    message = refused("portfolio", "buy", "000001", "1000", "9.20", "--date", "20161031")
+    assert "没有 000001 平安银行 20161031 的日线" in message
+    assert "行情库只有 20160104 至 20161028 的行情" in message and "--force" in message
+    assert state(home) == unchanged
+    forced = done("portfolio", "buy", "000001", "1000", "9.20", "--date", "20161031", "--force")
+    assert "已买入" in forced and "成交价 9.20 未核对" in forced
+    assert book()["positions"][0]["shares"] == 1000
+
+
+def test_an_import_refuses_a_row_priced_outside_its_day_and_lists_unchecked_rows(home, tmp_path):
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    done("portfolio", "cash", "100000")
+    header = "成交日期,证券代码,证券名称,委托方向,成交数量,成交价格"
+    rows = ["2016-06-14,000001,平安银行,证券买入,1000,10.40"]
+    rows.append("2016-10-31,000001,平安银行,证券买入,1000,9.20")  # after the store's last bar
+    (tmp_path / "good.csv").write_text("\n".join([header, *rows]), encoding="utf-8")
+    preview = done("portfolio", "import", str(tmp_path / "good.csv"), "--dry-run")
+    assert "价格未核对：第 3 行：行情库没有 000001 平安银行 20161031 的日线" in preview
+    rows[0] = rows[0].replace("10.40", "1.04")  # a misplaced decimal point
+    (tmp_path / "bad.csv").write_text("\n".join([header, *rows]), encoding="utf-8")
+    unchanged = state(home)
+    message = refused("portfolio", "import", str(tmp_path / "bad.csv"))
+    assert "第 2 行" in message and "成交价 1.04 不在" in message and "10.32–10.41" in message
+    assert state(home) == unchanged
+
+
+def test_the_agents_fill_outside_the_days_range_is_refused_before_and_after_approval(
+    home, openai_server
+):
+    from tests.conftest import add_scripted_model
+    from tests.model_servers import Reply
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.store import Store
+
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    add_scripted_model(openai_server)
+    cli("portfolio", "cash", "100000")
+    # 10.45 is no 2016-06-14 price of 平安银行 (10.32-10.41 as traded)
+    args = {"action": "buy", "code": "000001", "shares": 1000, "price": 10.45}
+    args["trade_date"] = "20160614"
+    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    said = context.registry.describe("update_portfolio", args, context)
+    assert "成交价 10.45 不在 000001 平安银行 20160614 的成交区间 10.32–10.41（未复权）内" in said
+    openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="没记上。"))
+    assert cli("ask", "记录买入平安银行", "--approve", "update_portfolio").returncode == 0
+    assert book()["positions"] == [] and book()["cash"] == 100000
+    # a day the store has no bar for: the approval says the price goes unchecked
+    forced = {**args, "price": 9.2, "trade_date": "20161031", "force": True}
+    said = context.registry.describe("update_portfolio", forced, context)
+    assert said.endswith("成交价 9.20 未核对。") and "现金 100,000.00 → 90,794.82" in said
+
+
+# --- a holding's cost and stop meet prices on one basis -----------------------------------------
+
+
+def test_a_10_for_10_after_the_buy_is_no_loss_and_no_broken_stop(home, tmp_path):
+    import_market(
+        home, tmp_path, {"600519": [20, 20, 10, 10, 10]}, pre_closes={("600519", DAYS[2]): 10}
+    )
+    done(
+        "portfolio", "add", "600519", "--shares", "1000", "--cost", "20",
+        "--buy-dt", "20260105", "--stop-loss", "18",
+    )  # fmt: skip
+    with sqlite3.connect(home / "wyckoff.db") as conn:  # the stop was typed on the buy day
+        conn.execute("UPDATE portfolio_history SET ts = '2026-01-05T02:00:00.000Z'")
+    done("alert", "add", "pnl")
+    done("alert", "add", "stop")
+    checked = json.loads(cli("alert", "check", "--json").stdout)
+    assert checked["fired"] == [], checked["fired"]  # was: 浮亏 -50%, 收盘 10.00 跌破止损 18.00
+    (row,) = json.loads(cli("portfolio", "check", "--json").stdout)["positions"]
+    assert row["pnl_pct"] == 0.0 and row["stop_level"] != 18.0
+    # the ledger applies the ex-date: twice the shares, the same cost, the stop moved with price
+    done("portfolio", "show")
+    (held,) = book()["positions"]
+    assert (held["shares"], held["cost_price"], held["stop_loss"]) == (2000, 10.0, 9.0)
+    (row,) = json.loads(cli("portfolio", "check", "--json").stdout)["positions"]
+    assert row["pnl_pct"] == 0.0
+
+
+def test_the_brief_account_counts_an_ex_date_not_booked_yet_and_books_nothing(home, tmp_path):
+    import_market(
+        home,
+        tmp_path,
+        {"600519": [20, 20, 10, 10, 10]},
+        pre_closes={("600519", DAYS[2]): 10},
+        csi300=[4000] * 5,
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "20", "--date", "20260105")
+    unchanged = state(home)
+    built = cli("brief", "--format", "json")
+    assert built.returncode == 0, built.stderr
+    account = json.loads(built.stdout)["account"]
+    # 1000 at 20.00 became 2000 at 10.00: the same 20,000.00 (was 1000 x 10.00 = a 10,000 loss)
+    assert account["unrealized_cents"] == 2_000_000 - 2_000_520
+    assert len({account_return for _, account_return, _ in account["curve"]}) == 1  # flat
+    assert state(home) == unchanged  # booked by `portfolio show`, not by the brief
+
+
+def test_nav_names_the_holding_and_the_days_it_has_no_close(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    done("portfolio", "add", "000001", "--shares", "1000", "--cost", "10", "--buy-dt", "20260105")
+    report = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert report["note"] == (
+        "行情库没有持仓 000001 平安银行 在 20260105 至 20260109（共 5 个交易日）的收盘价，"
+        "这些天的净值没有计入它的市值；用 `wyckoff data sync --codes 000001` 同步后再看。"
+    )
+    assert "000001 平安银行" in done("portfolio", "nav")
+
+
+def test_add_records_an_odd_lot_held_and_fills_keep_the_lot_rules(home):
+    # 1234 shares: a 10送2 remainder on a holding brought in by hand
+    done("portfolio", "add", "000001", "--shares", "1234", "--cost", "10", "--buy-dt", "20260105")
+    done("portfolio", "add", "688001", "--shares", "257", "--cost", "30", "--buy-dt", "20260105")
+    assert sorted((p["code"], p["shares"]) for p in book()["positions"]) == [
+        ("000001", 1234),
+        ("688001", 257),
+    ]
+    assert "股数必须是正整数" in refused(
+        "portfolio", "add", "000001", "--shares", "0", "--cost", "1"
+    )
+    assert "100 的整数倍" in refused(
+        "portfolio", "sell", "000001", "34", "11", "--date", "20260106"
+    )
+    done("portfolio", "sell", "000001", "1200", "11", "--date", "20260106")
+    done("portfolio", "sell", "000001", "34", "11", "--date", "20260107")  # the odd lot, at once
+    cli("portfolio", "cash", "100000")
+    assert "100 的正整数倍" in refused(
+        "portfolio", "buy", "000001", "34", "11", "--date", "20260108"
+    )
+
+
+# --- cash moves and the time-weighted NAV --------------------------------------------------------
+
+
+def nav_days() -> list[dict]:
+    return json.loads(cli("portfolio", "nav", "--json").stdout)["days"]
+
+
+def test_a_deposit_is_no_gain_of_the_nav_and_its_undo_takes_the_flow_back(home, tmp_path):
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)
+    cli("portfolio", "cash", "100000")  # the opening balance, before the first fill
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    without = nav_days()
+    assert [d["return_pct"] for d in without] == [0.0, 1.0, 2.0, 2.0, 2.0]
+    deposited = done("portfolio", "cash", "189994.90", "--date", "20260107")  # 100,000.00 in
+    assert "89,994.90" in deposited
+    days = nav_days()
+    assert [d["flow_cents"] for d in days] == [0, 0, 10_000_000, 0, 0]
+    assert days[2]["nav_cents"] - days[1]["nav_cents"] == 10_000_000 + 100_000
+    # the 1,000.00 the stock made on 20260107 is a gain; the 100,000.00 deposited is not
+    assert [d["return_pct"] for d in days] == [0.0, 1.0, 1.5, 1.5, 1.5]
+    assert json.loads(cli("portfolio", "nav", "--json").stdout)["note"] is None
+    done("portfolio", "undo")
+    assert nav_days() == without
+
+
+def test_an_account_from_before_dated_cash_moves_keeps_its_nav_with_a_note(home, tmp_path):
+    from wyckoff.store import MIGRATIONS
+
+    old = state_db_at_version(home, len(MIGRATIONS) - 1)  # before cash moves were dated
+    old.execute("INSERT INTO portfolio_cash (id, amount, cents) VALUES (1, 100000, 10000000)")
+    old.close()
+    import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)
+    done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    report = json.loads(cli("portfolio", "nav", "--json").stdout)
+    assert [d["return_pct"] for d in report["days"]] == [0.0, 1.0, 2.0, 2.0, 2.0]
+    assert "有 100,000.00 元现金改动没有日期" in report["note"]
+    assert "按一直如此计算" in done("portfolio", "nav")

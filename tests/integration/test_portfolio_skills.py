@@ -52,7 +52,7 @@ def test_portfolio_commands_validate_and_change_nothing_on_error(home):
             ["add", "600519", "--name", "平安银行", "--shares", "100", "--cost", "10"],
             "代码与名称不符",
         ),
-        (["add", "000001", "--shares", "150", "--cost", "10"], "100 的正整数倍"),
+        (["add", "000001", "--shares", "0", "--cost", "10"], "股数必须是正整数"),
         (["add", "000001", "--shares", "100", "--cost", "-1"], "成本价必须大于 0"),
         (
             ["add", "000001", "--shares", "100", "--cost", "10", "--buy-dt", "20260231"],

@@ -45,6 +45,19 @@ def demo_day(back: int) -> str:
     return f"{trading_days(date.today(), back + 1)[0]:%Y%m%d}"
 
 
+def demo_close(code: str, day: str) -> float:
+    """`code`'s close on `day` (YYYYMMDD) in the demo market, as traded: a price a fill on that
+    day can have (the ledger refuses one outside the day's range)."""
+    import os
+    from pathlib import Path
+
+    from wyckoff.engine.market_store import MarketStore
+
+    store = MarketStore.for_source(Path(os.environ["WYCKOFF_HOME"]), "demo")
+    query = "SELECT close FROM bars WHERE code = ? AND strftime(date, '%Y%m%d') = ?"
+    return float(store.execute(query, [code, day])[0][0])
+
+
 def cash() -> float:
     return json.loads(cli("portfolio", "list", "--json").stdout)["cash"]
 

@@ -4,13 +4,14 @@ against a real `wyckoff web` process and the scripted model servers."""
 from __future__ import annotations
 
 import json
+import re
 
 from playwright.sync_api import Page, expect
 
 from tests.cli_runner import cli
 from tests.conftest import add_scripted_model
 from tests.model_servers import Reply
-from tests.web.server import cash, demo_day, web_server
+from tests.web.server import cash, demo_close, demo_day, web_server
 
 SET_CASH = {"action": "set_cash", "cash": 50000}
 
@@ -148,24 +149,35 @@ def test_a_fill_shows_its_fees_before_execute_then_pnl_and_nav_beside_the_csi300
 ) -> None:
     assert cli("portfolio", "cash", "100000").returncode == 0
     day = demo_day(10)
+    price = demo_close("000002", day)  # a price traded that day
+    value = round(price * 1000 * 100)  # cents
+    paid = value + 500 + (value + 50_000) // 100_000  # minimum commission, transfer fee 0.001%
+    left = f"{(10_000_000 - paid) / 100:,.2f}"
     page = browser_page
     page.goto(f"{web.base}/portfolio?token={web.token}")
     page.select_option("#change select[name=action]", "buy")
-    for name, value in (("code", "万科A"), ("shares", "1000"), ("price", "9"), ("trade_date", day)):
-        page.fill(f"#change input[name={name}]", value)
+    for name, value_text in (
+        ("code", "万科A"),
+        ("shares", "1000"),
+        ("price", f"{price:.2f}"),
+        ("trade_date", day),
+    ):
+        page.fill(f"#change input[name={name}]", value_text)
     page.click("#change button[type=submit]")
     expect(page.locator("#plan .sentence")).to_have_text(  # the agent's approval sentence
-        f"买入 000002 万科A 1000 股 @ 9.00（{day}）：成交金额 9,000.00，佣金 5.00，过户费 0.09"
-        "（费用合计 5.09）；共付 9,005.09 元，现金 100,000.00 → 90,994.91"
+        re.compile(
+            rf"买入 000002 万科A 1000 股 @ {price:.2f}（{day}）：成交金额 {value / 100:,.2f}，"
+            rf"佣金 5\.00，过户费 .*；共付 {paid / 100:,.2f} 元，现金 100,000\.00 → {left}"
+        )
     )
     assert cash() == 100000  # a plan writes nothing
     page.click("#plan #execute")
-    expect(page.locator(".notice")).to_contain_text("已买入：000002 万科A 1000 股 @ 9.00")
-    expect(page.locator("#pnl-total")).to_contain_text("现金 90,994.91")
+    expect(page.locator(".notice")).to_contain_text(f"已买入：000002 万科A 1000 股 @ {price:.2f}")
+    expect(page.locator("#pnl-total")).to_contain_text(f"现金 {left}")
     expect(page.locator("#nav-last")).to_contain_text("同期沪深300")
     expect(page.locator("#nav-chart canvas").first).to_be_visible()
     assert [n for n in painted(page, "#nav-chart") if n > 500]
-    assert cash() == 90994.91
+    assert cash() == (10_000_000 - paid) / 100
 
 
 def test_cancel_a_turn_then_new_resume_and_fork_sessions(

@@ -32,12 +32,14 @@ def import_export(ledger: Ledger, export: Export, today: str, dry_run: bool) -> 
     try:
         with store.transaction():
             before = portfolio_store.snapshot(store, codes)
+            unchecked: list[str] = []
             if export.kind == "holdings":
                 fill_ids, unlisted = [], _replace_positions(store, export.holdings, today)
             else:
-                fill_ids, unlisted = _record_fills(ledger, export.deliveries), []
+                fill_ids, unlisted = _record_fills(ledger, export.deliveries, unchecked), []
             after = portfolio_store.snapshot(store, codes, fill_ids)
             result = {"before": before, "after": after, "unlisted": unlisted}
+            result["unchecked"] = unchecked
             if dry_run:
                 raise _DryRun
             portfolio_store.record_change(store, "import", "import", None, before, after)
@@ -73,7 +75,9 @@ def _replace_positions(store, holdings: list[Holding], today: str) -> list[str]:
     return unlisted
 
 
-def _record_fills(ledger: Ledger, deliveries: list[Delivery]) -> list[int]:
+def _record_fills(ledger: Ledger, deliveries: list[Delivery], unchecked: list[str]) -> list[int]:
+    """The fills' ids; a row priced outside its day's range refuses the import, a row on a
+    day the market store has no bar for is recorded and its note added to `unchecked`."""
     names = stock_names()
     ids = []
     for row in sorted(deliveries, key=lambda d: (d.date, d.time or "", d.line)):
@@ -87,6 +91,9 @@ def _record_fills(ledger: Ledger, deliveries: list[Delivery]) -> list[int]:
                 row.code, names[row.code], row.side, row.shares, row.price_mills, day
             )
             fill["trade_time"] = row.time
+            note = ledger.price_note(fill, force=True)
+            if note:
+                unchecked.append(f"第 {row.line} 行：{note}")
             for field in ("value_cents", "commission_cents", "stamp_cents", "transfer_cents"):
                 if getattr(row, field) is not None:  # the broker's own figure
                     fill[field] = getattr(row, field)
@@ -116,6 +123,7 @@ def describe_import(result: dict[str, Any], export: Export, file: str) -> list[s
         lines.append("  与当前持仓相同，没有改动。")
     lines += [f"  未导入：{row}（不在 A 股代码表中）" for row in result["unlisted"]]
     lines += [f"  未导入：{row}" for row in export.skipped]
+    lines += [f"  价格未核对：{row}" for row in result["unchecked"]]
     return lines
 
 

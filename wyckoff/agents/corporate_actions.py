@@ -1,13 +1,19 @@
 """Corporate actions on held positions, from the market data: on each ex-date a held stock's
-bonus and 转增 shares are added (cost unchanged, so the average cost falls) and its cash
-dividend is credited to cash. Each is a change in the history (undo takes it back; it is
-applied again the next time the ledger catches up)."""
+bonus and 转增 shares are added (cost unchanged, so the average cost falls), its cash
+dividend is credited to cash and its stop (set before the ex-date) moves with the price. Each
+is a change in the history (undo takes it back; it is applied again the next time the ledger
+catches up).
+
+So a holding's per-share cost and stop are in today's prices as traded, the basis every
+comparison with a price uses (the panel's qfq prices equal the traded ones on its last day);
+readers see the book as if caught up (`positions_in_traded_prices`), without writing it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from wyckoff import portfolio_store
 from wyckoff.agents.portfolio_rules import with_basis
@@ -20,12 +26,61 @@ if TYPE_CHECKING:
     from wyckoff.portfolio_store import Position
     from wyckoff.store import Store
 
+T = TypeVar("T")
+
 
 def catch_up(
     store: Store, market: MarketStore, codes: list[str] | None = None, until: str | None = None
 ) -> list[dict]:
     """Apply the ex-dates up to `until` (else today) of held stocks (`codes`, else all) not
-    applied yet; what was applied."""
+    applied yet, each in its own transaction and history entry; what was applied."""
+    applied = []
+    for event in _due(store, market, codes, until):
+        with store.transaction():
+            change = _apply(store, *event)
+        if change:
+            applied.append(change)
+    return applied
+
+
+class _Preview(Exception):
+    """Raised inside `as_caught_up`'s transaction to roll it back."""
+
+
+def as_caught_up(store: Store, market: MarketStore, until: str | None, read: Callable[[], T]) -> T:
+    """What `read` returns on the book with the ex-dates up to `until` (YYYYMMDD, else
+    today) applied,
+    the book left as it is: they are applied in a transaction that is rolled back (the way
+    an import's dry run previews). Readers (alerts, `portfolio check`, the brief, the tail
+    check) use it so that a holding's cost and stop meet today's prices on one basis."""
+    due = _due(store, market, None, until)
+    if not due:
+        return read()
+    seen: list[T] = []
+    try:
+        with store.transaction():
+            for event in due:
+                _apply(store, *event)
+            seen.append(read())
+            raise _Preview
+    except _Preview:
+        pass
+    return seen[0]
+
+
+def positions_in_traded_prices(store: Store, market: MarketStore, as_of: str) -> list[Position]:
+    """The holdings as the ledger will have them once the ex-dates up to `as_of` (YYYYMMDD or
+    YYYY-MM-DD) are applied: per-share cost and stop in that day's prices as traded."""
+    return as_caught_up(
+        store, market, as_of.replace("-", ""), lambda: portfolio_store.positions(store)
+    )
+
+
+def _due(
+    store: Store, market: MarketStore, codes: list[str] | None, until: str | None
+) -> list[tuple[str, str, tuple[float, float], float]]:
+    """(code, ex-date, (bonus, cash) per share, the stop's price ratio) of each ex-date after
+    a holding's buy date and up to `until` (else today); applied ones are skipped later."""
     from wyckoff.engine.marks import ex_events
 
     held = {
@@ -35,41 +90,62 @@ def catch_up(
         return []
     until = until or local_today().strftime("%Y%m%d")
     events = ex_events(market, sorted(held), min(p["buy_dt"] for p in held.values()))
-    applied = []
-    for event in events.itertuples():
-        if held[event.code]["buy_dt"] < event.date <= until:
-            change = _apply(store, event.code, event.date, float(event.bonus), float(event.cash))
-            if change:
-                applied.append(change)
-    return applied
+    stops_set = stop_dates(store, list(held.values()))  # before the catch-up's own changes
+    return [
+        (
+            event.code,
+            event.date,
+            (float(event.bonus), float(event.cash)),
+            float(event.ratio) if event.date > stops_set[event.code] else 1.0,
+        )
+        for event in events.itertuples()
+        if held[event.code]["buy_dt"] < event.date <= until
+    ]
 
 
-def _apply(store: Store, code: str, ex_date: str, bonus: float, cash: float) -> dict | None:
-    with store.transaction():
-        held = portfolio_store.position(store, code)
-        if held is None or portfolio_store.corporate_action_applied(store, code, ex_date):
-            return None
-        shares = _held_before(store, held, ex_date)
-        if shares <= 0:
-            return None
-        bonus_shares = int(shares * Decimal(str(round(bonus, 4))))  # fractions are not paid
-        cash_cents = half_up(shares * Decimal(str(round(cash, 3))) * 100)
-        if not bonus_shares and not cash_cents:
-            return None
-        before = portfolio_store.snapshot(store, [code])
-        portfolio_store.write_position(
-            store, with_basis(held, held["shares"] + bonus_shares, held["cost_cents"])
-        )
-        portfolio_store.write_cash_cents(store, before["cash_cents"] + cash_cents)
-        action = {"code": code, "ex_date": ex_date, "shares_before": shares}
-        action.update(bonus_shares=bonus_shares, cash_cents=cash_cents)
-        action_id = portfolio_store.add_corporate_action(store, action)
-        action["name"] = held["name"]
-        after = {**portfolio_store.snapshot(store, [code]), "action_ids": [action_id]}
-        portfolio_store.record_change(
-            store, "market", "corporate_action", code, before, {**after, "corporate_action": action}
-        )
-        return action
+def stop_dates(store: Store, positions: list[Position]) -> dict[str, str]:
+    """code -> the day (YYYYMMDD) whose prices its stop is in: the position's newest change
+    (a stop typed by hand, or a fill or ex-date the ledger brought it to), else its buy date."""
+    from wyckoff.cli.output import local_time
+
+    changed = portfolio_store.last_changed(store)
+    return {
+        p["code"]: max(p["buy_dt"], local_time(changed.get(p["code"], ""))[:10].replace("-", ""))
+        for p in positions
+    }
+
+
+def _apply(
+    store: Store, code: str, ex_date: str, paid: tuple[float, float], stop_ratio: float
+) -> dict | None:
+    """Apply one ex-date inside the caller's transaction: `paid` is (bonus shares, cash) per
+    share; the stop moves with the price (x `stop_ratio`) when it was set before the ex-date."""
+    bonus, cash = paid
+    held = portfolio_store.position(store, code)
+    if held is None or portfolio_store.corporate_action_applied(store, code, ex_date):
+        return None
+    shares = _held_before(store, held, ex_date)
+    if shares <= 0:
+        return None
+    bonus_shares = int(shares * Decimal(str(round(bonus, 4))))  # fractions are not paid
+    cash_cents = half_up(shares * Decimal(str(round(cash, 3))) * 100)
+    if not bonus_shares and not cash_cents:
+        return None
+    before = portfolio_store.snapshot(store, [code])
+    moved = with_basis(held, held["shares"] + bonus_shares, held["cost_cents"])
+    if held["stop_loss"]:
+        moved["stop_loss"] = round(held["stop_loss"] * stop_ratio, 2)
+    portfolio_store.write_position(store, moved)
+    portfolio_store.write_cash_cents(store, before["cash_cents"] + cash_cents)
+    action = {"code": code, "ex_date": ex_date, "shares_before": shares}
+    action.update(bonus_shares=bonus_shares, cash_cents=cash_cents)
+    action_id = portfolio_store.add_corporate_action(store, action)
+    action["name"] = held["name"]
+    after = {**portfolio_store.snapshot(store, [code]), "action_ids": [action_id]}
+    portfolio_store.record_change(
+        store, "market", "corporate_action", code, before, {**after, "corporate_action": action}
+    )
+    return action
 
 
 def _held_before(store: Store, held: Position, ex_date: str) -> int:

@@ -257,7 +257,7 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
     rules = playbooks(context)
     playbook = Playbook.parse(rules[0]) if rules else None
     minutes = MarketMinutes(context)
-    holdings = {h["code"]: h for h in _positions(context)}
+    holdings = {h["code"]: h for h in _positions(context, market, f"{moment:%Y%m%d}")}
     results = [
         _one_verdict(minutes, code, role, moment, playbook, holdings.get(code))
         for code, role in wanted
@@ -276,8 +276,13 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
     )
 
 
-def _positions(context: ToolContext) -> list[dict[str, Any]]:
-    return list(portfolio_store.positions(context.store)) if context.store is not None else []
+def _positions(context: ToolContext, market: MarketData, day: str) -> list[dict[str, Any]]:
+    """The holdings, their stops in the prices of `day` (YYYYMMDD) as traded."""
+    from wyckoff.agents.corporate_actions import positions_in_traded_prices
+
+    if context.store is None:
+        return []
+    return list(positions_in_traded_prices(context.store, market.store, day))
 
 
 def _one_verdict(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from wyckoff import portfolio_store
 from wyckoff.agents.corporate_actions import catch_up, lots_of
+from wyckoff.agents.fill_price import check_fill_price
 from wyckoff.agents.portfolio_rules import held_code, validate_date, validate_stock, with_basis
 from wyckoff.errors import UsageError
 from wyckoff.ledger import lots
@@ -71,6 +72,13 @@ class Ledger:
                 raise UsageError(f"成交日期 {text} 是休市日（交易日历），A 股不交易；请检查日期。")
         return day
 
+    def price_note(self, fill: dict[str, Any], force: bool) -> str | None:
+        """Refuse a price the stock did not trade at that day (see fill_price.py); the note
+        of a forced fill on a day without a bar."""
+        return check_fill_price(
+            self.market, fill["code"], fill["name"], fill["price_mills"], fill["trade_date"], force
+        )
+
     def caught_up(self, code: str, day: str) -> None:
         """The stock's ex-dates up to the fill's day applied first (later ones come later)."""
         if self.market is not None:
@@ -85,19 +93,24 @@ class Ledger:
         day: str,
         at: str | None = None,
         actor: str = "cli",
+        force: bool = False,
     ) -> dict[str, Any]:
-        """Record a buy or a sell of `stock` (a sell finds it among the holdings)."""
+        """Record a buy or a sell of `stock` (a sell finds it among the holdings); `force`
+        records it on a day the market store has no bar for (its price unchecked)."""
         code, name = self._named(side, stock)
         fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
+        note = self.price_note(fill, force)
         fill["trade_time"] = trade_time(at)
-        return self._recorded(actor, fill)
+        return {**self._recorded(actor, fill), "note": note}
 
     def quote(
-        self, side: Side, stock: str, shares: int, price: str | float, day: str
+        self, side: Side, stock: str, shares: int, price: str | float, day: str, force: bool = False
     ) -> dict[str, Any]:
-        """The fill a buy or sell would record, priced with its fees; nothing is written."""
+        """The fill a buy or sell would record, priced with its fees, and the note of a price
+        left unchecked (`note`); nothing is written."""
         code, name = self._named(side, stock)
         fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
+        fill["note"] = self.price_note(fill, force)
         held = portfolio_store.position(self.store, code)
         if side == "buy":
             lots.check_buy(code, shares)
@@ -263,7 +276,8 @@ def describe_quote(fill: dict[str, Any], cash: float) -> str:
     )
     if sign < 0 and net > cash_cents:
         return head + _short_of_cash(fill, net, cash_cents)
-    return head + f"现金 {yuan(cash_cents)} → {yuan(cash_cents + sign * net)}"
+    unchecked = f"。{fill['note']}" if fill.get("note") else ""
+    return head + f"现金 {yuan(cash_cents)} → {yuan(cash_cents + sign * net)}{unchecked}"
 
 
 def _fee_text(fill: dict[str, Any]) -> str:
@@ -290,4 +304,6 @@ def describe_fill(change: dict[str, Any]) -> str:
     )
     if fill["realized_cents"] is not None:
         line += f"；已实现盈亏 {yuan(fill['realized_cents'])}"
+    if change.get("note"):  # a forced fill on a day without a bar
+        line += f"。{change['note']}"
     return line

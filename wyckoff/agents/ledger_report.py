@@ -1,6 +1,7 @@
 """Profit and loss of the ledger: realized per stock (the sells' proceeds after fees minus
 their share of the average cost) and unrealized per held position (the latest stored close x
-shares minus the cost basis), in integer cents, and the totals."""
+shares minus the cost basis), in integer cents, and the totals. The daily NAV is in
+ledger_nav.py."""
 
 from __future__ import annotations
 
@@ -94,93 +95,3 @@ def _realized(store: Store) -> dict[str, tuple[str, int]]:
             _, before = totals.get(code, (names.get(code, code), 0))
             totals[code] = (names.get(code, code), before + cents)
     return totals
-
-
-def daily_nav(store: Store, market: MarketStore) -> dict[str, Any]:
-    """The account's value at each trading day's close since its first fill, beside the
-    CSI 300 over the same days.
-
-    Walked back from today's book: each day is valued, then that day's fills and corporate
-    actions are reversed. Changes made by hand (add, rm, cash) have no trade date and count
-    as if they had always been so."""
-    from wyckoff.engine.benchmark import CSI300
-    from wyckoff.engine.marks import closes, index_closes
-
-    events = _dated_events(store)
-    held = {p["code"]: p["shares"] for p in portfolio_store.positions(store)}
-    dates = [e["date"] for e in events] + [p["buy_dt"] for p in portfolio_store.positions(store)]
-    start = min(dates, default=None)
-    if start is None:
-        return {"days": [], "note": "还没有持仓或成交记录：先用 `wyckoff portfolio buy` 记录成交。"}
-    codes = sorted(set(held) | {e["code"] for e in events})
-    prices = closes(market, codes, start).pivot(index="date", columns="code", values="close")
-    prices = prices.sort_index().ffill()  # a suspended stock keeps its last close
-    shares, cash = dict(held), portfolio_store.cash_cents(store)
-    pending = sorted(events, key=lambda e: e["date"], reverse=True)
-    days = []
-    for day in reversed(prices.index):
-        while pending and pending[0]["date"] > day:
-            cash = _reverse(pending.pop(0), shares, cash)
-        marks = prices.loc[day].dropna()  # none before a stock's first bar
-        value = sum(value_cents(n, marks[code]) for code, n in shares.items() if code in marks)
-        days.append({"date": day, "nav_cents": cash + value, "cash_cents": cash})
-    days.reverse()
-    return {"days": days, **_beside_index(days, index_closes(market, CSI300[0], start))}
-
-
-def _beside_index(days: list[dict[str, Any]], index) -> dict[str, Any]:
-    """Each day's return since the first day, for the account and the CSI 300."""
-    from wyckoff.engine.benchmark import CSI300
-
-    if not days:
-        return {"note": "行情库里没有这些股票在成交日之后的收盘价。"}
-    by_date = dict(zip(index["date"], index["close"], strict=True))
-    first_nav, first_index = days[0]["nav_cents"], by_date.get(days[0]["date"])
-    for day in days:
-        day["return_pct"] = (
-            round((day["nav_cents"] / first_nav - 1) * 100, 2) if first_nav else None
-        )
-        close = by_date.get(day["date"])
-        day["csi300_pct"] = (
-            round((close / first_index - 1) * 100, 2) if close and first_index else None
-        )
-    if first_index is None:
-        return {
-            "note": f"行情库没有{CSI300[1]}（{CSI300[0]}）在这些日子的指数日线，无法对比；同步或导入指数后再看。"
-        }
-    return {"note": None}
-
-
-def _dated_events(store: Store) -> list[dict[str, Any]]:
-    """Fills and corporate actions as (date, code, shares change, cash change in cents)."""
-    events = []
-    for fill in portfolio_store.fills(store):
-        fees = fill["commission_cents"] + fill["stamp_cents"] + fill["transfer_cents"]
-        if fill["side"] == "buy":
-            change = (fill["shares"], -(fill["value_cents"] + fees))
-        else:
-            change = (-fill["shares"], fill["value_cents"] - fees - fill["dividend_tax_cents"])
-        events.append(
-            {
-                "date": fill["trade_date"],
-                "code": fill["code"],
-                "shares": change[0],
-                "cash": change[1],
-            }
-        )
-    for action in portfolio_store.corporate_actions(store):
-        events.append(
-            {
-                "date": action["ex_date"],
-                "code": action["code"],
-                "shares": action["bonus_shares"],
-                "cash": action["cash_cents"],
-            }
-        )
-    return events
-
-
-def _reverse(event: dict[str, Any], shares: dict[str, int], cash: int) -> int:
-    """Take `event` back out of the holdings; the cash before it."""
-    shares[event["code"]] = shares.get(event["code"], 0) - event["shares"]
-    return cash - event["cash"]

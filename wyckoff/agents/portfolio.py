@@ -139,17 +139,28 @@ class Portfolio:
             portfolio_store.record_change(self.store, actor, "remove", code, before, None)
         return {"action": "remove", "before": before, "after": None}
 
-    def set_cash(self, amount: float, actor: str = "cli") -> dict[str, Any]:
+    def set_cash(self, amount: float, actor: str = "cli", day: str | None = None) -> dict[str, Any]:
+        """Set the free cash; the difference is money moved in or out on `day` (else today,
+        or the opening balance while no fill is recorded), so the daily NAV does not count a
+        deposit as a gain."""
         validate_amount(amount, "现金")
         if amount < 0:
             raise PortfolioError(
                 f"现金不能为负数（收到 {amount:g}）：请给出账户里的可用现金，如 `wyckoff portfolio cash 100000`。"
             )
+        if day:
+            day = validate_date(day, "资金变动日期")
         with self.store.transaction():
+            if not day and portfolio_store.fills(self.store):
+                day = local_today().strftime("%Y%m%d")
             before = self.cash()
+            moved = round(amount * 100) - portfolio_store.cash_cents(self.store)
             portfolio_store.write_cash(self.store, amount)
+            recorded: dict[str, Any] = {"cash": amount}  # and the flow, for undo
+            if moved:
+                recorded["flow_id"] = portfolio_store.add_cash_flow(self.store, day, moved)
             portfolio_store.record_change(
-                self.store, actor, "set_cash", None, {"cash": before}, {"cash": amount}
+                self.store, actor, "set_cash", None, {"cash": before}, recorded
             )
         return {"action": "set_cash", "before": {"cash": before}, "after": {"cash": amount}}
 
@@ -162,8 +173,10 @@ class Portfolio:
             before, after = last["before"], last["after"]
             if before is not None and "cash_cents" in before:  # a ledger change
                 portfolio_store.restore(self.store, before, after)
-            elif last["code"] is None:  # a cash change
+            elif last["code"] is None:  # a cash change, and the money it moved
                 portfolio_store.write_cash(self.store, before["cash"])
+                if after.get("flow_id"):
+                    portfolio_store.delete_cash_flow(self.store, after["flow_id"])
             elif before is None:
                 portfolio_store.delete_position(self.store, last["code"])
             else:
@@ -265,12 +278,13 @@ def portfolio_tool(params: PortfolioParams, context: ToolContext) -> dict[str, A
         }
     if params.mode == "view":
         return {"positions": positions, "cash": cash}
+    from wyckoff.agents.corporate_actions import positions_in_traded_prices
     from wyckoff.engine.health import diagnose
 
     market = MarketData.from_context(context)
     panel = market.panel()
     rows, value = [], cash
-    for position in positions:
+    for position in positions_in_traded_prices(book.store, market.store, panel.as_of):
         if not panel.has(position["code"]):
             rows.append(
                 {**position, "health": "unknown", "reasons": ["本地行情库没有这只股票的数据"]}
@@ -337,7 +351,10 @@ class UpdatePortfolioParams(BaseModel):
         default=None, description="6 位代码或股票名称（set_cash 不需要）"
     )
     name: str | None = Field(default=None, description="股票名称，需与代码一致")
-    shares: int | None = Field(default=None, description="股数，100 的整数倍")
+    shares: int | None = Field(
+        default=None,
+        description="股数：add/update 是持有的股数（零股也可以）；buy/sell 按一手 100 股（科创板至少 200 股）",
+    )
     cost_price: float | None = None
     buy_dt: str | None = Field(default=None, description="买入日期 YYYYMMDD")
     stop_loss: float | None = None
@@ -345,6 +362,10 @@ class UpdatePortfolioParams(BaseModel):
     price: float | None = Field(default=None, description="buy/sell 的成交价")
     trade_date: str | None = Field(default=None, description="buy/sell 的成交日期 YYYYMMDD")
     trade_time: str | None = Field(default=None, description="buy/sell 的成交时间 HH:MM")
+    force: bool = Field(
+        default=False,
+        description="buy/sell：行情库没有成交日的日线（停牌或未同步）时仍记录，价格不核对",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -409,13 +430,25 @@ def apply_update(params: UpdatePortfolioParams, context: ToolContext, actor: str
     return book.remove(params.code, actor=actor)
 
 
-def _fill(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
+def _ledger(context: ToolContext) -> Ledger:
+    """The ledger with the configured broker's fees and the market store (when built)."""
     config = context.read_config()
     market, _ = open_market(context.home, config, build=False)
-    ledger = Ledger(context.store, broker_fees(config), market)
+    return Ledger(context.store, broker_fees(config), market)
+
+
+def _fill(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
+    ledger = _ledger(context)
     day = params.trade_date or local_today().strftime("%Y%m%d")
     return ledger.record(
-        params.action, params.code, params.shares, params.price, day, params.trade_time, actor
+        params.action,
+        params.code,
+        params.shares,
+        params.price,
+        day,
+        params.trade_time,
+        actor,
+        force=params.force,
     )
 
 
@@ -460,11 +493,13 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
 
 def _describe_fill(params: UpdatePortfolioParams, context: ToolContext) -> str:
     """The fill with its fees and the cash before and after, priced as the tool will price it."""
-    ledger = Ledger(context.store, broker_fees(context.read_config()))
+    ledger = _ledger(context)
     day = params.trade_date or local_today().strftime("%Y%m%d")
     verb = "买入" if params.action == "buy" else "卖出"
     try:
-        fill = ledger.quote(params.action, params.code, params.shares, params.price, day)
+        fill = ledger.quote(
+            params.action, params.code, params.shares, params.price, day, params.force
+        )
     except UsageError as exc:  # the tool will refuse the same way
         return f"{verb} {params.code} {params.shares} 股 @ {params.price}（{day}）：{exc.message}"
     return describe_quote(fill, Portfolio(context.store).cash())

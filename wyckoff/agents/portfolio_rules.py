@@ -62,8 +62,10 @@ def held_code(positions: list[dict[str, Any]], stock: str) -> str:
 
 
 def validate_shares(shares: int) -> None:
-    if shares <= 0 or shares % 100:
-        raise PortfolioError(f"股数必须是 100 的正整数倍（A 股一手 100 股），收到 {shares}。")
+    """A held position's share count: any positive whole number, since 送股 remainders and the
+    STAR market's steps of 1 leave odd lots (order sizes are checked on fills, in lots.py)."""
+    if shares <= 0:
+        raise PortfolioError(f"股数必须是正整数，收到 {shares}。")
     if shares > MAX_SHARES:
         raise PortfolioError(f"股数 {shares} 大得不合实际（上限 {MAX_SHARES:.0e} 股），请检查。")
 

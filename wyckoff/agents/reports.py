@@ -180,13 +180,15 @@ class DecisionParams(BaseModel):
 
 
 def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.agents.corporate_actions import positions_in_traded_prices
     from wyckoff.engine.regime import market_regime
 
     market = MarketData.from_context(context)
     panel = market.panel()
     regime = market_regime(panel)
     book = Portfolio(context.store)
-    positions, cash = book.positions(), book.cash()
+    positions = positions_in_traded_prices(book.store, market.store, panel.as_of)
+    cash = book.cash()
     orders: list[dict[str, Any]] = []
     equity = cash
     context.progress("持仓诊断", f"{len(positions)} 只", 0.2)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wyckoff import alert_store, portfolio_store, watchlist_store
+from wyckoff import alert_store, watchlist_store
 from wyckoff.engine.alerts import KINDS, STRUCTURE_KINDS
 from wyckoff.errors import UsageError
 
@@ -110,6 +110,7 @@ def history(store: Store, date: str | None = None, limit: int | None = 100) -> l
 def check(context: ToolContext, date: str | None = None) -> dict[str, Any]:
     """Evaluate every rule on the latest trading day (or the last one up to `date`) and
     record what fired; a second check of the same day records nothing new."""
+    from wyckoff.agents.corporate_actions import positions_in_traded_prices
     from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.past_market import market_on
     from wyckoff.engine.alerts import AlertDay, Holding, Rule, evaluate
@@ -118,7 +119,7 @@ def check(context: ToolContext, date: str | None = None) -> dict[str, Any]:
     market: MarketData
     market, panel = market_on(context, date)  # a date before the store's first: one sentence
     rules = alert_store.rules(store)
-    held = portfolio_store.positions(store)
+    held = positions_in_traded_prices(store, market.store, panel.as_of)
     holdings = {p["code"]: Holding(p["cost_price"], p["stop_loss"]) for p in held}
     scopes = {
         "holdings": tuple(holdings),

@@ -1,8 +1,8 @@
 """The brief's account section, for users who record fills (`portfolio buy/sell` or an
 imported 交割单): today's NAV and its change from the day before, realized and unrealized
 P&L, and the NAV's return beside the CSI 300 for the chart. Read-only: the ledger's own
-report functions (agents/ledger_report.py) on the current book; ex-dates not yet booked
-are booked by `portfolio show/nav`, not here."""
+report functions (agents/ledger_report.py) on the book as `portfolio show/nav` will have it,
+ex-dates not booked yet included (booked in a transaction that is rolled back)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,15 @@ CURVE_DAYS = 120  # the chart's last days: the page stays small
 
 def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
     """The account of the latest close, or None when no fill was ever recorded."""
-    from wyckoff.agents.ledger_report import daily_nav, profit_and_loss
+    from wyckoff.agents.corporate_actions import as_caught_up
+    from wyckoff.agents.ledger_nav import daily_nav
+    from wyckoff.agents.ledger_report import profit_and_loss
 
     if not portfolio_store.fills(store):
         return None
-    nav = daily_nav(store, market)
-    pnl = profit_and_loss(store, market)
+    nav, pnl = as_caught_up(
+        store, market, None, lambda: (daily_nav(store, market), profit_and_loss(store, market))
+    )
     days = nav["days"]
     summary: dict[str, Any] = {
         "realized_cents": pnl["realized_cents"],
@@ -37,13 +40,19 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
     }
     if days:
         today = days[-1]
-        before = days[-2]["nav_cents"] if len(days) > 1 else None
+        before = days[-2] if len(days) > 1 else None
         summary |= {
             "date": _dashed(today["date"]),
             "nav_cents": today["nav_cents"],
-            "nav_change_cents": None if before is None else today["nav_cents"] - before,
+            "flow_cents": today["flow_cents"],
+            # the change the market made: money moved in or out that day is no gain
+            "nav_change_cents": (
+                None
+                if before is None
+                else today["nav_cents"] - before["nav_cents"] - today["flow_cents"]
+            ),
             "nav_change_pct": (
-                round((today["nav_cents"] / before - 1) * 100, 2) if before else None
+                round((today["unit_value"] / before["unit_value"] - 1) * 100, 2) if before else None
             ),
             "return_pct": today["return_pct"],
             "csi300_pct": today["csi300_pct"],

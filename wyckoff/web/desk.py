@@ -192,7 +192,8 @@ class Desk:
         """P&L per position and in total (`portfolio show --json`) and the daily NAV beside
         the CSI 300 (`portfolio nav --json`), after the held stocks' ex-dates are applied."""
         from wyckoff.agents.corporate_actions import catch_up
-        from wyckoff.agents.ledger_report import daily_nav, open_market, profit_and_loss
+        from wyckoff.agents.ledger_nav import daily_nav
+        from wyckoff.agents.ledger_report import open_market, profit_and_loss
 
         market, missing = open_market(self.home, self.context.read_config())
         store = self.context.store

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wyckoff.cli.output import local_time, local_today, print_json, print_notice, print_table
 from wyckoff.store import Store
+
+if TYPE_CHECKING:
+    from wyckoff.ledger.fees import Side
 
 app = typer.Typer(
     help="持仓 / portfolio: list, check, add, rm, cash, buy, sell, history, undo.",
@@ -97,7 +101,7 @@ def check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
 def add(
     code: Annotated[str, typer.Argument(help="6 位代码或股票名称")],
     name: Annotated[str | None, typer.Option("--name", help="股票名称（须与代码一致）")] = None,
-    shares: Annotated[int, typer.Option("--shares", help="股数，100 的整数倍")] = 100,
+    shares: Annotated[int, typer.Option("--shares", help="持有的股数（零股也可以）")] = 100,
     cost: Annotated[float, typer.Option("--cost", help="成本价")] = 0.0,
     buy_dt: Annotated[
         str | None, typer.Option("--buy-dt", help="买入日期 YYYYMMDD，默认今天")
@@ -117,9 +121,14 @@ def remove(code: Annotated[str, typer.Argument(help="6 位代码或股票名称"
 
 
 @app.command("cash", context_settings={"ignore_unknown_options": True})  # -1 is a number
-def cash(amount: Annotated[float, typer.Argument(help="可用现金")]) -> None:
-    """设置可用现金 / set free cash."""
-    _done(_book().set_cash(amount))
+def cash(
+    amount: Annotated[float, typer.Argument(help="可用现金")],
+    day: Annotated[
+        str | None, typer.Option("--date", help="资金转入/转出的日期 YYYYMMDD，默认今天")
+    ] = None,
+) -> None:
+    """设置可用现金（差额记为当天的资金转入/转出）/ set free cash."""
+    _done(_book().set_cash(amount, day=day))
 
 
 @app.command("history")
@@ -160,6 +169,9 @@ SharesArg = Annotated[int, typer.Argument(help="成交股数")]
 PriceArg = Annotated[str, typer.Argument(help="成交价（元，最多 3 位小数）")]
 DateOpt = Annotated[str | None, typer.Option("--date", help="成交日期 YYYYMMDD，默认今天")]
 TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="行情库没有当天日线（停牌或未同步）时仍记录，价格不核对")
+]
 
 
 def _ledger():
@@ -176,26 +188,30 @@ def _today() -> str:
     return local_today().strftime("%Y%m%d")
 
 
-def _filled(change: dict) -> None:
+def _fill_command(side: Side) -> Callable[..., None]:
+    """The `buy` or `sell` command: one fill of `side` recorded and shown with its fees."""
     from wyckoff.agents.ledger import describe_fill
 
-    print_notice(describe_fill(change))
+    def record(
+        stock: StockArg,
+        shares: SharesArg,
+        price: PriceArg,
+        day: DateOpt = None,
+        at: TimeOpt = None,
+        force: ForceOpt = False,
+    ) -> None:
+        change = _ledger().record(side, stock, shares, price, day or _today(), at, force=force)
+        print_notice(describe_fill(change))
+
+    return record
 
 
-@app.command("buy")
-def buy(
-    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
-) -> None:
-    """记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill."""
-    _filled(_ledger().record("buy", stock, shares, price, day or _today(), at))
-
-
-@app.command("sell")
-def sell(
-    stock: StockArg, shares: SharesArg, price: PriceArg, day: DateOpt = None, at: TimeOpt = None
-) -> None:
-    """记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill."""
-    _filled(_ledger().record("sell", stock, shares, price, day or _today(), at))
+app.command("buy", help="记录一笔买入（按券商费率扣佣金、过户费）/ record a buy fill.")(
+    _fill_command("buy")
+)
+app.command("sell", help="记录一笔卖出（T+1；扣佣金、印花税、过户费）/ record a sell fill.")(
+    _fill_command("sell")
+)
 
 
 def _market():
@@ -266,7 +282,7 @@ def nav(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """每日净值：按每天收盘价估值，旁边是同期沪深300 / daily NAV beside the CSI 300."""
-    from wyckoff.agents.ledger_report import daily_nav
+    from wyckoff.agents.ledger_nav import daily_nav
     from wyckoff.errors import UsageError
     from wyckoff.ledger.chart import line_chart
     from wyckoff.ledger.money import yuan
@@ -329,7 +345,7 @@ def import_file(
 
     if broker not in (*BROKER_NAMES, "auto"):
         raise UsageError(f"不认识券商 {broker}：可用 ths、eastmoney、tdx 或 auto。")
-    export = read_export(Path(file).expanduser(), broker)  # type: ignore[arg-type]
+    export = read_export(Path(file).expanduser(), broker)
     try:
         result = import_export(_ledger(), export, _today(), dry_run)
     except UsageError as exc:
