@@ -1,5 +1,6 @@
 """The console entry point. `wyckoff --help` is answered from a cached copy of Typer's own
-help text, so it does not pay for importing Typer (55-85 ms here); any other invocation
+help text, so it does not pay for importing Typer (55-85 ms here); the usual forms of a few
+read-only commands run without Typer too (cli/light_commands.py); any other invocation
 goes straight to the Typer app.
 
 The cache file's name carries a fingerprint of the command modules (their sizes and
@@ -47,6 +48,14 @@ def main() -> None:
             return
         except OSError:
             _write_help_cache(path)
+    from wyckoff.cli.light_commands import light_call
+
+    call = light_call(sys.argv[1:])
+    if call is not None:
+        from wyckoff.cli.run_command import run_command
+
+        run_command(call)
+        return
     from wyckoff.cli.app import main as app_main
 
     app_main()
