@@ -31,6 +31,10 @@ FORMS = (
     ("model", "usage", "--days", "x"),
     ("model", "usage", "--days=7"),
     ("model", "usage", "--days"),
+    ("memory", "list"),
+    ("memory", "list", "--type", "preference", "--json"),
+    ("memory", "list", "--type", "nonsense"),
+    ("memory", "list", "--type", "--json"),
 )
 
 
@@ -53,8 +57,8 @@ def assert_same_both_ways(env: dict[str, str] | None = None) -> list[tuple[int, 
     return outcomes
 
 
-def add_models(home) -> None:
-    """A stored key, a key in the environment, prices, a fallback, and some usage."""
+def fill_home(home) -> None:
+    """A stored key, a key in the environment, prices, a fallback, some usage, a memory."""
     for args in (
         ("a", "--provider", "claude", "--model", "claude-sonnet-4-5", "--api-key", SECRET),
         ("b", "--provider", "openai", "--model", "deepseek-chat", "--api-key-env", "LIGHT_KEY"),
@@ -65,6 +69,7 @@ def add_models(home) -> None:
     model = ModelConfig(id="a", provider="claude", model="claude-sonnet-4-5", input_per_1m=3)
     usage = token_usage(1000, 200, 10_000)
     record_usage(Store.in_home(home), model, usage, price(model, usage))
+    assert cli("memory", "add", "--type", "preference", "只看低估值的白酒股").returncode == 0
 
 
 def test_with_an_empty_home_both_ways_print_the_same(home):
@@ -74,12 +79,13 @@ def test_with_an_empty_home_both_ways_print_the_same(home):
 
 
 def test_with_several_models_both_ways_print_the_same_and_no_key(home):
-    add_models(home)
+    fill_home(home)
     outcomes = assert_same_both_ways({"LIGHT_KEY": "sk-from-the-environment-99"})
     table, listed, usage_table = outcomes[0][1], json.loads(outcomes[1][1]), outcomes[5][1]
     assert "已保存在配置中" in table and "环境变量 LIGHT_KEY（已设置）" in table
     assert [m["fallback"] for m in listed["models"]] == [False, True]
     assert "10,000" in usage_table  # the cache reads recorded above
+    assert "只看低估值的白酒股" in outcomes[11][1]
     printed = "".join(out + err for _, out, err in outcomes)
     assert SECRET not in printed and "sk-from-the-environment-99" not in printed
 
@@ -106,6 +112,8 @@ def test_a_broken_config_file_is_one_chinese_sentence_both_ways(home):
         (("model", "usage", "--days", "7", "--json"), True),
         (("model", "list", "--help"), False),
         (("model", "usage", "--days", "0"), False),
+        (("memory", "list", "--type", "preference"), True),
+        (("memory", "list", "--type=preference"), False),
     ],
 )
 def test_the_usual_forms_run_without_typer_and_the_others_through_it(home, form, light):

@@ -39,6 +39,11 @@ LIGHT_COMMANDS = {
         {"--json": "json_output"},
         {"--days": ("days", whole_number)},
     ),
+    ("memory", "list"): Light(
+        "wyckoff.cli.commands.memory_views:list_memories",
+        {"--json": "json_output"},
+        {"--type": ("memory_type", str)},
+    ),
 }
 
 
