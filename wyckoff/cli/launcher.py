@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+from wyckoff.cli import blas_threads
+
 HELP_FLAGS = (["--help"], ["-h"])
 
 
@@ -40,6 +42,7 @@ def _cache_path() -> str:
 
 def main() -> None:
     os.umask(0o077)  # what Wyckoff writes (even the help cache) is the user's only
+    blas_threads.use_one_thread()
     if sys.argv[1:] in HELP_FLAGS:
         path = _cache_path()
         try:
