@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from importlib import import_module
-from typing import NamedTuple
 
 
 def whole_number(text: str) -> int:
@@ -22,10 +21,19 @@ def whole_number(text: str) -> int:
     return int(text)
 
 
-class Light(NamedTuple):
-    function: str  # "module:function", the one the Typer command calls; imports no Typer
-    flags: dict[str, str]  # flag -> keyword argument set to True
-    values: dict[str, tuple[str, Callable[[str], object]]]  # option -> (keyword, converter)
+class Light:
+    """How to run one command without Typer (a plain class: a NamedTuple costs every command
+    a millisecond to define)."""
+
+    def __init__(
+        self,
+        function: str,
+        flags: dict[str, str],
+        values: dict[str, tuple[str, Callable[[str], object]]],
+    ) -> None:
+        self.function = function  # "module:function", the one the Typer command calls
+        self.flags = flags  # flag -> keyword argument set to True
+        self.values = values  # option taking a value -> (keyword, converter)
 
 
 # (group, command) -> how to run it without Typer. Each entry's options are checked against
