@@ -9,8 +9,10 @@ modification times), so any change to a command regenerates it.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from collections.abc import Callable
 
 from wyckoff.cli import blas_threads
 
@@ -55,13 +57,23 @@ def main() -> None:
 
     call = light_call(sys.argv[1:])
     if call is not None:
-        from wyckoff.cli.run_command import run_command
-
-        run_command(call)
+        _run_light(call)
         return
     from wyckoff.cli.app import main as app_main
 
     app_main()
+
+
+def _run_light(call: Callable[[], object]) -> None:
+    """A light command is a short read-only listing: the cyclic collector's passes over what
+    its imports create (pydantic's models, Rich) cost ~10 ms and free nothing."""
+    from wyckoff.cli.run_command import run_command
+
+    gc.disable()
+    try:
+        run_command(call)
+    finally:
+        gc.enable()
 
 
 def _write_help_cache(path: str) -> None:
