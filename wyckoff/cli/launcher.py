@@ -69,11 +69,13 @@ def _run_light(call: Callable[[], object]) -> None:
     its imports create (pydantic's models, Rich) cost ~10 ms and free nothing."""
     from wyckoff.cli.run_command import run_command
 
+    collecting = gc.isenabled()
     gc.disable()
     try:
         run_command(call)
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def _write_help_cache(path: str) -> None:
