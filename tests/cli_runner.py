@@ -31,6 +31,7 @@ PER_PROCESS_STATE = (
     ("wyckoff.agents.market_data", "_PANELS"),
     ("wyckoff.cli.output", "_said_once"),
     ("wyckoff.cli.interrupt", "_pressed"),
+    ("wyckoff.cli.blas_threads", "_set_here"),
 )
 
 

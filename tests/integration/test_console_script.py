@@ -41,10 +41,10 @@ def test_a_command_in_its_own_process_is_behind_the_loopback_guard(home):
 
 
 def test_a_command_imports_only_its_own_module_and_help_still_lists_every_one(home):
-    """`model list` builds that one command: no other command module (ask's agent, the
+    """`model rm` builds that one command: no other command module (ask's agent, the
     market's engine, ...) is imported to run it; `--help` still lists every command."""
     probe = (
-        "import sys\nsys.argv = ['wyckoff', 'model', 'list']\n"
+        "import sys\nsys.argv = ['wyckoff', 'model', 'rm', 'none']\n"
         "from wyckoff.cli.launcher import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('wyckoff.cli.commands.')))"
@@ -52,6 +52,7 @@ def test_a_command_imports_only_its_own_module_and_help_still_lists_every_one(ho
     child = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=120
     )
-    assert child.stdout.splitlines()[-1] == "['wyckoff.cli.commands.model']", child.stderr
+    imported = "['wyckoff.cli.commands.model', 'wyckoff.cli.commands.model_views']"
+    assert child.stdout.splitlines()[-1] == imported, child.stderr
     listed = run_script("--help").stdout
     assert all(f"  {name} " in listed for name in COMMANDS)

@@ -12,10 +12,10 @@ import sys
 import typer
 
 from wyckoff.cli import click_compat as click_errors
-from wyckoff.cli import interrupt
 from wyckoff.cli.lazy_commands import LazyGroup
-from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error, print_notice
-from wyckoff.errors import NothingToDo, UsageError, WyckoffError
+from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
+from wyckoff.cli.run_command import run_command
+from wyckoff.errors import UsageError
 
 # name -> "module:attribute" (a Typer sub-app or a command function), in `--help` order.
 # A new command or command group is one line here.
@@ -103,10 +103,14 @@ def use_workspace(folder: str) -> None:
 
 def main() -> None:
     """Console entry point: expected failures print one sentence, never a traceback."""
-    interrupt.install()
+    run_command(_run_app)
+
+
+def _run_app() -> object:
+    """The Typer app; its usage errors are told in Chinese with exit code 2."""
     try:
         # standalone_mode=False: usage errors reach us, to be told in Chinese
-        result = app(prog_name="wyckoff", standalone_mode=False)  # same name under python -m
+        return app(prog_name="wyckoff", standalone_mode=False)  # same name under python -m
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         sys.exit(2)
@@ -115,19 +119,5 @@ def main() -> None:
 
         print_error(describe_usage_error(exc))
         sys.exit(2)
-    except NothingToDo as exc:
-        print_notice(exc.message)
-        sys.exit(exc.exit_code)
-    except WyckoffError as exc:
-        print_error(exc.message)
-        sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
-        result = CANCELLED_EXIT
-    except Exception:
-        if not interrupt.pressed():  # e.g. DuckDB's "Query interrupted" after a Ctrl+C
-            raise
-        result = CANCELLED_EXIT
-    if result == CANCELLED_EXIT:
-        interrupt.cancelling()
-    if isinstance(result, int):
-        sys.exit(result)
+    except typer.Abort:
+        return CANCELLED_EXIT

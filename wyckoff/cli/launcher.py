@@ -1,5 +1,6 @@
 """The console entry point. `wyckoff --help` is answered from a cached copy of Typer's own
-help text, so it does not pay for importing Typer (55-85 ms here); any other invocation
+help text, so it does not pay for importing Typer (55-85 ms here); the usual forms of a few
+read-only commands run without Typer too (cli/light_commands.py); any other invocation
 goes straight to the Typer app.
 
 The cache file's name carries a fingerprint of the command modules (their sizes and
@@ -8,8 +9,12 @@ modification times), so any change to a command regenerates it.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from collections.abc import Callable
+
+from wyckoff.cli import blas_threads
 
 HELP_FLAGS = (["--help"], ["-h"])
 
@@ -39,6 +44,7 @@ def _cache_path() -> str:
 
 def main() -> None:
     os.umask(0o077)  # what Wyckoff writes (even the help cache) is the user's only
+    blas_threads.use_one_thread()
     if sys.argv[1:] in HELP_FLAGS:
         path = _cache_path()
         try:
@@ -47,9 +53,29 @@ def main() -> None:
             return
         except OSError:
             _write_help_cache(path)
+    from wyckoff.cli.light_commands import light_call
+
+    call = light_call(sys.argv[1:])
+    if call is not None:
+        _run_light(call)
+        return
     from wyckoff.cli.app import main as app_main
 
     app_main()
+
+
+def _run_light(call: Callable[[], object]) -> None:
+    """A light command is a short read-only listing: the cyclic collector's passes over what
+    its imports create (pydantic's models, Rich) cost ~10 ms and free nothing."""
+    from wyckoff.cli.run_command import run_command
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        run_command(call)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _write_help_cache(path: str) -> None:

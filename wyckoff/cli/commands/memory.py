@@ -7,19 +7,18 @@ from typing import Annotated
 
 import typer
 
+from wyckoff.cli.commands import memory_views
+from wyckoff.cli.commands.memory_views import day, memory_store, origin, status
 from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 from wyckoff.errors import UsageError
 from wyckoff.memory.extraction import remember
 from wyckoff.memory.recall import PIPELINE_LABELS
 from wyckoff.memory.recall import search as recall_search
 from wyckoff.memory.store import (
-    PROVENANCE_LABELS,
     TYPE_LABELS,
     TYPES,
-    MemoryStore,
     type_choices,
 )
-from wyckoff.store import Store
 
 app = typer.Typer(
     help="长期记忆 / long-term memory: list, show, add, rm, search, trace, export.",
@@ -35,32 +34,10 @@ class ExportFormat(StrEnum):
     json = "json"
 
 
-def _memories():
-    from wyckoff.config import remember_configured_secrets, wyckoff_home
-
-    home = wyckoff_home()
-    home.mkdir(parents=True, exist_ok=True)
-    remember_configured_secrets(home)  # so a configured key is masked in what is written
-    return MemoryStore(Store.in_home(home))
-
-
-def _origin(memory) -> str:
-    return PROVENANCE_LABELS.get(memory.provenance, memory.provenance)
-
-
 def _memory_id(text: str) -> int:
     if not text.isdigit():
         raise UsageError(f"记忆 id 应该是数字，收到的是 {text!r}：用 `wyckoff memory list` 查看。")
     return int(text)
-
-
-def _day(utc_stamp: str) -> str:
-    """The local date of a stored UTC time, as every other listing shows it."""
-    return local_time(utc_stamp)[:10]
-
-
-def _status(memory) -> str:
-    return "有效" if memory.superseded_by is None else f"已被 {memory.superseded_by} 取代"
 
 
 @app.command("list")
@@ -69,28 +46,7 @@ def list_memories(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出记忆（新的在前）/ list memories, newest first."""
-    memories = _memories().list_memories(memory_type)
-    if json_output:
-        print_json({"memories": [m.as_dict() for m in memories]})
-    elif not memories:
-        print_notice('还没有记忆。用 `wyckoff memory add --type preference "..."` 添加一条。')
-    else:
-        print_table(
-            f"记忆（{len(memories)} 条）",
-            ["id", "类型", "内容", "股票", "来源", "创建于", "状态"],
-            [
-                [
-                    m.id,
-                    TYPE_LABELS.get(m.type, m.type),
-                    m.content,
-                    ",".join(m.codes),
-                    _origin(m),
-                    _day(m.created_at),
-                    _status(m),
-                ]
-                for m in memories
-            ],
-        )
+    memory_views.list_memories(memory_type, json_output)
 
 
 @app.command("show")
@@ -99,7 +55,7 @@ def show(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """显示一条记忆 / print one memory."""
-    memory = _memories().require(_memory_id(memory_id))
+    memory = memory_store().require(_memory_id(memory_id))
     if json_output:
         print_json(memory.as_dict())
         return
@@ -109,9 +65,9 @@ def show(
                 f"记忆 {memory.id}（{memory.type}）",
                 f"内容：{memory.content}",
                 f"股票：{','.join(memory.codes) or '无（全局）'}",
-                f"来源：{_origin(memory)}（{memory.source_ref or '未知'}）",
+                f"来源：{origin(memory)}（{memory.source_ref or '未知'}）",
                 f"创建于：{local_time(memory.created_at)}",
-                f"状态：{_status(memory)}",
+                f"状态：{status(memory)}",
             ]
         )
     )
@@ -124,7 +80,7 @@ def add(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """添加一条记忆（与已有记忆去重）/ add a memory (deduplicated)."""
-    outcome = remember(_memories(), content, memory_type, source_ref="cli")
+    outcome = remember(memory_store(), content, memory_type, source_ref="cli")
     if outcome.status == "skipped":  # e.g. a rule about approvals: not something memory holds
         raise UsageError(outcome.sentence())
     if json_output:
@@ -137,7 +93,7 @@ def add(
 def remove(memory_id: Annotated[str, typer.Argument(help="记忆 id")]) -> None:
     """删除一条记忆 / delete a memory."""
     number = _memory_id(memory_id)
-    memories = _memories()
+    memories = memory_store()
     memories.require(number)
     memories.delete(number)
     typer.echo(f"已删除记忆 {number}。")
@@ -149,7 +105,7 @@ def search(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """按召回规则搜索记忆，显示命中管道和得分 / search as recall does."""
-    hits = recall_search(_memories(), query)
+    hits = recall_search(memory_store(), query)
     if json_output:
         print_json(
             {
@@ -184,7 +140,7 @@ def trace(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """回看记忆的来源和取代链 / where a memory came from and what replaced it."""
-    memories = _memories()
+    memories = memory_store()
     memory = memories.require(_memory_id(memory_id))
     chain = memories.chain(memory.id)
     sources = [memories.get(i) for i in memory.metadata.get("source_l1_ids", [])]
@@ -200,7 +156,7 @@ def trace(
     meta = memory.metadata
     lines = [
         f"记忆 {memory.id}（{memory.type}）：{memory.content}",
-        f"来源：{_origin(memory)}（{memory.source_ref or '未知'}）",
+        f"来源：{origin(memory)}（{memory.source_ref or '未知'}）",
         f"提取方式：{meta.get('extractor', '未知')}",
         *([f"提取自会话的前 {meta['messages']} 条消息"] if "messages" in meta else []),
         f"创建于：{local_time(memory.created_at)}",
@@ -211,7 +167,7 @@ def trace(
     if len(chain) > 1:
         lines.append("取代链（旧 → 新）：")
         lines += [
-            f"  {'→ ' if i else ''}{m.id} {_day(m.created_at)} {m.content}"
+            f"  {'→ ' if i else ''}{m.id} {day(m.created_at)} {m.content}"
             + ("  ← 当前" if m.id == memory.id else "")
             for i, m in enumerate(chain)
         ]
@@ -223,7 +179,7 @@ def export(
     export_format: Annotated[ExportFormat, typer.Option("--format")] = ExportFormat.md,
 ) -> None:
     """导出全部记忆 / export every memory (md or json)."""
-    memories = _memories().list_memories(limit=10_000)
+    memories = memory_store().list_memories(limit=10_000)
     if export_format == ExportFormat.json:
         print_json({"memories": [m.as_dict() for m in memories]})
         return
@@ -235,7 +191,7 @@ def export(
             lines += [
                 f"- {m.id}. {m.content}"
                 + (f"（股票 {','.join(m.codes)}）" if m.codes else "")
-                + (f"（{_origin(m)}）" if m.is_data else "")
+                + (f"（{origin(m)}）" if m.is_data else "")
                 + (f"（已被 {m.superseded_by} 取代）" if m.superseded_by else "")
                 for m in group
             ]

@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
-from wyckoff.cli.output import is_interactive, print_json, print_notice, print_table
+from wyckoff.cli.commands import model_views
+from wyckoff.cli.commands.model_views import home_and_config
+from wyckoff.cli.output import is_interactive, print_notice
 from wyckoff.errors import ConfigError, UsageError
 from wyckoff.store import Store
-from wyckoff.usage_store import PURPOSE_LABELS, record_usage, usage_summary
+from wyckoff.usage_store import record_usage
 
 app = typer.Typer(
     help="配置模型 / manage models: add, list, rm, default, fallback, cost, usage, test.",
@@ -25,13 +27,6 @@ OFFICIAL_BASE_URLS = {
 }
 
 ModelIdArg = Annotated[str, typer.Argument(help="模型 id（自己起的名字，如 claude、ds）")]
-
-
-def _load():
-    from wyckoff.config import load_config, wyckoff_home
-
-    home = wyckoff_home()
-    return home, load_config(home)
 
 
 @contextmanager
@@ -111,7 +106,7 @@ def add(
         "context_window": context_window,
         "max_output_tokens": max_output_tokens,
     }
-    before = _editable(_load()[1], model_id)
+    before = _editable(home_and_config()[1], model_id)
     keyless_default = None
     if before.find(model_id) is None:  # asked before the lock is held
         if is_interactive():
@@ -183,91 +178,7 @@ def list_models(
     json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出模型（密钥不显示）/ list models; keys are never printed."""
-    from wyckoff.cli.providers.context_windows import context_window_of
-    from wyckoff.config import effective_config
-
-    _, stored = _load()
-    config = effective_config(stored)
-    default = _model_in_use(config)
-    rows = [
-        {
-            "id": m.id,
-            "provider": m.provider,
-            "model": m.model,
-            "base_url": m.base_url,
-            "key": m.key_source(),
-            "default": m.id == default,
-            "fallback": m.id == config.fallback,
-            "context_window": context_window_of(m),
-            "context_window_configured": m.context_window is not None,
-            "input_per_1m": m.input_per_1m,
-            "output_per_1m": m.output_per_1m,
-            "cache_read_per_1m": m.cache_read_per_1m,
-            "from_env": m.detected_from_env,
-        }
-        for m in config.models
-    ]
-    if json_output:
-        print_json({"models": rows, "stream_timeout_s": config.stream_timeout_s})
-        return
-    if not rows:
-        print_notice(
-            "还没有配置模型。运行 `wyckoff model add ID --provider claude|openai|gemini --model NAME "
-            "--api-key-env VAR`，或设置 ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY / DEEPSEEK_API_KEY。"
-        )
-        return
-    table_rows = []
-    for r in rows:
-        marks = " ".join(
-            x for x in ("默认" if r["default"] else "", "备用" if r["fallback"] else "") if x
-        )
-        window = f"{r['context_window']:,}" + ("" if r["context_window_configured"] else "（推断）")
-        prices = _price_text(r)
-        table_rows.append(
-            [
-                r["id"],
-                marks,
-                r["provider"],
-                r["model"],
-                r["base_url"] or "",
-                window,
-                prices,
-                r["key"],
-            ]
-        )
-    print_table(
-        "模型",
-        [
-            "id",
-            "角色",
-            "provider",
-            "model",
-            "base_url",
-            "上下文窗口",
-            "价格/1M（入/出/缓存读）",
-            "密钥",
-        ],
-        table_rows,
-    )
-    if any(r["from_env"] for r in rows):
-        print_notice("以上模型从环境变量检测到（未写入配置）；用 `wyckoff model add` 保存或修改。")
-
-
-def _model_in_use(config) -> str | None:
-    """The model `ask` would use without --model, or None when there is no default."""
-    from wyckoff.cli.providers.factory import resolve_model
-
-    try:
-        return resolve_model(config).id
-    except ConfigError:
-        return None
-
-
-def _price_text(row: dict) -> str:
-    if row["input_per_1m"] is None or row["output_per_1m"] is None:
-        return "未设置"
-    cache = row["cache_read_per_1m"]
-    return f"{row['input_per_1m']:g} / {row['output_per_1m']:g} / {'-' if cache is None else f'{cache:g}'}"
+    model_views.list_models(json_output)
 
 
 @app.command("rm")
@@ -370,39 +281,7 @@ def usage(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """按模型和用途汇总用量与费用 / tokens and cost per model and purpose."""
-    home, _ = _load()
-    rows = usage_summary(Store.in_home(home), days)
-    if json_output:
-        print_json({"days": days, "models": rows})
-        return
-    if not rows:
-        print_notice(f"最近 {days} 天没有模型调用记录。")
-        return
-    print_table(
-        f"最近 {days} 天模型用量",
-        ["模型", "用途", "provider", "调用", "输入", "输出", "缓存读", "缓存写", "费用"],
-        [
-            [
-                r["model_id"],
-                PURPOSE_LABELS.get(r["purpose"], r["purpose"]),
-                r["provider"],
-                r["calls"],
-                f"{r['input_tokens']:,}",
-                f"{r['output_tokens']:,}",
-                f"{r['cache_read_tokens']:,}",
-                f"{r['cache_write_tokens']:,}",
-                _cost_text(r),
-            ]
-            for r in rows
-        ],
-    )
-
-
-def _cost_text(row: dict) -> str:
-    if not row["priced_calls"]:
-        return "未定价"
-    text = f"{row['cost']:.4f}"
-    return text if row["priced_calls"] == row["calls"] else f"{text}（部分未定价）"
+    model_views.usage(days, json_output)
 
 
 @app.command("test")
@@ -414,7 +293,7 @@ def test(model_id: ModelIdArg) -> None:
     from wyckoff.cli.providers.factory import make_provider
     from wyckoff.config import effective_config
 
-    home, stored = _load()
+    home, stored = home_and_config()
     config = effective_config(stored)
     model = _require(config, model_id)
     provider = make_provider(model, config.stream_timeout_s)

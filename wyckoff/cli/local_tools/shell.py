@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from wyckoff.cli.blas_threads import environment_to_pass_on
 from wyckoff.cli.local_tools.sandbox import (
     BUBBLEWRAP,
     chosen_sandbox,
@@ -152,7 +153,7 @@ def child_environment(temp_dir: str) -> dict[str, str]:
     secrets = known_secrets()
     env = {
         name: value
-        for name, value in os.environ.items()
+        for name, value in environment_to_pass_on(dict(os.environ)).items()
         if not SECRET_NAME.search(name)
         and name not in DAEMON_VARIABLES
         and not any(secret in value for secret in secrets)

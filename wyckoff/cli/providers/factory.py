@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.cli.providers.context_windows import context_window_of
-from wyckoff.cli.providers.openai import OpenAIProvider
 from wyckoff.config import ModelConfig, WyckoffConfig, effective_config
 from wyckoff.errors import ConfigError
 
@@ -72,5 +71,6 @@ def make_provider(model: ModelConfig, stream_timeout_s: float = 60.0) -> LLMProv
         from wyckoff.cli.providers.gemini import GeminiProvider
 
         return GeminiProvider(model, **kwargs)
+    from wyckoff.cli.providers.openai import OpenAIProvider
 
     return OpenAIProvider(model, **kwargs)
