@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from wyckoff.errors import WyckoffError
@@ -460,6 +462,16 @@ class Store:
     def transaction(self) -> _Transaction:
         """`with store.transaction() as conn:` — all or nothing."""
         return _Transaction(self.conn)
+
+    @contextmanager
+    def rolled_back(self) -> Iterator[sqlite3.Connection]:
+        """`with store.rolled_back() as conn:` — writes are seen inside the block and none is
+        kept (a preview: what a change would do, with nothing changed)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("ROLLBACK")
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

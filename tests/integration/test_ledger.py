@@ -201,6 +201,30 @@ def test_the_agent_records_a_fill_after_an_approval_that_names_its_fees(home, op
     assert book()["cash"] == 89994.90  # T+1: the tool refused the same-day sell
 
 
+def test_a_fill_that_would_fail_is_refused_before_anyone_is_asked_to_approve_it(
+    home, openai_server
+):
+    """The user is not asked to approve a buy the cash cannot pay (approving it used to end
+    in the same refusal); the model is told why at once and nothing changes."""
+    from tests.conftest import add_scripted_model
+    from tests.model_servers import Reply
+
+    add_scripted_model(openai_server)
+    cli("portfolio", "cash", "1000")
+    args = {"action": "buy", "code": "茅台", "shares": 1000, "price": 10.0}
+    openai_server.script(
+        Reply(tool_calls=[("update_portfolio", {**args, "trade_date": "20260105"})]),
+        Reply(text="现金不够，没有买。"),
+    )
+    result = cli("ask", "买入茅台", "-o", "stream-json")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    (error,) = [e["error"] for e in events if e["type"] == "tool_error"]
+    assert error.startswith("现金不足：买入 600519 需 10,005.10 元（含费用），现金只有 1,000.00 元")
+    assert "批准" not in result.stdout + result.stderr
+    assert "现金不足" in openai_server.bodies[1]["messages"][-1]["content"]
+    assert book()["cash"] == 1000 and book()["positions"] == []
+
+
 # --- a small imported market: known closes, ex-dates and the CSI 300 -------------------------
 
 DAYS = ["2026-01-05", "2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"]

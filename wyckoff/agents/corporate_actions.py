@@ -43,29 +43,24 @@ def catch_up(
     return applied
 
 
-class _Preview(Exception):
-    """Raised inside `as_caught_up`'s transaction to roll it back."""
-
-
 def as_caught_up(store: Store, market: MarketStore, until: str | None, read: Callable[[], T]) -> T:
     """What `read` returns on the book with the ex-dates up to `until` (YYYYMMDD, else
-    today) applied,
-    the book left as it is: they are applied in a transaction that is rolled back (the way
-    an import's dry run previews). Readers (alerts, `portfolio check`, the brief, the tail
-    check) use it so that a holding's cost and stop meet today's prices on one basis."""
+    today) applied, the book left as it is (`Store.rolled_back`). Readers (alerts,
+    `portfolio check`, the brief, the tail check) use it so that a holding's cost and stop
+    meet today's prices on one basis."""
     due = _due(store, market, None, until)
     if not due:
         return read()
-    seen: list[T] = []
-    try:
-        with store.transaction():
-            for event in due:
-                _apply(store, *event)
-            seen.append(read())
-            raise _Preview
-    except _Preview:
-        pass
-    return seen[0]
+    with store.rolled_back():
+        for event in due:
+            _apply(store, *event)
+        return read()
+
+
+def apply_due(store: Store, market: MarketStore, codes: list[str], until: str) -> None:
+    """The ex-dates of `codes` up to `until` applied inside the caller's transaction."""
+    for event in _due(store, market, codes, until):
+        _apply(store, *event)
 
 
 def positions_in_traded_prices(store: Store, market: MarketStore, as_of: str) -> list[Position]:

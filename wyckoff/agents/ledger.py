@@ -12,10 +12,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import portfolio_store
-from wyckoff.agents.corporate_actions import catch_up, lots_of
+from wyckoff.agents.corporate_actions import apply_due, catch_up, lots_of
 from wyckoff.agents.fill_price import check_fill_price
 from wyckoff.agents.portfolio_rules import held_code, validate_date, validate_stock, with_basis
-from wyckoff.errors import UsageError
+from wyckoff.errors import UsageError, WyckoffError
 from wyckoff.ledger import lots
 from wyckoff.ledger.fees import BrokerFees, Fees, Side, fill_fees
 from wyckoff.ledger.money import half_up, price_mills, price_text, trade_value_cents, yuan
@@ -102,6 +102,23 @@ class Ledger:
         note = self.price_note(fill, force)
         fill["trade_time"] = trade_time(at)
         return {**self._recorded(actor, fill), "note": note}
+
+    def refusal(
+        self, side: Side, stock: str, shares: int, price: str | float, day: str, force: bool = False
+    ) -> str | None:
+        """Why `record` would refuse this fill (one sentence), else None: the whole record
+        is tried, the stock's due ex-dates first, and rolled back."""
+        try:
+            code, name = self._named(side, stock)
+            fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
+            self.price_note(fill, force)
+            with self.store.rolled_back():
+                if self.market is not None:
+                    apply_due(self.store, self.market, [code], fill["trade_date"])
+                self.apply(fill, "check")
+        except WyckoffError as exc:
+            return exc.message
+        return None
 
     def quote(
         self, side: Side, stock: str, shares: int, price: str | float, day: str, force: bool = False

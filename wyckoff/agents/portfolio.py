@@ -491,6 +491,18 @@ def describe_update(params: UpdatePortfolioParams, context: ToolContext) -> str:
     return f"修改持仓 {label}：{'，'.join(changes) or '没有改动'}"
 
 
+def refuse_update(params: UpdatePortfolioParams, context: ToolContext) -> str | None:
+    """Why a buy or sell cannot be recorded as it stands (short of cash, T+1, a price the
+    stock did not trade at, ...): told to the model at once, so the user is never asked to
+    approve a call that would fail."""
+    if params.action not in ("buy", "sell") or context.store is None:
+        return None
+    day = params.trade_date or local_today().strftime("%Y%m%d")
+    return _ledger(context).refusal(
+        params.action, params.code, params.shares, params.price, day, params.force
+    )
+
+
 def _describe_fill(params: UpdatePortfolioParams, context: ToolContext) -> str:
     """The fill with its fees and the cash before and after, priced as the tool will price it."""
     ledger = _ledger(context)
@@ -549,5 +561,6 @@ PORTFOLIO_TOOLS = (
         output=results.PortfolioChange,
         mcp_tier=3,
         describe=describe_update,
+        refusal=refuse_update,
     ),
 )

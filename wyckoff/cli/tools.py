@@ -165,6 +165,8 @@ ToolFunction = Callable[[Any, ToolContext], Any]
 # The action a call would take as one Chinese sentence, from its validated arguments and
 # the current state (e.g. "删除持仓 600519 贵州茅台（1000 股）"): what consent dialogs show.
 ActionDescriber = Callable[[Any, ToolContext], str]
+# Why a call cannot run as it stands, from its validated arguments (None: it can).
+CallRefusal = Callable[[Any, ToolContext], str | None]
 # The host a call sends its arguments to (a network tool), from its validated arguments.
 Destination = Callable[[Any], str | None]
 
@@ -182,6 +184,7 @@ class ToolSpec:
     summarize: ResultSummary | None = None
     timeout_s: float = 60.0
     describe: ActionDescriber | None = None  # every risky tool has one (else: title + JSON)
+    refusal: CallRefusal | None = None  # checked before any approval is asked
     output_is_data: bool = True  # False only when the result is the user's own words
     output: type[BaseModel] | None = None  # the result's shape, when it is stable
     mcp_tier: int | None = (

@@ -181,6 +181,9 @@ async def run_call(
     if isinstance(checked, str):
         return failure(checked)
     _, params = checked
+    refused = spec.refusal(params, context) if spec.refusal else None
+    if refused:  # the client's user is not asked about a call that would fail
+        return failure(refused)
     if spec.requires_approval:
         answer = await ask_consent(ctx, request, spec, context)
         if isinstance(answer, str):

@@ -132,6 +132,9 @@ class ToolBatchRunner:
         if isinstance(checked, str):
             return ToolOutcome(call["id"], call["name"], error=checked)
         spec, params = checked
+        refused = spec.refusal(params, self.context) if spec.refusal else None
+        if refused:  # nobody is asked to approve a call that would fail
+            return ToolOutcome(call["id"], call["name"], error=refused)
         host = self.context.egress.host_to_approve(spec, params)
         if not spec.requires_approval and host is None:
             return spec, params, None
