@@ -943,6 +943,36 @@ async def test_no_line_of_a_tool_row_or_notice_starts_with_a_comma_or_full_stop(
         assert not starts & {"，", "。"}
 
 
+def shown_lines(widget) -> list[str]:
+    """The lines `widget`'s paragraphs and headings show on screen, stripped."""
+    from textual.widgets.markdown import MarkdownBlock
+
+    return [
+        block.render_line(y).text.strip()
+        for block in widget.query(MarkdownBlock)
+        for y in range(block.size.height)
+    ]
+
+
+# Full-width clauses of 3, then 2 characters: a punctuation mark at every odd offset, so at any
+# width Textual's own fold (after a whole number of characters) puts one at a line's start
+ANSWER = "## 结论\n\n观望。" + "稳，" * 89 + "好。"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_no_line_of_a_streamed_answer_starts_with_a_full_stop(configured, size):
+    configured.script(Reply(text=ANSWER, pieces=12))
+    app = create_app()
+    async with app.run_test(size=size) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await pilot.pause()
+        lines = shown_lines(app.query(AssistantMessage).last())
+        assert "".join(lines) == ANSWER.replace("## ", "").replace("\n", "")  # nothing lost
+        assert not [line for line in lines if line[:1] in {"，", "。"}]
+
+
 @pytest.mark.asyncio
 async def test_the_thinking_block_holds_the_rounds_reasoning_once(configured):
     from wyckoff.cli.tui.widgets import ThinkingBlock

@@ -1,12 +1,19 @@
 """Line breaking for Chinese text: Textual folds a run without spaces at the exact width,
 so a line can begin with `，` or `。`. `wrap_text` breaks at spaces where it can and never
-starts a line with closing punctuation (the character before moves down with it)."""
+starts a line with closing punctuation (the character before moves down with it).
+`WrappedStatic` and `WrappedMarkdown` (the answer's paragraphs, headings) apply it."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from rich.cells import cell_len
 from rich.text import Text
-from textual.widgets import Static
+from textual.content import Content
+from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
+
+Styled = TypeVar("Styled", Text, Content)
 
 NO_LINE_START = frozenset("，。、；：！？）》」』】〉…%,.;:!?)]}")
 
@@ -28,8 +35,8 @@ def line_breaks(line: str, width: int) -> list[int]:
     return breaks
 
 
-def wrap_text(text: Text, width: int) -> Text:
-    """`text` with a newline at each break, its styles kept."""
+def wrap_text(text: Styled, width: int) -> Styled:
+    """`text` (Rich Text or Textual Content) with a newline at each break, its styles kept."""
     offsets: list[int] = []
     position = 0
     for line in text.plain.split("\n"):
@@ -37,7 +44,7 @@ def wrap_text(text: Text, width: int) -> Text:
         position += len(line) + 1
     if not offsets:
         return text
-    return Text("\n").join(text.divide(offsets))
+    return type(text)("\n").join(text.divide(offsets))
 
 
 class WrappedStatic(Static):
@@ -55,3 +62,36 @@ class WrappedStatic(Static):
 
     def on_resize(self) -> None:
         self.show_text(self.text)
+
+
+class WrappedBlock(MarkdownBlock):
+    """A Markdown block of running text whose lines break by `wrap_text` at its width."""
+
+    def set_content(self, content: Content) -> None:
+        self._content = content  # unbroken: what Markdown reads (table of contents, appends)
+        self._show_content()
+
+    def _show_content(self) -> None:
+        width = self.size.width
+        self.update(wrap_text(self._content, width) if width > 0 else self._content)
+
+    def on_resize(self) -> None:
+        self._show_content()
+
+
+def _wrapped(block: type[MarkdownBlock]) -> type[MarkdownBlock]:
+    # Textual's block first: CSS and queries match a widget by its first bases' names
+    return type(block.__name__, (block, WrappedBlock), {"__module__": __name__})
+
+
+class WrappedMarkdown(Markdown):
+    """Markdown whose paragraphs and headings (in lists and quotes too) break by `wrap_text`;
+    code and tables keep Textual's own layout."""
+
+    BLOCKS = {
+        **Markdown.BLOCKS,
+        **{
+            name: _wrapped(Markdown.BLOCKS[name])
+            for name in ("paragraph_open", "h1", "h2", "h3", "h4", "h5", "h6")
+        },
+    }
