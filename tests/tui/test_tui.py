@@ -394,6 +394,32 @@ async def test_new_chat_resets_and_resume_restores(configured):
 
 
 @pytest.mark.asyncio
+async def test_resume_keeps_a_sessions_message_count_with_its_unit_at_80_columns(
+    configured, home
+):
+    from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.cli.tui.screens import ResumeScreen
+    from wyckoff.store import Store
+
+    log = ChatLog(Store.in_home(home))
+    for length in range(21, 25):  # long questions as titles: one ends just before the count
+        session = log.create_session(title="研" * length)
+        for _ in range(15):
+            log.append(session, {"role": "user", "content": "量价怎么看"})
+            log.append(session, {"role": "assistant", "content": "放量突破。"})
+        log.append(session, {"role": "user", "content": "还有呢"})
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "/resume")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
+        await pilot.pause()
+        options = app.screen.query_one("#sessions")
+        rows = [options.render_line(y).text.strip() for y in range(options.size.height)]
+    assert sum("· 31 条" in row for row in rows) == 4, rows
+    assert not [row for row in rows if row.startswith("条")]
+
+
+@pytest.mark.asyncio
 async def test_a_fork_counts_its_own_usage_on_the_bar_and_in_token(configured):
     configured.script(Reply(text="分支前的回答"))
     app = create_app()

@@ -264,7 +264,9 @@ class ResumeScreen(ModalScreen[str | None]):
             yield OptionList(
                 *[
                     Option(
-                        f"{local_time(s['updated_at'], seconds=False)}  {s['title'] or '(无标题)'}  · {s['messages']} 条",
+                        # the count first: a long title wraps after it, never between 31 and 条
+                        f"{local_time(s['updated_at'], seconds=False)} · {s['messages']} 条  "
+                        f"{s['title'] or '(无标题)'}",
                         id=s["id"],
                     )
                     for s in self.sessions
