@@ -297,6 +297,37 @@ async def test_allowing_after_an_edit_runs_the_edited_arguments_the_sentence_sho
 
 
 @pytest.mark.asyncio
+async def test_each_approval_button_names_the_key_that_does_what_it_does(configured, home):
+    """The edit button said 按修改执行 (e), but e only opens the editor: its label now names
+    what it and its key do, before and after the arguments are edited."""
+    from textual.widgets import Button, TextArea
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await reach_approval(pilot)
+        dialog = app.screen
+        await wait_until(pilot, lambda: dialog.armed)
+        labels = {button.id: str(button.label) for button in dialog.query(Button)}
+        assert labels == {
+            "allow": "允许一次 (y)",
+            "always": "本会话总是允许 (a)",
+            "edit": "修改参数 (e)",
+            "deny": "拒绝 (n/Esc)",
+        }
+        await pilot.press("e")
+        editor = dialog.query_one("#args", TextArea)
+        assert dialog.focused is editor
+        editor.load_text(json.dumps({**json.loads(editor.text), "shares": 300}))
+        await pilot.press("escape")  # back to the buttons
+        assert str(dialog.query_one("#edit", Button).label) == "按修改执行 (y)"
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.turn_running)
+    (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+    assert position["shares"] == 300
+
+
+@pytest.mark.asyncio
 async def test_a_question_sent_while_an_answer_streams_stays_in_the_input(configured):
     """Sending during a turn is refused; the typed question vanished from the input box."""
     held = threading.Event()
@@ -394,9 +425,7 @@ async def test_new_chat_resets_and_resume_restores(configured):
 
 
 @pytest.mark.asyncio
-async def test_resume_keeps_a_sessions_message_count_with_its_unit_at_80_columns(
-    configured, home
-):
+async def test_resume_keeps_a_sessions_message_count_with_its_unit_at_80_columns(configured, home):
     from wyckoff.cli.chat_log import ChatLog
     from wyckoff.cli.tui.screens import ResumeScreen
     from wyckoff.store import Store
