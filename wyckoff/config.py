@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from wyckoff.errors import ConfigError
+from wyckoff.errors import ConfigError, InvalidField
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -92,7 +92,7 @@ class ModelConfig(BaseModel):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("base_url 必须以 http:// 或 https:// 开头")
+            raise ValueError("必须以 http:// 或 https:// 开头")
         return value
 
     def resolved_api_key(self) -> str | None:
@@ -208,7 +208,7 @@ class WyckoffConfig(BaseModel):
         """This config with model `model_id` added, or updated in place: the given fields
         (None = keep) over the stored ones, and a new key source replaces the other. The
         default stays the one in use unless `make_default`. Raises ConfigError when the
-        result is not a valid model."""
+        result is not a valid model (InvalidField: which field, what is wrong)."""
         existing = self.find(model_id)
         merged = existing.model_dump(exclude={"detected_from_env"}) if existing else {}
         merged.update({k: v for k, v in fields.items() if v is not None}, id=model_id)
@@ -219,7 +219,12 @@ class WyckoffConfig(BaseModel):
         try:
             model = ModelConfig.model_validate(merged)
         except ValidationError as exc:
-            raise ConfigError(f"模型参数有误：{describe_validation_error(exc)}。") from None
+            first = exc.errors()[0]
+            raise InvalidField(
+                f"模型参数有误：{describe_validation_error(exc)}。",
+                field=".".join(str(part) for part in first["loc"]),
+                problem=describe_pydantic_error(first),
+            ) from None
         models = [model if m.id == model_id else m for m in self.models]
         if existing is None:
             models.append(model)

@@ -19,6 +19,15 @@ class ConfigError(WyckoffError):
     exit_code = 2
 
 
+class InvalidField(ConfigError):
+    """A value given for a config field is wrong: the CLI names the option it came from."""
+
+    def __init__(self, message: str, field: str, problem: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.problem = problem
+
+
 class UsageError(WyckoffError):
     """A command was called with arguments that cannot work (exit code 2)."""
 
