@@ -130,7 +130,8 @@ def save_servers(home: Path, entries: list[ServerEntry]) -> None:
     write_private_file(home / CONFIG_FILE, json.dumps(payload, ensure_ascii=False, indent=2))
 
 
-def add_server(home: Path, entry: ServerEntry) -> None:
+def add_server(home: Path, entry: ServerEntry) -> ServerEntry | None:
+    """Save `entry`; one of the same name is replaced in place and returned."""
     if not NAME_PATTERN.match(entry.name):
         raise UsageError(
             f"服务器名 '{entry.name}' 不合法：用小写字母开头，只含小写字母、数字和 -，最多 30 个字符。"
@@ -138,8 +139,14 @@ def add_server(home: Path, entry: ServerEntry) -> None:
     if bool(entry.command) == bool(entry.url):
         raise UsageError("请给出 `-- 命令 参数…`（stdio）或 `--url 地址`（HTTP），二者选一。")
     with locked(home / CONFIG_FILE):
-        entries = [e for e in load_servers(home) if e.name != entry.name]
-        save_servers(home, [*entries, entry])
+        entries = load_servers(home)
+        replaced = next((e for e in entries if e.name == entry.name), None)
+        if replaced is None:
+            entries.append(entry)
+        else:
+            entries[entries.index(replaced)] = entry
+        save_servers(home, entries)
+    return replaced
 
 
 def remove_server(home: Path, name: str) -> None:
