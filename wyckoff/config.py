@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from wyckoff.errors import ConfigError, InvalidField
+from wyckoff.errors import ConfigError, InvalidField, describe_os_error, os_error_cause
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -41,7 +41,7 @@ def wyckoff_home() -> Path:
         home.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
         raise ConfigError(
-            f"数据目录 {home} 无法使用（{exc.strerror}）：请把 WYCKOFF_HOME 设为一个可写的文件夹。"
+            f"数据目录 {home} 无法使用（{os_error_cause(exc)}）：请把 WYCKOFF_HOME 设为一个可写的文件夹。"
         ) from None
     if not os.access(home, os.W_OK | os.X_OK):
         raise ConfigError(
@@ -63,7 +63,7 @@ def make_private(root: Path) -> None:
                     os.chmod(path, 0o600)
     except OSError as exc:
         raise ConfigError(
-            f"无法把 {exc.filename} 设为仅本人可读写（{exc.strerror}）：WYCKOFF_HOME 里存有密钥和会话，"
+            f"无法把 {exc.filename} 设为仅本人可读写（{os_error_cause(exc)}）：WYCKOFF_HOME 里存有密钥和会话，"
             "请把它设为一个属于你的目录。"
         ) from None
 
@@ -266,7 +266,7 @@ def read_json_file(path: Path) -> Any:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
+        raise ConfigError(describe_os_error(exc, "读取配置文件", path)) from None
     except UnicodeDecodeError:
         raise ConfigError(
             f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
@@ -348,7 +348,7 @@ def locked(path: Path) -> Iterator[None]:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         raise ConfigError(
-            f"无法锁定 {path} 以修改它（{exc.strerror}）：请检查该目录的权限。"
+            f"无法锁定 {path} 以修改它（{os_error_cause(exc)}）：请检查该目录的权限。"
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -15,7 +15,7 @@ from wyckoff.cli import click_compat as click_errors
 from wyckoff.cli import interrupt
 from wyckoff.cli.lazy_commands import LazyGroup
 from wyckoff.cli.output import CANCELLED_EXIT, is_interactive, print_error
-from wyckoff.errors import UsageError, WyckoffError
+from wyckoff.errors import UsageError, WyckoffError, describe_os_error
 
 # name -> "module:attribute" (a Typer sub-app or a command function), in `--help` order.
 # A new command or command group is one line here.
@@ -120,6 +120,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         result = CANCELLED_EXIT
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a file the command could not read or write: disk full, no access
+        print_error(describe_os_error(exc))
+        sys.exit(1)
     except Exception:
         if not interrupt.pressed():  # e.g. DuckDB's "Query interrupted" after a Ctrl+C
             raise
