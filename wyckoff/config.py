@@ -16,7 +16,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -247,7 +247,7 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
         config = WyckoffConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(
-            f"配置文件 {path} 有误：{describe_validation_error(exc)}。"
+            f"配置文件 {path} 有误：{describe_validation_error(exc, WyckoffConfig)}。"
             "请修正该文件后重试；Wyckoff 不会改写它。"
         ) from None
     remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
@@ -284,11 +284,40 @@ def read_json_file(path: Path) -> Any:
         ) from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """The first problem of a pydantic error as one short phrase: `models.0.provider: ...`."""
+def describe_validation_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """The first problem of a pydantic error as one short phrase: `models.0.provider: ...`;
+    an unknown key of `root`'s file also says which keys that place takes."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "顶层"
-    return f"{where}：{describe_pydantic_error(first)}"
+    problem = describe_pydantic_error(first)
+    if first["type"] == "extra_forbidden" and root is not None:
+        known = section_keys(root, first["loc"][:-1])
+        problem += f"（这里可用的有：{'、'.join(known)}）" if known else ""
+    return f"{where}：{problem}"
+
+
+def section_keys(root: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
+    """The keys the section at `path` (as pydantic locates it: `ledger.brokers.华泰`) takes."""
+    model, parts = root, list(path)
+    while parts:
+        field = model.model_fields.get(str(parts.pop(0)))
+        inner, keyed = _section_model(field.annotation) if field else (None, False)
+        if inner is None:
+            return []
+        if keyed and parts:
+            parts.pop(0)  # a list index or a dict key
+        model = inner
+    return [name for name, field in model.model_fields.items() if not field.exclude]
+
+
+def _section_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds, and whether it holds it in a list or dict (one level)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    for arg in get_args(annotation):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, get_origin(annotation) in (list, dict)
+    return None, False
 
 
 def describe_pydantic_error(error: ErrorDetails) -> str:

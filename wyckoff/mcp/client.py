@@ -26,7 +26,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolRegistry, ToolSpec, canonical_args
-from wyckoff.config import locked, read_json_file, redact_text, write_private_file
+from wyckoff.config import (
+    describe_validation_error,
+    locked,
+    read_json_file,
+    redact_text,
+    write_private_file,
+)
 from wyckoff.errors import ConfigError, UsageError, WyckoffError
 from wyckoff.mcp.remote_schema import SchemaTooLarge, capped_schema, tool_description
 
@@ -56,6 +62,8 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks 
 
 
 class ServerEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # as wyckoff.json: a misspelt key is refused
+
     name: str
     command: list[str] | None = Field(default=None, description="stdio：命令与参数")
     url: str | None = Field(default=None, description="streamable HTTP 地址")
@@ -116,12 +124,20 @@ def load_servers(home: Path) -> list[ServerEntry]:
         data = read_json_file(path)
     except FileNotFoundError:
         return []
-    try:
-        return [ServerEntry.model_validate(e) for e in data]
-    except (ValidationError, TypeError) as exc:
+    if not isinstance(data, list):
         raise ConfigError(
-            f"{path} 格式不对（{type(exc).__name__}）：修正它，或删除后用 `wyckoff mcp add` 重新添加。"
-        ) from None
+            f"{path} 格式不对（应是服务器的列表）：修正它，或删除后用 `wyckoff mcp add` 重新添加。"
+        )
+    entries = []
+    for number, item in enumerate(data, 1):
+        try:
+            entries.append(ServerEntry.model_validate(item))
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{path} 第 {number} 项有误：{describe_validation_error(exc, ServerEntry)}。"
+                "修正它，或删除后用 `wyckoff mcp add` 重新添加。"
+            ) from None
+    return entries
 
 
 def save_servers(home: Path, entries: list[ServerEntry]) -> None:
