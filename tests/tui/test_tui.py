@@ -205,6 +205,14 @@ async def reach_approval(pilot) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ApprovalScreen))
 
 
+async def armed_approval(pilot):
+    """The approval dialog, once single keys answer it."""
+    await reach_approval(pilot)
+    dialog = pilot.app.screen
+    await wait_until(pilot, lambda: dialog.armed)
+    return dialog
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("button", "held"), [("#allow", 1), ("#deny", 0)])
 async def test_approval_dialog_allow_and_deny(configured, home, button, held):
@@ -274,9 +282,7 @@ async def test_allowing_after_an_edit_runs_the_edited_arguments_the_sentence_sho
     _approval_script(configured)
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await reach_approval(pilot)
-        dialog = app.screen
-        await wait_until(pilot, lambda: dialog.armed)
+        dialog = await armed_approval(pilot)
         edited = {
             "action": "add",
             "code": "600519",
@@ -305,9 +311,7 @@ async def test_each_approval_button_names_the_key_that_does_what_it_does(configu
     _approval_script(configured)
     app = create_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await reach_approval(pilot)
-        dialog = app.screen
-        await wait_until(pilot, lambda: dialog.armed)
+        dialog = await armed_approval(pilot)
         labels = {button.id: str(button.label) for button in dialog.query(Button)}
         assert labels == {
             "allow": "允许一次 (y)",
