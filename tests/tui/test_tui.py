@@ -6,6 +6,7 @@ import json
 import threading
 
 import pytest
+from textual.geometry import Offset
 
 from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
@@ -1030,6 +1031,26 @@ async def test_no_line_of_a_streamed_answer_starts_with_a_full_stop(configured, 
         lines = shown_lines(app.query(AssistantMessage).last())
         assert "".join(lines) == ANSWER.replace("## ", "").replace("\n", "")  # nothing lost
         assert not [line for line in lines if line[:1] in {"，", "。"}]
+
+
+@pytest.mark.asyncio
+async def test_copying_a_wrapped_answer_copies_its_sentences_not_its_line_breaks(configured):
+    from textual.selection import Selection
+    from textual.widgets.markdown import MarkdownBlock
+
+    configured.script(Reply(text=ANSWER))
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await pilot.pause()
+        paragraph = app.query(AssistantMessage).last().query(MarkdownBlock).last()
+        assert paragraph.size.height > 2  # shown on several lines
+        app.screen.selections = {paragraph: Selection(None, None)}  # as a mouse drag over it
+        assert app.screen.get_selected_text() == ANSWER.split("\n\n")[1]
+        app.screen.selections = {paragraph: Selection(Offset(1, 0), Offset(3, 1))}
+        first_row = paragraph.render_line(0).text.strip()
+        assert app.screen.get_selected_text() == ANSWER.split("\n\n")[1][1 : len(first_row) + 3]
 
 
 @pytest.mark.asyncio
