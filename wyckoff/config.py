@@ -16,11 +16,11 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from wyckoff.errors import ConfigError
+from wyckoff.errors import ConfigError, InvalidField, describe_os_error, os_error_cause
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -41,7 +41,7 @@ def wyckoff_home() -> Path:
         home.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
         raise ConfigError(
-            f"数据目录 {home} 无法使用（{exc.strerror}）：请把 WYCKOFF_HOME 设为一个可写的文件夹。"
+            f"数据目录 {home} 无法使用（{os_error_cause(exc)}）：请把 WYCKOFF_HOME 设为一个可写的文件夹。"
         ) from None
     if not os.access(home, os.W_OK | os.X_OK):
         raise ConfigError(
@@ -63,7 +63,7 @@ def make_private(root: Path) -> None:
                     os.chmod(path, 0o600)
     except OSError as exc:
         raise ConfigError(
-            f"无法把 {exc.filename} 设为仅本人可读写（{exc.strerror}）：WYCKOFF_HOME 里存有密钥和会话，"
+            f"无法把 {exc.filename} 设为仅本人可读写（{os_error_cause(exc)}）：WYCKOFF_HOME 里存有密钥和会话，"
             "请把它设为一个属于你的目录。"
         ) from None
 
@@ -92,7 +92,7 @@ class ModelConfig(BaseModel):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("base_url 必须以 http:// 或 https:// 开头")
+            raise ValueError("必须以 http:// 或 https:// 开头")
         return value
 
     def resolved_api_key(self) -> str | None:
@@ -208,7 +208,7 @@ class WyckoffConfig(BaseModel):
         """This config with model `model_id` added, or updated in place: the given fields
         (None = keep) over the stored ones, and a new key source replaces the other. The
         default stays the one in use unless `make_default`. Raises ConfigError when the
-        result is not a valid model."""
+        result is not a valid model (InvalidField: which field, what is wrong)."""
         existing = self.find(model_id)
         merged = existing.model_dump(exclude={"detected_from_env"}) if existing else {}
         merged.update({k: v for k, v in fields.items() if v is not None}, id=model_id)
@@ -219,7 +219,12 @@ class WyckoffConfig(BaseModel):
         try:
             model = ModelConfig.model_validate(merged)
         except ValidationError as exc:
-            raise ConfigError(f"模型参数有误：{describe_validation_error(exc)}。") from None
+            first = exc.errors()[0]
+            raise InvalidField(
+                f"模型参数有误：{describe_validation_error(exc)}。",
+                field=".".join(str(part) for part in first["loc"]),
+                problem=describe_pydantic_error(first),
+            ) from None
         models = [model if m.id == model_id else m for m in self.models]
         if existing is None:
             models.append(model)
@@ -242,7 +247,7 @@ def load_config(home: Path | None = None) -> WyckoffConfig:
         config = WyckoffConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(
-            f"配置文件 {path} 有误：{describe_validation_error(exc)}。"
+            f"配置文件 {path} 有误：{describe_validation_error(exc, WyckoffConfig)}。"
             "请修正该文件后重试；Wyckoff 不会改写它。"
         ) from None
     remember_secrets(*(m.resolved_api_key() for m in config.models), config.data.tushare_token)
@@ -261,7 +266,7 @@ def read_json_file(path: Path) -> Any:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise ConfigError(f"无法读取配置文件 {path}：{exc.strerror}。") from None
+        raise ConfigError(describe_os_error(exc, "读取配置文件", path)) from None
     except UnicodeDecodeError:
         raise ConfigError(
             f"配置文件 {path} 不是 UTF-8 编码的文本：请用 UTF-8 保存，或删除该文件后重试。"
@@ -279,11 +284,40 @@ def read_json_file(path: Path) -> Any:
         ) from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """The first problem of a pydantic error as one short phrase: `models.0.provider: ...`."""
+def describe_validation_error(exc: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """The first problem of a pydantic error as one short phrase: `models.0.provider: ...`;
+    an unknown key of `root`'s file also says which keys that place takes."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "顶层"
-    return f"{where}：{describe_pydantic_error(first)}"
+    problem = describe_pydantic_error(first)
+    if first["type"] == "extra_forbidden" and root is not None:
+        known = section_keys(root, first["loc"][:-1])
+        problem += f"（这里可用的有：{'、'.join(known)}）" if known else ""
+    return f"{where}：{problem}"
+
+
+def section_keys(root: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
+    """The keys the section at `path` (as pydantic locates it: `ledger.brokers.华泰`) takes."""
+    model, parts = root, list(path)
+    while parts:
+        field = model.model_fields.get(str(parts.pop(0)))
+        inner, keyed = _section_model(field.annotation) if field else (None, False)
+        if inner is None:
+            return []
+        if keyed and parts:
+            parts.pop(0)  # a list index or a dict key
+        model = inner
+    return [name for name, field in model.model_fields.items() if not field.exclude]
+
+
+def _section_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds, and whether it holds it in a list or dict (one level)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    for arg in get_args(annotation):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, get_origin(annotation) in (list, dict)
+    return None, False
 
 
 def describe_pydantic_error(error: ErrorDetails) -> str:
@@ -343,7 +377,7 @@ def locked(path: Path) -> Iterator[None]:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         raise ConfigError(
-            f"无法锁定 {path} 以修改它（{exc.strerror}）：请检查该目录的权限。"
+            f"无法锁定 {path} 以修改它（{os_error_cause(exc)}）：请检查该目录的权限。"
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

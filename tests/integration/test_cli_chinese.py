@@ -52,12 +52,60 @@ def test_a_help_page_shows_defaults_in_chinese(home):
         (["xyzzy"], "错误：没有子命令 xyzzy。用 `wyckoff -h` 查看用法。\n"),
         (["backtest", "--hold-days", "0"], "错误：参数 --hold-days 的值无效：不能小于 1。\n"),
         (["analyze", "600519", "--cost", "-1"], "错误：参数 --cost 的值无效：不能小于 0.0。\n"),
+        (
+            ["approvals", "approve", "abc"],
+            "错误：参数 ID 的值无效：需要一个整数。用 `wyckoff approvals approve -h` 查看用法。\n",
+        ),
+        (
+            ["alert", "rm", "x"],
+            "错误：参数 ID 的值无效：需要一个整数。用 `wyckoff alert rm -h` 查看用法。\n",
+        ),
+        (
+            ["portfolio", "cash", "abc"],
+            "错误：参数 AMOUNT 的值无效：需要一个数字。用 `wyckoff portfolio cash -h` 查看用法。\n",
+        ),
+        (["session", "show"], "错误：缺少参数 ID。用 `wyckoff session show -h` 查看用法。\n"),
     ],
 )
 def test_usage_errors_are_one_chinese_sentence_naming_the_option(home, args, expected):
     result = cli(*args)
     assert result.returncode == 2
     assert result.stderr == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--input-per-1m", "-5"], "错误：参数 --input-per-1m 的值无效：不能小于 0.0。\n"),
+        (["--context-window", "10"], "错误：参数 --context-window 的值无效：不能小于 1024。\n"),
+    ],
+)
+def test_a_bad_model_setting_names_its_option_and_keeps_the_config(home, args, expected):
+    added = cli("model", "add", "m", "--provider", "openai", "--model", "gpt-4.1", "--api-key", "k")
+    assert added.returncode == 0, added.stderr
+    saved = (home / "wyckoff.json").read_text()
+    result = cli("model", "cost", "m", *args)
+    assert (result.returncode, result.stderr) == (2, expected)
+    assert (home / "wyckoff.json").read_text() == saved
+
+
+def test_no_argument_is_named_by_a_python_parameter_in_errors_or_help():
+    """An argument's error names it as `-h` shows it: ID, not approval_id."""
+    command = typer.main.get_command(app)
+    shown = {
+        (path, param.metavar or param.name)
+        for path in command_paths(command)
+        for param in _command_at(command, path).params
+        if param.param_type_name == "argument"
+    }
+    assert len(shown) > 30
+    assert not [(path, name) for path, name in shown if "_" in name]
+
+
+def _command_at(command, path: tuple[str, ...]):
+    for name in path:
+        command = command.commands[name]
+    return command
 
 
 def test_memory_tables_name_types_and_matches_in_chinese(home):

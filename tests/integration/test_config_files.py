@@ -96,3 +96,50 @@ def test_a_warning_about_a_skill_file_never_shows_a_key_in_it(home):
     listed = cli("skills", "list")
     assert "已跳过技能文件" in listed.stderr and "front matter" in listed.stderr
     assert "abcdef0123456789" not in listed.stderr
+
+
+MODEL = {"id": "m", "provider": "openai", "model": "gpt-4.1", "api_key": "sk-test-0123456789"}
+
+
+@pytest.mark.parametrize(
+    ("config", "where", "known"),
+    [
+        ({"bogus": 1}, "bogus", "models、default、fallback、stream_timeout_s、data、sweep"),
+        ({"memory": {"bogus": 1}}, "memory.bogus", "extract_after_ask"),
+        ({"data": {"token": "x"}}, "data.token", "source、tushare_token、tushare_url"),
+        ({"sweep": {"worker": 2}}, "sweep.worker", "cluster、workers"),
+        ({"ledger": {"brokr": "a"}}, "ledger.brokr", "broker、brokers"),
+        (
+            {"ledger": {"brokers": {"华泰": {"rate": 0.0002}}}},
+            "ledger.brokers.华泰.rate",
+            "commission_rate、min_commission",
+        ),
+        ({"models": [{**MODEL, "key": "x"}]}, "models.0.key", "id、provider、model、base_url"),
+    ],
+)
+def test_an_unknown_key_in_any_section_is_named_with_the_keys_it_may_be(home, config, where, known):
+    """Every section is as strict as the top level, and says what the key may have been;
+    the file, models and all, is left as it was."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "wyckoff.json"
+    path.write_text(json.dumps({"models": [MODEL], **config}, ensure_ascii=False), "utf-8")
+    saved = path.read_bytes()
+    for command in (["model", "list"], ["model", "cost", "m", "--context-window", "128000"]):
+        result = cli(*command)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"错误：配置文件 {path} 有误：{where}：不认识的字段（")
+        assert f"这里可用的有：{known}" in result.stderr
+    assert path.read_bytes() == saved
+
+
+def test_an_unknown_key_in_mcp_json_is_refused_not_dropped(home):
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "mcp.json"
+    path.write_text(json.dumps([{"name": "notes", "command": ["server"], "trsut": True}]))
+    saved = path.read_bytes()
+    listed = cli("mcp", "list")
+    assert listed.returncode == 2
+    assert listed.stderr.startswith(f"错误：{path} 第 1 项有误：trsut：不认识的字段（")
+    assert "trust" in listed.stderr
+    assert cli("mcp", "add", "other", "--", "server").returncode == 2
+    assert path.read_bytes() == saved  # not rewritten without the misspelt key

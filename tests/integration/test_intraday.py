@@ -112,9 +112,27 @@ def test_tail_on_a_saturday_says_the_market_is_closed(demo):
     assert result.returncode == 2 and "休市" in result.stderr
 
 
-def test_tail_at_an_impossible_minute_is_one_sentence(demo):
-    result = cli("tail", "--at", "25:70", env={"WYCKOFF_NOW": TRADING_DAY_1446})
-    assert result.returncode == 2 and "HH:MM" in result.stderr and "Traceback" not in result.stderr
+@pytest.mark.parametrize(
+    ("at", "says"),
+    [
+        ("25:00", "错误：--at 25:00 不是时刻：小时只能是 0 到 23。\n"),
+        ("9:5", "错误：--at 9:5 不是时刻：分钟要写两位，如 9:05。\n"),
+        ("14:61", "错误：--at 14:61 不是时刻：分钟只能是 00 到 59。\n"),
+        ("两点", "错误：--at 两点 不是时刻：请写成 9:31 或 14:45 这样的 时:分。\n"),
+    ],
+)
+def test_tail_at_an_impossible_minute_is_one_sentence(demo, at, says):
+    result = cli("tail", "--at", at, env={"WYCKOFF_NOW": TRADING_DAY_1446})
+    assert (result.returncode, result.stderr) == (2, says)
+
+
+def test_tail_at_a_morning_minute_needs_no_leading_zero(demo):
+    last = demo_days(demo)[-1]
+    code = demo_codes(demo)[0]
+    now = {"WYCKOFF_NOW": f"{last}T14:46:00+08:00"}
+    result = cli("tail", "--codes", code, "--at", "9:31", "--force", "--json", env=now)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["checked_at"] == f"{last} 09:31"
 
 
 def test_tail_gives_verdicts_with_reasons_and_leaves_the_daily_store_byte_identical(demo):

@@ -106,6 +106,23 @@ def test_mcp_add_rejects_a_bad_name_or_no_target(home):
     assert not (home / "mcp.json").exists()
 
 
+def test_mcp_add_over_an_existing_name_says_it_replaced_it(home):
+    """As `model add` does for a model of that name: the new settings replace the old ones,
+    in their place, and the sentence says so (it said 已添加, as if there were two)."""
+    assert cli("mcp", "add", "notes", "--", "old-server").returncode == 0
+    assert cli("mcp", "add", "other", "--url", "http://127.0.0.1:9/mcp").returncode == 0
+    again = cli("mcp", "add", "notes", "--", "new-server", "--flag")
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.startswith(
+        "已更新 MCP 服务器 notes（new-server --flag，替换原来的 old-server）："
+    )
+    saved = json.loads((home / "mcp.json").read_text("utf-8"))
+    assert [(s["name"], s.get("command")) for s in saved] == [
+        ("notes", ["new-server", "--flag"]),
+        ("other", None),
+    ]
+
+
 def test_a_server_that_never_answers_is_skipped_after_its_timeout(openai_server, home):
     silent = cli("mcp", "add", "silent", "--timeout", "2", "--", sys.executable, "-c", SILENT)
     assert silent.returncode == 0, silent.stderr

@@ -293,7 +293,7 @@ def test_add_without_provider_off_a_tty_says_what_is_missing(home):
     bad_url = cli(
         "model", "add", "x", "--provider", "openai", "--model", "m", "--base-url", "ftp://nope"
     )
-    assert bad_url.returncode == 2 and "base_url" in bad_url.stderr
+    assert bad_url.returncode == 2 and "参数 --base-url 的值无效" in bad_url.stderr
     assert not (home / "wyckoff.json").exists()
 
 
@@ -311,7 +311,7 @@ def test_updating_a_model_keeps_what_was_not_given(home):
     assert SECRET not in (home / "wyckoff.json").read_text()  # the new key source replaced it
     before = (home / "wyckoff.json").read_text()
     bad = cli("model", "cost", "b", "--input-per-1m", "-1", "--output-per-1m", "1")
-    assert bad.returncode == 2 and "模型参数有误：input_per_1m" in bad.stderr
+    assert bad.returncode == 2 and "参数 --input-per-1m 的值无效" in bad.stderr
     assert (home / "wyckoff.json").read_text() == before
 
 

@@ -177,7 +177,11 @@ def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_sys
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("add", "x", "--at", "25:00", "--run", "brief"), "HH:MM"),
+        (
+            ("add", "x", "--at", "25:00", "--run", "brief"),
+            "--at 25:00 不是时刻：小时只能是 0 到 23",
+        ),
+        (("add", "x", "--at", "9:5", "--run", "brief"), "分钟要写两位，如 9:05"),
         (("add", "x", "--at", "15:00"), "--run"),
         (("add", "x", "--at", "15:00", "--run", "brief", "--ask", "q"), "只能选一个"),
         (("add", "x", "--at", "15:00", "--days", "someday", "--run", "brief"), "--days"),
@@ -212,6 +216,12 @@ def test_a_well_formed_step_is_accepted_as_written(home):
     assert [" ".join(step) for step in schedule["command"]] == [
         "alert check", "tail --push all", "portfolio cash -1", "brief --format html"
     ]  # fmt: skip
+
+
+def test_a_time_without_its_leading_zero_is_stored_as_hh_mm(home):
+    assert cli("schedule", "add", "x", "--at", "9:25", "--run", "brief").returncode == 0
+    (stored,) = json.loads(cli("schedule", "list", "--json").stdout)["schedules"]
+    assert stored["at"] == "09:25"  # run-due compares it with the clock's HH:MM
 
 
 def test_a_malformed_injected_time_is_one_sentence(home):

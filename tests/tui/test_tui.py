@@ -6,6 +6,7 @@ import json
 import threading
 
 import pytest
+from textual.geometry import Offset
 
 from tests.conftest import add_scripted_model, cli
 from tests.model_servers import Reply
@@ -205,6 +206,14 @@ async def reach_approval(pilot) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ApprovalScreen))
 
 
+async def armed_approval(pilot):
+    """The approval dialog, once single keys answer it."""
+    await reach_approval(pilot)
+    dialog = pilot.app.screen
+    await wait_until(pilot, lambda: dialog.armed)
+    return dialog
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("button", "held"), [("#allow", 1), ("#deny", 0)])
 async def test_approval_dialog_allow_and_deny(configured, home, button, held):
@@ -274,9 +283,7 @@ async def test_allowing_after_an_edit_runs_the_edited_arguments_the_sentence_sho
     _approval_script(configured)
     app = create_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await reach_approval(pilot)
-        dialog = app.screen
-        await wait_until(pilot, lambda: dialog.armed)
+        dialog = await armed_approval(pilot)
         edited = {
             "action": "add",
             "code": "600519",
@@ -290,6 +297,35 @@ async def test_allowing_after_an_edit_runs_the_edited_arguments_the_sentence_sho
         await pilot.press("a")  # "always" applies to the tool, not to these edited arguments
         assert isinstance(app.screen, ApprovalScreen)
         assert "按修改执行" in str(dialog.query_one("#error").render())
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.turn_running)
+    (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
+    assert position["shares"] == 300
+
+
+@pytest.mark.asyncio
+async def test_each_approval_button_names_the_key_that_does_what_it_does(configured, home):
+    """The edit button said 按修改执行 (e), but e only opens the editor: its label now names
+    what it and its key do, before and after the arguments are edited."""
+    from textual.widgets import Button, TextArea
+
+    _approval_script(configured)
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        dialog = await armed_approval(pilot)
+        labels = {button.id: str(button.label) for button in dialog.query(Button)}
+        assert labels == {
+            "allow": "允许一次 (y)",
+            "always": "本会话总是允许 (a)",
+            "edit": "修改参数 (e)",
+            "deny": "拒绝 (n/Esc)",
+        }
+        await pilot.press("e")
+        editor = dialog.query_one("#args", TextArea)
+        assert dialog.focused is editor
+        editor.load_text(json.dumps({**json.loads(editor.text), "shares": 300}))
+        await pilot.press("escape")  # back to the buttons
+        assert str(dialog.query_one("#edit", Button).label) == "按修改执行 (y)"
         await pilot.press("y")
         await wait_until(pilot, lambda: not app.turn_running)
     (position,) = json.loads(cli("portfolio", "list", "--json").stdout)["positions"]
@@ -391,6 +427,30 @@ async def test_new_chat_resets_and_resume_restores(configured):
         await submit(pilot, "/token")  # the resumed session goes on from its recorded usage
         await wait_until(pilot, lambda: len(notices(app)) > shown)
         assert notices(app)[-1].split("本会话")[1] == first_usage
+
+
+@pytest.mark.asyncio
+async def test_resume_keeps_a_sessions_message_count_with_its_unit_at_80_columns(configured, home):
+    from wyckoff.cli.chat_log import ChatLog
+    from wyckoff.cli.tui.screens import ResumeScreen
+    from wyckoff.store import Store
+
+    log = ChatLog(Store.in_home(home))
+    for length in range(21, 25):  # long questions as titles: one ends just before the count
+        session = log.create_session(title="研" * length)
+        for _ in range(15):
+            log.append(session, {"role": "user", "content": "量价怎么看"})
+            log.append(session, {"role": "assistant", "content": "放量突破。"})
+        log.append(session, {"role": "user", "content": "还有呢"})
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "/resume")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
+        await pilot.pause()
+        options = app.screen.query_one("#sessions")
+        rows = [options.render_line(y).text.strip() for y in range(options.size.height)]
+    assert sum("· 31 条" in row for row in rows) == 4, rows
+    assert not [row for row in rows if row.startswith("条")]
 
 
 @pytest.mark.asyncio
@@ -941,6 +1001,56 @@ async def test_no_line_of_a_tool_row_or_notice_starts_with_a_comma_or_full_stop(
                 assert "百分之三。" in "".join(lines)  # everything is still shown
                 starts |= {line[:1] for line in lines}
         assert not starts & {"，", "。"}
+
+
+def shown_lines(widget) -> list[str]:
+    """The lines `widget`'s paragraphs and headings show on screen, stripped."""
+    from textual.widgets.markdown import MarkdownBlock
+
+    return [
+        block.render_line(y).text.strip()
+        for block in widget.query(MarkdownBlock)
+        for y in range(block.size.height)
+    ]
+
+
+# Full-width clauses of 3, then 2 characters: a punctuation mark at every odd offset, so at any
+# width Textual's own fold (after a whole number of characters) puts one at a line's start
+ANSWER = "## 结论\n\n观望。" + "稳，" * 89 + "好。"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_no_line_of_a_streamed_answer_starts_with_a_full_stop(configured, size):
+    configured.script(Reply(text=ANSWER, pieces=12))
+    app = create_app()
+    async with app.run_test(size=size) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await pilot.pause()
+        lines = shown_lines(app.query(AssistantMessage).last())
+        assert "".join(lines) == ANSWER.replace("## ", "").replace("\n", "")  # nothing lost
+        assert not [line for line in lines if line[:1] in {"，", "。"}]
+
+
+@pytest.mark.asyncio
+async def test_copying_a_wrapped_answer_copies_its_sentences_not_its_line_breaks(configured):
+    from textual.selection import Selection
+    from textual.widgets.markdown import MarkdownBlock
+
+    configured.script(Reply(text=ANSWER))
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "大盘怎么样")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(AssistantMessage))
+        await pilot.pause()
+        paragraph = app.query(AssistantMessage).last().query(MarkdownBlock).last()
+        assert paragraph.size.height > 2  # shown on several lines
+        app.screen.selections = {paragraph: Selection(None, None)}  # as a mouse drag over it
+        assert app.screen.get_selected_text() == ANSWER.split("\n\n")[1]
+        app.screen.selections = {paragraph: Selection(Offset(1, 0), Offset(3, 1))}
+        first_row = paragraph.render_line(0).text.strip()
+        assert app.screen.get_selected_text() == ANSWER.split("\n\n")[1][1 : len(first_row) + 3]
 
 
 @pytest.mark.asyncio

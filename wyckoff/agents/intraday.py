@@ -21,7 +21,7 @@ from wyckoff import portfolio_store, tail_store, watchlist_store
 from wyckoff.agents.market_data import MarketData
 from wyckoff.agents.stocks import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
-from wyckoff.engine.clock import CLOSE, TAIL_START, market_now, trading_phase
+from wyckoff.engine.clock import CLOSE, TAIL_START, clock_time, market_now, trading_phase
 from wyckoff.errors import NothingToDo, WyckoffError
 
 SUPPORT_DAYS = 20
@@ -83,9 +83,9 @@ def latest_minute(now: datetime, open_days: frozenset[date]) -> datetime:
 
 def _hhmm(text: str) -> time:
     try:
-        return time.fromisoformat(text.strip())
-    except ValueError:
-        raise NotTailTime(f"--at {text} 不是时刻：请写成 14:45 这样的 HH:MM。") from None
+        return clock_time(text)
+    except ValueError as problem:
+        raise NotTailTime(f"--at {text} 不是时刻：{problem}。") from None
 
 
 def candidates(context: ToolContext, market: MarketData, codes: list[str]) -> list[tuple[str, str]]:
@@ -228,7 +228,9 @@ class TailParams(BaseModel):
         max_length=MAX_CODES,
         description="要检查的股票代码或名称；不填则检查持仓、自选股和待确认信号",
     )
-    at: str | None = Field(default=None, description="回看今天的某个时刻（HH:MM），默认现在")
+    at: str | None = Field(
+        default=None, description="回看今天的某个时刻（如 9:31、14:45），默认现在"
+    )
     force: bool = Field(
         default=False, description="不在尾盘时段也检查（休市日看最近一个交易日收盘）"
     )
@@ -236,9 +238,7 @@ class TailParams(BaseModel):
     @field_validator("at")
     @classmethod
     def _at_is_a_time(cls, value: str | None) -> str | None:
-        if value is not None:
-            _hhmm(value)
-        return value
+        return None if value is None else f"{_hhmm(value):%H:%M}"
 
 
 def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from wyckoff.cli import interrupt
 from wyckoff.cli.output import CANCELLED_EXIT, print_error, print_notice
-from wyckoff.errors import NothingToDo, WyckoffError
+from wyckoff.errors import NothingToDo, WyckoffError, describe_os_error
 
 
 def run_command(command: Callable[[], object]) -> None:
@@ -25,6 +25,11 @@ def run_command(command: Callable[[], object]) -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         result = CANCELLED_EXIT
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a file the command could not read or write: disk full, no access
+        print_error(describe_os_error(exc))
+        sys.exit(1)
     except Exception:
         if not interrupt.pressed():  # e.g. DuckDB's "Query interrupted" after a Ctrl+C
             raise

@@ -1,15 +1,23 @@
 """Command-line usage errors (unknown option, missing or invalid argument) in Chinese.
 
 Typer parses arguments with its own copy of Click (see click_compat.py) and converts values with
-pydantic; both speak English, so the error is rebuilt here from its parts.
+pydantic; both speak English, so the error is rebuilt here from its parts. Every such error names
+the option or argument as the user types it or reads it in `-h` (`--input-per-1m`, `ID`), never
+the Python parameter or the config field behind it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from wyckoff.cli import click_compat as click_errors
 from wyckoff.config import describe_pydantic_error
+from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 def describe_usage_error(exc: click_errors.UsageError) -> str:
@@ -41,9 +49,35 @@ def what_went_wrong(exc: click_errors.UsageError) -> str:
 def _hint(exc: click_errors.BadParameter) -> str:
     if exc.param_hint:
         return exc.param_hint if isinstance(exc.param_hint, str) else " / ".join(exc.param_hint)
-    if exc.param is not None:
-        return " / ".join(exc.param.opts) or (exc.param.name or "").upper()
-    return ""
+    if exc.param is None:
+        return ""
+    if exc.param.param_type_name == "argument":  # as the usage line shows it, not its name
+        return exc.param.metavar or exc.param.name or ""
+    return " / ".join(exc.param.opts)
+
+
+def option_name(field: str, arguments: Mapping[str, str] | None = None) -> str:
+    """The option (or argument's metavar) the user gave for the value of `field`."""
+    return (arguments or {}).get(field) or f"--{field.replace('_', '-')}"
+
+
+def invalid_value(
+    field: str, problem: str, arguments: Mapping[str, str] | None = None
+) -> UsageError:
+    """The value given for `field` is wrong: one sentence naming its option."""
+    return UsageError(f"参数 {option_name(field, arguments)} 的值无效：{problem}。")
+
+
+def invalid_options(
+    exc: ValidationError, given: Mapping[str, object], arguments: Mapping[str, str] | None = None
+) -> UsageError:
+    """A pydantic error over the fields a command filled from its options (`given`)."""
+    first = exc.errors()[0]
+    field = str(first["loc"][0]) if first["loc"] else ""
+    problem = describe_pydantic_error(first)
+    if field not in given:
+        return UsageError(f"参数有误：{problem}。")
+    return invalid_value(field, problem, arguments)
 
 
 def _no_such_command(message: str) -> str:

@@ -9,6 +9,7 @@ Holidays come from the stored trading calendar (`open_days`); beyond it, weekday
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, time
@@ -61,6 +62,22 @@ def parse_now(text: str) -> datetime:
         raise UsageError(
             f"{NOW_ENV}={text!r} 不是 ISO 时间：请写成 2026-12-02T14:46:00+08:00 这样。"
         ) from None
+
+
+def clock_time(text: str) -> time:
+    """A wall-clock minute typed as `9:31` or `14:45`. ValueError: why it is not one, as a
+    Chinese phrase the caller puts after the option's name."""
+    found = re.fullmatch(r"(\d{1,2}):(\d{1,2})", text.strip())
+    if found is None:
+        raise ValueError("请写成 9:31 或 14:45 这样的 时:分")
+    hour, minute = found.groups()
+    if len(minute) == 1:
+        raise ValueError(f"分钟要写两位，如 {hour}:0{minute}")
+    if int(hour) > 23:
+        raise ValueError("小时只能是 0 到 23")
+    if int(minute) > 59:
+        raise ValueError("分钟只能是 00 到 59")
+    return time(int(hour), int(minute))
 
 
 def is_trading_day(day: date, open_days: Collection[date] | None = None) -> bool:

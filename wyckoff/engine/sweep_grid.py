@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
-from wyckoff.errors import UsageError
+from wyckoff.errors import UsageError, describe_os_error
 
 # Exit parameters of run_backtest and their defaults: they never change the signals.
 EXIT_DEFAULTS: dict[str, Any] = {
@@ -85,9 +85,7 @@ def _grid_text(path: Path) -> str:
     except FileNotFoundError:
         raise UsageError(f"找不到参数网格文件 {path}，请检查路径。") from None
     except OSError as exc:
-        raise UsageError(
-            f"无法读取参数网格文件 {path}（{exc.strerror}），请检查路径和权限。"
-        ) from None
+        raise UsageError(describe_os_error(exc, "读取参数网格文件", path)) from None
     try:
         kind = os.fstat(fd).st_mode
         if stat.S_ISDIR(kind):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from wyckoff.errors import UsageError
+from wyckoff.errors import UsageError, describe_os_error
 from wyckoff.ledger.money import amount_cents, decimal_of, half_up, price_mills
 
 Broker = Literal["ths", "eastmoney", "tdx", "auto"]
@@ -110,7 +110,7 @@ def _text(path: Path) -> str:
     except IsADirectoryError:
         raise UsageError(f"{path} 是一个文件夹：请给出券商导出的持仓或交割单文件。") from None
     except OSError as exc:
-        raise UsageError(f"读不了文件 {path}：{exc.strerror}。") from None
+        raise UsageError(describe_os_error(exc, "读取文件", path)) from None
     if raw.startswith(BIFF) or raw.startswith(b"PK\x03\x04"):
         raise UsageError(
             f"{path.name} 是 Excel 二进制表格，读不了：请在券商软件里导出为 TXT/CSV，"

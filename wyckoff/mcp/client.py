@@ -26,7 +26,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolRegistry, ToolSpec, canonical_args
-from wyckoff.config import locked, read_json_file, redact_text, write_private_file
+from wyckoff.config import (
+    describe_validation_error,
+    locked,
+    read_json_file,
+    redact_text,
+    write_private_file,
+)
 from wyckoff.errors import ConfigError, UsageError, WyckoffError
 from wyckoff.mcp.remote_schema import SchemaTooLarge, capped_schema, tool_description
 
@@ -56,6 +62,8 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks 
 
 
 class ServerEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # as wyckoff.json: a misspelt key is refused
+
     name: str
     command: list[str] | None = Field(default=None, description="stdio：命令与参数")
     url: str | None = Field(default=None, description="streamable HTTP 地址")
@@ -116,12 +124,20 @@ def load_servers(home: Path) -> list[ServerEntry]:
         data = read_json_file(path)
     except FileNotFoundError:
         return []
-    try:
-        return [ServerEntry.model_validate(e) for e in data]
-    except (ValidationError, TypeError) as exc:
+    if not isinstance(data, list):
         raise ConfigError(
-            f"{path} 格式不对（{type(exc).__name__}）：修正它，或删除后用 `wyckoff mcp add` 重新添加。"
-        ) from None
+            f"{path} 格式不对（应是服务器的列表）：修正它，或删除后用 `wyckoff mcp add` 重新添加。"
+        )
+    entries = []
+    for number, item in enumerate(data, 1):
+        try:
+            entries.append(ServerEntry.model_validate(item))
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{path} 第 {number} 项有误：{describe_validation_error(exc, ServerEntry)}。"
+                "修正它，或删除后用 `wyckoff mcp add` 重新添加。"
+            ) from None
+    return entries
 
 
 def save_servers(home: Path, entries: list[ServerEntry]) -> None:
@@ -130,7 +146,8 @@ def save_servers(home: Path, entries: list[ServerEntry]) -> None:
     write_private_file(home / CONFIG_FILE, json.dumps(payload, ensure_ascii=False, indent=2))
 
 
-def add_server(home: Path, entry: ServerEntry) -> None:
+def add_server(home: Path, entry: ServerEntry) -> ServerEntry | None:
+    """Save `entry`; one of the same name is replaced in place and returned."""
     if not NAME_PATTERN.match(entry.name):
         raise UsageError(
             f"服务器名 '{entry.name}' 不合法：用小写字母开头，只含小写字母、数字和 -，最多 30 个字符。"
@@ -138,8 +155,14 @@ def add_server(home: Path, entry: ServerEntry) -> None:
     if bool(entry.command) == bool(entry.url):
         raise UsageError("请给出 `-- 命令 参数…`（stdio）或 `--url 地址`（HTTP），二者选一。")
     with locked(home / CONFIG_FILE):
-        entries = [e for e in load_servers(home) if e.name != entry.name]
-        save_servers(home, [*entries, entry])
+        entries = load_servers(home)
+        replaced = next((e for e in entries if e.name == entry.name), None)
+        if replaced is None:
+            entries.append(entry)
+        else:
+            entries[entries.index(replaced)] = entry
+        save_servers(home, entries)
+    return replaced
 
 
 def remove_server(home: Path, name: str) -> None:

@@ -13,7 +13,7 @@ import ipaddress
 import os
 import sys
 
-from wyckoff.errors import UsageError, WyckoffError
+from wyckoff.errors import UsageError, WyckoffError, os_error_cause
 from wyckoff.store import Store
 
 TOKEN_VARIABLE = "WYCKOFF_MCP_TOKEN"
@@ -168,7 +168,7 @@ def serve_http(server, host: str, port: int, token: str | None, tier: int) -> No
         listener = socket.create_server((host, port), family=family)
     except OSError as exc:
         raise UsageError(
-            f"无法在 {host}:{port} 上监听（{exc.strerror}）：换一个端口（--port）。"
+            f"无法在 {host}:{port} 上监听（{os_error_cause(exc)}）：换一个端口（--port）。"
         ) from None
     port = listener.getsockname()[1]
     sys.stderr.write(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import schedule_store
-from wyckoff.engine.clock import is_trading_day, market_now
+from wyckoff.engine.clock import clock_time, is_trading_day, market_now
 from wyckoff.errors import NothingToDo, UsageError
 from wyckoff.routine.tethered import die_with_parent
 
@@ -43,7 +43,6 @@ WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 WEEKDAY_LABELS = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
 DAY_RULES = ("trading", "weekdays", "daily")
 STEP_TIMEOUT_S = 3600
-TIME = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 NAME = re.compile(r"^[\w-]{1,32}$")
 
 
@@ -72,8 +71,12 @@ def add_schedule(
         presets = "、".join(PRESETS)
         raise UsageError(f'请用 --run "命令" 或 --ask "问题" 说明要做什么；预设任务名：{presets}。')
     at = at or (PRESETS[name][0] if name in PRESETS else None)
-    if at is None or not TIME.match(at):
-        raise UsageError(f"--at 要写成 24 小时制的 HH:MM（北京时间），例如 15:40，收到 {at}。")
+    if at is None:
+        raise UsageError("请用 --at 给出时刻（北京时间），例如 9:25 或 15:40。")
+    try:
+        at = f"{clock_time(at):%H:%M}"
+    except ValueError as problem:
+        raise UsageError(f"--at {at} 不是时刻：{problem}（北京时间）。") from None
     _check_days(days)
     with store.transaction():
         schedule_store.write(store, name, at, days, kind, command)

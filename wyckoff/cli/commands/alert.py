@@ -69,7 +69,9 @@ def list_rules(json_output: JsonOption = False) -> None:
 
 
 @app.command("rm")
-def remove(rule_id: Annotated[int, typer.Argument(help="规则编号（见 alert list）")]) -> None:
+def remove(
+    rule_id: Annotated[int, typer.Argument(metavar="ID", help="规则编号（见 alert list）")],
+) -> None:
     """删除提醒规则 / remove a rule."""
     from wyckoff.routine.alerts import remove_rule
 

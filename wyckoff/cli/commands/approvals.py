@@ -67,7 +67,9 @@ def list_approvals(
 
 
 @app.command("approve")
-def approve(approval_id: Annotated[int, typer.Argument(help="编号（见 approvals list）")]) -> None:
+def approve(
+    approval_id: Annotated[int, typer.Argument(metavar="ID", help="编号（见 approvals list）")],
+) -> None:
     """批准并执行一次 / approve and run it once."""
     from wyckoff.routine.approvals import approve as run_approved
 
@@ -84,7 +86,9 @@ def approve(approval_id: Annotated[int, typer.Argument(help="编号（见 approv
 
 
 @app.command("reject")
-def reject(approval_id: Annotated[int, typer.Argument(help="编号（见 approvals list）")]) -> None:
+def reject(
+    approval_id: Annotated[int, typer.Argument(metavar="ID", help="编号（见 approvals list）")],
+) -> None:
     """拒绝（不执行）/ reject it."""
     from wyckoff.routine.approvals import reject as drop
 

@@ -82,6 +82,8 @@ def _out_file(path: Path) -> Path:
     target = path.expanduser()
     if target.is_dir():
         raise UsageError(f"--out {path} 是一个文件夹：请给出文件名，如 {target / 'brief.md'}。")
+    if target.exists() and not target.is_file():  # a device or pipe would be replaced
+        raise UsageError(f"--out {path} 不是普通文件（是设备或管道）：请给出一个文件名。")
     if not target.parent.is_dir():
         raise UsageError(f"--out {path}：文件夹 {target.parent} 不存在，请先创建或换一个路径。")
     return target
@@ -89,8 +91,12 @@ def _out_file(path: Path) -> Path:
 
 def _write_out(target: Path, text: str) -> None:
     from wyckoff.config import write_private_file
+    from wyckoff.errors import WyckoffError, describe_os_error
 
-    write_private_file(target, text)
+    try:
+        write_private_file(target, text)
+    except OSError as exc:
+        raise WyckoffError(describe_os_error(exc, "写入", target)) from None
     print_notice(f"已另存：{target}")
 
 

@@ -359,17 +359,12 @@ def _params(model, **values):
     (`--hold-days`), not by the field behind it."""
     from pydantic import ValidationError
 
-    from wyckoff.config import describe_pydantic_error
+    from wyckoff.cli.usage_errors import invalid_options
 
     try:
         return model(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else ""
-        option = (
-            ARGUMENTS.get(field) or f"--{field.replace('_', '-')}" if field in values else "参数"
-        )
-        raise UsageError(f"参数 {option} 的值无效：{describe_pydantic_error(first)}。") from None
+        raise invalid_options(exc, values, ARGUMENTS) from None
 
 
 # --- wyckoff data ------------------------------------------------------------------------------

@@ -61,9 +61,14 @@ def add(
         env=values,
         env_from=references,
     )
-    add_server(wyckoff_home(), entry)
+    replaced = add_server(wyckoff_home(), entry)
     approval = "调用不需要批准（--trust）" if trust else "每次调用都需要批准"
-    print_notice(f"已添加 MCP 服务器 {name}（{entry.target()}）：工具名为 {name}__…，{approval}。")
+    # as `model add` does for a model of that name: the new settings replace the old ones
+    if replaced is None:
+        done = f"已添加 MCP 服务器 {name}（{entry.target()}）"
+    else:
+        done = f"已更新 MCP 服务器 {name}（{entry.target()}，替换原来的 {replaced.target()}）"
+    print_notice(f"{done}：工具名为 {name}__…，{approval}。")
 
 
 @app.command("list")

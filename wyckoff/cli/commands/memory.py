@@ -51,7 +51,7 @@ def list_memories(
 
 @app.command("show")
 def show(
-    memory_id: Annotated[str, typer.Argument(help="记忆 id")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="记忆 id")],
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """显示一条记忆 / print one memory."""
@@ -90,7 +90,7 @@ def add(
 
 
 @app.command("rm")
-def remove(memory_id: Annotated[str, typer.Argument(help="记忆 id")]) -> None:
+def remove(memory_id: Annotated[str, typer.Argument(metavar="ID", help="记忆 id")]) -> None:
     """删除一条记忆 / delete a memory."""
     number = _memory_id(memory_id)
     memories = memory_store()
@@ -136,7 +136,7 @@ def search(
 
 @app.command("trace")
 def trace(
-    memory_id: Annotated[str, typer.Argument(help="记忆 id")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="记忆 id")],
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """回看记忆的来源和取代链 / where a memory came from and what replaced it."""

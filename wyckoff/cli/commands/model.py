@@ -26,7 +26,9 @@ OFFICIAL_BASE_URLS = {
     "gemini": "https://generativelanguage.googleapis.com",
 }
 
-ModelIdArg = Annotated[str, typer.Argument(help="模型 id（自己起的名字，如 claude、ds）")]
+ModelIdArg = Annotated[
+    str, typer.Argument(metavar="NAME", help="模型 id（自己起的名字，如 claude、ds）")
+]
 
 
 @contextmanager
@@ -59,6 +61,19 @@ def _editable(config, *model_ids: str):
     return config.model_copy(
         update={"models": named, "default": default or (named[0].id if named else None)}
     )
+
+
+def _upserted(config, model_id: str, fields: dict):
+    """`config.upsert_model`; a wrong value is named by the option that gave it."""
+    from wyckoff.cli.usage_errors import invalid_value
+    from wyckoff.errors import InvalidField
+
+    try:
+        return config.upsert_model(model_id, **fields)
+    except InvalidField as err:
+        if fields.get(err.field) is None:  # not from an option: the stored config's problem
+            raise
+        raise invalid_value(err.field, err.problem) from None
 
 
 def _require(config, model_id: str):
@@ -117,7 +132,7 @@ def add(
     with _editing() as (home, config):
         config = _editable(config, model_id)
         existing = config.find(model_id)
-        config = config.upsert_model(model_id, **given)
+        config = _upserted(config, model_id, given)
         if keyless_default is False and config.default == model_id:
             config = config.model_copy(update={"default": None})
         _save(config, home)
@@ -216,7 +231,7 @@ def set_default(model_id: ModelIdArg) -> None:
 
 @app.command("fallback")
 def set_fallback(
-    model_id: Annotated[str, typer.Argument(help="备用模型 id，或 none 取消")],
+    model_id: Annotated[str, typer.Argument(metavar="NAME", help="备用模型 id，或 none 取消")],
 ) -> None:
     """设置备用模型（限流、超时、服务故障时接管）/ set the fallback model, or `none`."""
     from wyckoff.config import effective_config
@@ -266,7 +281,7 @@ def set_cost(
     with _editing() as (home, config):
         config = _editable(config, model_id)
         _require(config, model_id)
-        config = config.upsert_model(model_id, **changes)
+        config = _upserted(config, model_id, changes)
         _save(config, home)
     labels = {"input_per_1m": "输入价", "output_per_1m": "输出价", "cache_read_per_1m": "缓存读价"}
     shown = [f"{labels[f]} {v:g}/1M" for f, v in changes.items() if f in labels]

@@ -122,7 +122,7 @@ def remove(code: Annotated[str, typer.Argument(help="6 位代码或股票名称"
 
 @app.command("cash", context_settings={"ignore_unknown_options": True})  # -1 is a number
 def cash(
-    amount: Annotated[float, typer.Argument(help="可用现金")],
+    amount: Annotated[float, typer.Argument(metavar="AMOUNT", help="可用现金")],
     day: Annotated[
         str | None, typer.Option("--date", help="资金转入/转出的日期 YYYYMMDD，默认今天")
     ] = None,
@@ -164,9 +164,9 @@ def undo() -> None:
 
 # --- the ledger: fills with fees -------------------------------------------------------------
 
-StockArg = Annotated[str, typer.Argument(help="6 位代码或股票名称")]
-SharesArg = Annotated[int, typer.Argument(help="成交股数")]
-PriceArg = Annotated[str, typer.Argument(help="成交价（元，最多 3 位小数）")]
+StockArg = Annotated[str, typer.Argument(metavar="STOCK", help="6 位代码或股票名称")]
+SharesArg = Annotated[int, typer.Argument(metavar="SHARES", help="成交股数")]
+PriceArg = Annotated[str, typer.Argument(metavar="PRICE", help="成交价（元，最多 3 位小数）")]
 DateOpt = Annotated[str | None, typer.Option("--date", help="成交日期 YYYYMMDD，默认今天")]
 TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM")]
 ForceOpt = Annotated[

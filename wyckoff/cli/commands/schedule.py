@@ -28,7 +28,7 @@ def _home_and_store():
 @app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="任务名；预设：after-close、tail、pre-open")],
-    at: Annotated[str | None, typer.Option("--at", help="北京时间 HH:MM")] = None,
+    at: Annotated[str | None, typer.Option("--at", help="北京时间，如 9:25、15:40")] = None,
     days: Annotated[
         str, typer.Option("--days", help="trading | weekdays | daily | mon,tue,…")
     ] = "trading",

@@ -87,7 +87,7 @@ def search(
 
 
 @app.command("show")
-def show(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
+def show(session_id: Annotated[str, typer.Argument(metavar="ID", help="会话 id")]) -> None:
     """显示会话内容 / print a session."""
     chat_log = _chat_log()
     messages = [without_secrets(m) for m in chat_log.load(session_id)]
@@ -96,7 +96,7 @@ def show(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
 
 @app.command("export")
 def export(
-    session_id: Annotated[str, typer.Argument(help="会话 id")],
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="会话 id")],
     format: Annotated[ExportFormat, typer.Option("--format", help="md | json")] = ExportFormat.md,
 ) -> None:
     """导出会话 / export a session as Markdown or JSON."""
@@ -110,7 +110,7 @@ def export(
 
 
 @app.command("fork")
-def fork(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
+def fork(session_id: Annotated[str, typer.Argument(metavar="ID", help="会话 id")]) -> None:
     """从某个会话分出一个新会话 / copy a session into a new one."""
     new_id = _chat_log().fork(session_id)
     typer.echo(new_id)
@@ -118,7 +118,7 @@ def fork(session_id: Annotated[str, typer.Argument(help="会话 id")]) -> None:
 
 @app.command("compact")
 def compact(
-    session_id: Annotated[str, typer.Argument(help="会话 id")],
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="会话 id")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="用于写摘要的模型 id")] = None,
 ) -> None:
     """压缩会话上下文（原文存入可恢复归档）/ compact a session now."""

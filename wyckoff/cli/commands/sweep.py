@@ -54,7 +54,7 @@ VIEWS_NOTE = "简单：每日持仓等权收益相加（不复利，含 0.5% 单
 
 
 def sweep(
-    grid_file: Annotated[Path, typer.Argument(help="参数网格 TOML 文件")],
+    grid_file: Annotated[Path, typer.Argument(metavar="FILE", help="参数网格 TOML 文件")],
     start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
     end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
     workers: Annotated[

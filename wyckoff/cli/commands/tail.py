@@ -27,7 +27,7 @@ def tail(
         ),
     ] = None,
     at: Annotated[
-        str | None, typer.Option("--at", metavar="HH:MM", help="回看今天的某个时刻")
+        str | None, typer.Option("--at", metavar="HH:MM", help="回看今天的某个时刻，如 9:31、14:45")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="不在尾盘时段也检查")] = False,
     push: Annotated[

@@ -63,7 +63,9 @@ def started_at(trace_id: str) -> str:
 
 
 @app.command("show")
-def show(trace_id: Annotated[str, typer.Argument(help="追踪 id（或其开头）")]) -> None:
+def show(
+    trace_id: Annotated[str, typer.Argument(metavar="ID", help="追踪 id（或其开头）")],
+) -> None:
     """逐行显示一个追踪 / print one trace, one JSON event per line."""
     from wyckoff.cli.traces import read_trace
     from wyckoff.config import wyckoff_home

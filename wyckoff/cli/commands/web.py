@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wyckoff.errors import UsageError
+from wyckoff.errors import UsageError, os_error_cause
 
 if TYPE_CHECKING:
     from wyckoff.web.security import Guard
@@ -48,7 +48,7 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         raise UsageError(
-            f"无法在 {host}:{port} 上启动（{exc.strerror or exc}）：换一个 --port 再试。"
+            f"无法在 {host}:{port} 上启动（{os_error_cause(exc)}）：换一个 --port 再试。"
         ) from None
     sock.listen(128)
     return sock

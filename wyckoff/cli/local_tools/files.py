@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from wyckoff.cli.local_tools.pdf_text import pdf_text
 from wyckoff.cli.local_tools.workspace import check_opened, display, open_parent, resolve
 from wyckoff.cli.tools import MAX_RESULT_CHARS, ToolContext, ToolFailure, ToolSpec
+from wyckoff.errors import describe_os_error
 
 MAX_READ_BYTES = 20 * 1024 * 1024
 MAX_WRITE_BYTES = 5 * 1024 * 1024
@@ -101,7 +102,7 @@ def read_bytes(path: Path, raw: str, limit: int = MAX_READ_BYTES) -> bytes:
     except FileNotFoundError:
         raise ToolFailure(f"{raw} 不存在。") from None
     except OSError as exc:
-        raise ToolFailure(f"无法打开 {raw}：{exc.strerror}。") from None
+        raise ToolFailure(describe_os_error(exc, "打开", raw)) from None
     with os.fdopen(fd, "rb") as handle:
         size = check_opened(fd, raw).st_size
         if size > limit:
@@ -211,7 +212,7 @@ def _replace_atomically(path: Path, data: bytes, raw: str) -> None:
     try:
         folder, name = open_parent(path, raw)
     except OSError as exc:
-        raise ToolFailure(f"无法写入 {raw}：{exc.strerror}（{exc.filename}）。") from None
+        raise ToolFailure(describe_os_error(exc, "写入", raw)) from None
     temp = f".{name}.{secrets.token_hex(4)}.tmp"
     try:
         mode = _current_mode(folder, name, raw)

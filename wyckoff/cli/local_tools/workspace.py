@@ -17,6 +17,7 @@ from pathlib import Path
 
 from wyckoff.cli.local_tools.key_files import key_file_entry
 from wyckoff.cli.tools import ToolFailure
+from wyckoff.errors import os_error_cause
 
 WORKSPACE_ENV = "WYCKOFF_WORKSPACE"
 EXPORTS_DIR = "exports"
@@ -68,7 +69,7 @@ def resolve(raw: str) -> Path:
         real = Path(os.path.realpath(lexical))
     except OSError as exc:  # a link swapped while realpath read it
         raise ToolFailure(
-            f"无法解析路径 {raw}：{exc.strerror}（路径可能正被改动），请重试。"
+            f"无法解析路径 {raw}：{os_error_cause(exc)}（路径可能正被改动），请重试。"
         ) from None
     check_real_path(real, raw, through_link=inside(Path(os.path.abspath(lexical))))
     return real

@@ -11,7 +11,7 @@ from textual.containers import Horizontal
 from textual.widgets import Collapsible
 
 from wyckoff.cli.tui.widgets import ToolRow
-from wyckoff.cli.tui.wrap import WrappedStatic
+from wyckoff.cli.tui.wrap import WrappedMarkdown, WrappedStatic
 
 
 class DelegationBlock(Collapsible):
@@ -56,10 +56,10 @@ class DelegationBlock(Collapsible):
         )
         self.set_class(self.status != "completed", "failed")
         if self.text:  # streamed as plain text; the conclusion is Markdown, shown as such
-            from textual.widgets import Markdown
-
             self.body.remove()
-            self.query_one(Collapsible.Contents).mount(Markdown(self.text, classes="delegate-text"))
+            self.query_one(Collapsible.Contents).mount(
+                WrappedMarkdown(self.text, classes="delegate-text")
+            )
 
 
 class DelegationView:

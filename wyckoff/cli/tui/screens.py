@@ -19,6 +19,9 @@ from wyckoff.cli.tui.intraday import IntradayChart
 from wyckoff.cli.tui.kline import KLineChart
 from wyckoff.cli.visible_text import visible
 
+EDIT_LABEL = "修改参数 (e)"
+RUN_EDITED_LABEL = "按修改执行 (y)"  # once edited, y runs the edited arguments (see answer)
+
 
 class ApprovalScreen(ModalScreen[Approval]):
     """Allow once / always this session / run with edited arguments / deny.
@@ -86,7 +89,8 @@ class ApprovalScreen(ModalScreen[Approval]):
                     with VerticalScroll(id="action-detail"):
                         yield Static(detail_text(detail))
                 yield Static(
-                    "参数（按 e 修改，改完按 Esc 回到按钮，再选“按修改执行”）：", classes="hint"
+                    "参数（按 e 修改，改完按 Esc 回到按钮，再按 y 或选“按修改执行”）：",
+                    classes="hint",
                 )
                 yield TextArea(raw_arguments(self.request["args"]), language="json", id="args")
             yield Static("", id="error", classes="error")
@@ -94,17 +98,21 @@ class ApprovalScreen(ModalScreen[Approval]):
                 yield Button("允许一次 (y)", id="allow", variant="success")
                 always = self.request.get("always_label") or "本会话总是允许"
                 yield Button(Text(f"{always} (a)"), id="always")
-                yield Button("按修改执行 (e)", id="edit")
+                yield Button(EDIT_LABEL, id="edit")
                 yield Button("拒绝 (n/Esc)", id="deny", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "edit":
+        if event.button.id == "edit" and not self.edited():
+            self.query_one("#args", TextArea).focus()
+        elif event.button.id == "edit":
             self.run_edited()
         else:
             self.answer(event.button.id)  # allow / always / deny
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        """The sentence follows the edited arguments: what is approved is what is described."""
+        """The sentence follows the edited arguments: what is approved is what is described.
+        The edit button says what it (and its key) now does: edit, or run the edit."""
+        self.query_one("#edit", Button).label = RUN_EDITED_LABEL if self.edited() else EDIT_LABEL
         describe = self.request.get("describe")
         try:
             args = json.loads(event.text_area.text)
@@ -264,7 +272,9 @@ class ResumeScreen(ModalScreen[str | None]):
             yield OptionList(
                 *[
                     Option(
-                        f"{local_time(s['updated_at'], seconds=False)}  {s['title'] or '(无标题)'}  · {s['messages']} 条",
+                        # the count first: a long title wraps after it, never between 31 and 条
+                        f"{local_time(s['updated_at'], seconds=False)} · {s['messages']} 条  "
+                        f"{s['title'] or '(无标题)'}",
                         id=s["id"],
                     )
                     for s in self.sessions

@@ -23,6 +23,7 @@ from wyckoff.cli.tui.widgets import (
     ToolRow,
     UserMessage,
 )
+from wyckoff.cli.tui.wrap import WrappedMarkdown
 
 if TYPE_CHECKING:
     from wyckoff.cli.agent import Agent
@@ -149,8 +150,6 @@ class Transcript:
 
     def show_history(self, agent: Agent) -> None:
         """The agent's conversation so far (a resumed session), each tool call a finished row."""
-        from textual.widgets import Markdown
-
         messages = list(agent.conversation)
         observations = {
             m.get("tool_call_id"): str(m.get("content") or "")
@@ -162,7 +161,7 @@ class Transcript:
             if role == "user" and kind_of(message) != "notification":
                 self.app.mount_chat(UserMessage(shown_text(message)))
             elif role == "assistant" and content:
-                self.app.mount_chat(Markdown(content, classes="assistant-message"))
+                self.app.mount_chat(WrappedMarkdown(content, classes="assistant-message"))
             for call in tool_calls_of(message):
                 row = ToolRow(
                     call["id"],

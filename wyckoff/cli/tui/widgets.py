@@ -14,9 +14,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Collapsible, Markdown, ProgressBar, Static, TextArea
+from textual.widgets import Collapsible, ProgressBar, Static, TextArea
 
-from wyckoff.cli.tui.wrap import WrappedStatic
+from wyckoff.cli.tui.wrap import WrappedMarkdown, WrappedStatic
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 WAITING_FOR_MODEL = "等待模型回复"
@@ -76,7 +76,7 @@ class UserMessage(Static):
         super().__init__(Text(text), classes="user-message")
 
 
-class AssistantMessage(Markdown):
+class AssistantMessage(WrappedMarkdown):
     """The answer, streamed as Markdown."""
 
     def __init__(self) -> None:
