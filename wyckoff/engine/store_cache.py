@@ -39,7 +39,7 @@ def cached(
     folder: Path,
     read: Callable[[], T],
     load: Callable[[], T],
-    write: Callable[[Path, T], None],
+    write: Callable[[Path, T], object],
 ) -> T:
     """`read()` from `folder` when it holds this version of the store, else `load()` and
     write it there for the next run."""
