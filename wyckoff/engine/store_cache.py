@@ -76,7 +76,7 @@ def _read(folder: Path, version: str, read: Callable[[], T]) -> T | None:
     return value
 
 
-def _write(folder: Path, version: str, write_files: Callable[[Path], None]) -> None:
+def _write(folder: Path, version: str, write_files: Callable[[Path], object]) -> None:
     """Best effort: a cache that cannot be written (disk full, read-only home) is skipped."""
     staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     try:
