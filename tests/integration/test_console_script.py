@@ -24,6 +24,13 @@ def run_script(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_probe(program: str) -> subprocess.CompletedProcess:
+    """A Python program (that runs a command through the launcher) in its own process."""
+    return subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=cli_env(), timeout=120
+    )
+
+
 def test_the_console_script_answers_help_from_its_cache_and_exits_with_its_codes(home):
     first = run_script("--help")
     assert first.returncode == 0 and "用法：wyckoff" in first.stdout and not first.stderr
@@ -52,9 +59,7 @@ def test_a_command_imports_only_its_own_module_and_help_still_lists_every_one(ho
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('wyckoff.cli.commands.')))"
     )
-    child = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=120
-    )
+    child = run_probe(probe)
     assert child.stdout.splitlines()[-1] == "['wyckoff.cli.commands.model']", child.stderr
     listed = run_script("--help").stdout
     assert all(f"  {name} " in listed for name in COMMANDS)
@@ -75,9 +80,7 @@ def test_an_ask_process_ends_without_the_last_collections_and_keeps_its_memories
         "sys.argv = ['wyckoff', 'ask', '有后台任务吗？我一般尾盘二次确认再买']\n"
         "from wyckoff.cli.launcher import main\nmain()\n"
     )
-    child = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=120
-    )
+    child = run_probe(probe)
     assert child.returncode == 0, child.stderr
     assert child.stdout.splitlines() == ["没有后台任务。", "frozen True"]
     listed = json.loads(cli("memory", "list", "--json").stdout)["memories"]
