@@ -131,3 +131,15 @@ def test_a_warm_ask_reads_the_market_clock_without_numpy_or_duckdb(demo_home, op
     first, second = (body["messages"][0] for body in openai_server.bodies)
     assert first["role"] == "system" and "市场时段" in first["content"]
     assert second == first
+
+
+def test_a_damaged_copy_of_the_open_days_is_read_again_from_the_store(demo_home):
+    from wyckoff.agents.market_data import MarketData, stored_open_days
+    from wyckoff.config import load_config
+
+    config = load_config(demo_home)
+    days = MarketData(demo_home, config).open_day_list()
+    copy = demo_home / CACHE_DIR / "market-demo-open-days" / "open_days.txt"
+    copy.write_text("2024-13-45\nnot a date", encoding="utf-8")
+    assert stored_open_days(demo_home, config) == frozenset(days)
+    assert copy.read_text(encoding="utf-8").split() == [day.isoformat() for day in days]

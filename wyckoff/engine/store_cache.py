@@ -22,15 +22,22 @@ T = TypeVar("T")
 
 def cached_open_days(store_path: Path, load: Callable[[], Iterable[object]]) -> list[date]:
     """The store's open days, oldest first, for this version of the store: from the cache
-    when it has one, else from `load()` (days whose str() is ISO; then cached)."""
+    when it has one (a damaged copy counts as none), else from `load()` (days whose str() is
+    ISO) and then cached."""
     folder = store_path.parent / CACHE_DIR / f"{store_path.stem}-open-days"
-    text = cached(
+    path = folder / OPEN_DAYS_FILE
+    return cached(
         store_path,
         folder,
-        lambda: (folder / OPEN_DAYS_FILE).read_text(encoding="utf-8"),
-        lambda: "\n".join(str(day) for day in load()),
-        lambda staging, days: (staging / OPEN_DAYS_FILE).write_text(days, encoding="utf-8"),
+        lambda: _iso_days(path.read_text(encoding="utf-8")),
+        lambda: [date.fromisoformat(str(day)) for day in load()],
+        lambda staging, days: (staging / OPEN_DAYS_FILE).write_text(
+            "\n".join(day.isoformat() for day in days), encoding="utf-8"
+        ),
     )
+
+
+def _iso_days(text: str) -> list[date]:
     return [date.fromisoformat(day) for day in text.split()]
 
 
