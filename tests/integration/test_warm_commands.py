@@ -1,6 +1,7 @@
 """A warm `wyckoff analyze` or `screen` (the panel cache written by an earlier run) answers
 exactly as the cold one that read the store, and does it without importing pandas or DuckDB:
-those imports cost more than the whole diagnosis (issue #25)."""
+those imports cost more than the whole diagnosis (issue #25). A warm `ask` reads the market
+clock's calendar without numpy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli, cli_env
+from tests.conftest import add_scripted_model, cli, cli_env
+from tests.model_servers import Reply
 from wyckoff.engine.panel_cache import CACHE_DIR
 
 SCRIPT = shutil.which("wyckoff", path=str(Path(sys.executable).parent))
@@ -113,3 +115,31 @@ def test_the_open_days_kept_on_disk_follow_a_changed_store(demo_home):
     frame = pd.DataFrame({"date": [pd.Timestamp(new_day)], "is_open": [True], "source": ["demo"]})
     market.store.upsert("trade_calendar", frame)
     assert list(market.open_days()) == [*before, new_day]
+
+
+def test_a_warm_ask_reads_the_market_clock_without_numpy_or_duckdb(demo_home, openai_server):
+    """`ask` tells the model the market's phase from the stored calendar: once the open days
+    are on disk, the next ask reads them as text (numpy and DuckDB cost ~0.1-0.16 s CPU to
+    import) and sends the very same system prompt."""
+    add_scripted_model(openai_server, "m")
+    openai_server.script(Reply(text="好"), Reply(text="好"))
+    shutil.rmtree(demo_home / CACHE_DIR, ignore_errors=True)
+    cold, warm = run_script("ask", "你好"), run_script("ask", "你好")
+    assert cold.returncode == warm.returncode == 0 and warm.stdout == cold.stdout == "好\n"
+    modules = imported_modules(warm.stderr)
+    assert "openai" in modules and not {"numpy", "pandas", "duckdb"} & modules
+    first, second = (body["messages"][0] for body in openai_server.bodies)
+    assert first["role"] == "system" and "市场时段" in first["content"]
+    assert second == first
+
+
+def test_a_damaged_copy_of_the_open_days_is_read_again_from_the_store(demo_home):
+    from wyckoff.agents.market_data import MarketData, stored_open_days
+    from wyckoff.config import load_config
+
+    config = load_config(demo_home)
+    days = MarketData(demo_home, config).open_day_list()
+    copy = demo_home / CACHE_DIR / "market-demo-open-days" / "open_days.txt"
+    copy.write_text("2024-13-45\nnot a date", encoding="utf-8")
+    assert stored_open_days(demo_home, config) == frozenset(days)
+    assert copy.read_text(encoding="utf-8").split() == [day.isoformat() for day in days]

@@ -157,7 +157,7 @@ class MarketMinutes:
         self.panel = self.market.panel()
 
     def open_days(self) -> frozenset[date]:
-        return frozenset(self.market.open_days().astype(object))
+        return frozenset(self.market.open_day_list())
 
     def day(self, code: str, moment: datetime, own_stop: float | None = None) -> StockDay:
         """`code` on the day of `moment`, its minutes up to it."""
@@ -246,7 +246,7 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
 
     market = MarketData.from_context(context)
     market.ready()
-    open_days = frozenset(market.open_days().astype(object))
+    open_days = frozenset(market.open_day_list())
     now = market_now()
     moment = checked_minute(now, open_days, params.at, params.force)
     wanted = candidates(context, market, params.codes)

@@ -58,7 +58,8 @@ class MarketData:
         """The last `days` trading days (up to `end`, else the latest): kept in memory per
         process, and the latest ones on disk per store version (see engine/panel_cache.py), so
         a warm run does not touch DuckDB."""
-        from wyckoff.engine.panel_cache import cached_panel, store_version
+        from wyckoff.engine.panel_cache import cached_panel
+        from wyckoff.engine.store_cache import store_version
 
         if not self.store.path.exists():
             self.ready()
@@ -96,14 +97,19 @@ class MarketData:
         return payload
 
     def open_days(self) -> np.ndarray:
-        """Trading days the store knows: its calendar's open days and every date with bars
-        (kept on disk per store version, see engine/panel_cache.py)."""
+        """Trading days the store knows (datetime64[D], oldest first): its calendar's open
+        days and every date with bars."""
         import numpy as np
 
-        from wyckoff.engine.panel_cache import cached_open_days
+        return np.array(self.open_day_list(), dtype="datetime64[D]")
+
+    def open_day_list(self) -> list[date]:
+        """`open_days` as dates, read without numpy from a copy kept on disk per store version
+        (see engine/store_cache.py); empty before the store exists."""
+        from wyckoff.engine.store_cache import cached_open_days
 
         if not self.store.path.exists():
-            return np.array([], dtype="datetime64[D]")
+            return []
         return cached_open_days(self.store.path, self.store.trading_dates)
 
     def stock_table(self):
@@ -135,10 +141,9 @@ def stored_open_days(home: Path, config) -> frozenset[date]:
     market = MarketData(home, config)
     market.store.lock_wait_s = 0.5  # a running `data sync` must not hold up the prompt
     try:
-        days = market.open_days()
+        return frozenset(market.open_day_list())
     except (WyckoffError, OSError):
         return frozenset()
-    return frozenset(days.astype(object))
 
 
 def all_stocks(panel) -> dict[str, list]:

@@ -29,12 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wyckoff.engine import adjustment
-from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.errors import WyckoffError
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from wyckoff.engine.panel import Panel
 
 REAL_FILE = "market.duckdb"
 DEMO_FILE = "market-demo.duckdb"
@@ -281,6 +282,8 @@ class MarketStore:
         self, days: int = 400, codes: list[str] | None = None, end: str | None = None
     ) -> Panel:
         """The last `days` trading days up to `end` as a qfq-adjusted Panel."""
+        from wyckoff.engine.panel import panel_from_long
+
         with self._reading() as conn:
             end_clause = "WHERE date <= ?" if end else ""
             params: list = [end] if end else []

@@ -93,6 +93,9 @@ def ask(
 ) -> None:
     """无界面提问 / ask the agent headless."""
     from wyckoff.cli.agent import open_agent
+    from wyckoff.cli.exit_collection import skip_exit_collection
+
+    skip_exit_collection()
 
     text = _question_text(question)
     if not text.strip():
