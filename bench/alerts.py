@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.startup import wyckoff_command  # noqa: E402
 
 HOLDINGS, WATCHED, PRICE_RULES, TRIGGER_RULES = 20, 30, 100, 52
 
@@ -63,6 +66,7 @@ def run(home: Path, runs: int) -> None:
     from wyckoff.store import Store
 
     ensure_demo(home)
+    subprocess.run([*wyckoff_command(), "data", "use", "demo"], check=True, capture_output=True)
     store = Store(home / f"bench-alerts-{os.getpid()}.db")
     context = ToolContext(home=home, registry=default_registry(), store=store)
     from wyckoff.agents.market_data import MarketData
