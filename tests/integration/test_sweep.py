@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -153,6 +154,25 @@ def test_local_workers_share_one_copy_of_the_panel_from_disk_and_it_is_gone_afte
     assert not [key for key in held if "Panel" in str(key)]  # nothing scattered
     assert not Path(opened.pop()).exists()
     assert list(client.run(opened_panels).values()) == [[], []]
+
+
+def test_a_killed_sweeps_panel_folder_is_removed_by_the_next_sweep(panel, client):
+    """kill -9 leaves a sweep's temporary panel folder behind (the whole market is ~220 MB);
+    the next sweep removes the folders of processes that are gone, and only those."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    temp = Path(tempfile.gettempdir())
+    stale = temp / f"wyckoff-sweep-{gone.stdout.strip()}-killed"
+    alive = temp / f"wyckoff-sweep-{os.getppid()}-running"  # another sweep, still going
+    for folder in (stale, alive):
+        folder.mkdir()
+        (folder / "meta.json").write_text("{}")
+    try:
+        run_sweep(panel, parse_grid(GRID), START, END, client=client)
+        assert not stale.exists() and (alive / "meta.json").exists()
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(alive, ignore_errors=True)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by .ci/run")
@@ -338,6 +358,9 @@ def test_sweep_command_ranks_saves_exports_and_walks_forward(tmp_path, demo_swee
     assert "热力图" in shown.stdout and "演示数据" in shown.stdout
     rows = list(csv.DictReader(exported.open(encoding="utf-8")))
     assert len(rows) == 8 and {r["source"] for r in rows} == {"demo（演示数据）"}
+    ranked = [line.split("│")[1:-1] for line in shown.stdout.splitlines() if "│" in line][:8]
+    rates = [cell.strip() for row in ranked for cell in row[-8:]]  # after 交易数: 2 decimals
+    assert len(rates) == 64 and all(re.fullmatch(r"-?[\d,]+\.\d\d|—", r) for r in rates), rates
 
     walked = cli(*args, "--walk-forward", "20:10", "--json")
     assert walked.returncode == 0, walked.stderr

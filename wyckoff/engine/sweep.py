@@ -125,6 +125,30 @@ def can_read(folder: str) -> bool:
     return Path(folder, "meta.json").is_file()
 
 
+PANEL_FOLDER = "wyckoff-sweep-"  # + the sweeping process's id: a killed sweep's is found
+
+
+def remove_stale_panels() -> None:
+    """Remove the panel folders of sweeps whose process is gone (killed with kill -9, its
+    temporary folder of up to a few hundred MB was never removed)."""
+    import shutil
+
+    for folder in Path(tempfile.gettempdir()).glob(f"{PANEL_FOLDER}*-*"):
+        pid = folder.name.removeprefix(PANEL_FOLDER).split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 # --- tasks (module-level functions: workers import them by name) ------------------------------
 
 
@@ -222,7 +246,8 @@ class ClusterRunner:
         can read it (removed afterwards), else the panel sent once to every worker."""
         from wyckoff.engine.panel_cache import write_panel
 
-        with tempfile.TemporaryDirectory(prefix="wyckoff-sweep-") as folder:
+        remove_stale_panels()
+        with tempfile.TemporaryDirectory(prefix=f"{PANEL_FOLDER}{os.getpid()}-") as folder:
             write_panel(Path(folder), panel)
             on_disk = PanelOnDisk(folder, panel.source)
             readable = self.client.run(can_read, folder)

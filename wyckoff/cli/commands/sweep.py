@@ -230,10 +230,27 @@ def _print_ranking(result: dict[str, Any], top: int) -> None:
         f"按 {METRIC_LABELS[result['metric']]} 排名（前 {len(shown)} / {len(result['results'])}）",
         ["#", *names, *(METRIC_LABELS[m] for m in TABLE_METRICS)],
         [
-            [rank, *(row["params"][n] for n in names), *(row["metrics"][m] for m in TABLE_METRICS)]
+            [
+                rank,
+                *(row["params"][n] for n in names),
+                *(metric_text(m, row["metrics"][m]) for m in TABLE_METRICS),
+            ]
             for rank, row in enumerate(shown, 1)
         ],
     )
+
+
+COUNT_METRICS = {"trades", "max_consecutive_losses"}
+
+
+def metric_text(name: str, value: float | None) -> str:
+    """A metric as the table shows it: counts whole, the rest with 2 decimals (the unit is in
+    the column's name)."""
+    if value is None:
+        return "—"
+    if name in COUNT_METRICS:
+        return f"{value:,}"
+    return f"{round(value, 2) + 0.0:,.2f}"
 
 
 def _print_window_benchmarks(result: dict[str, Any]) -> None:
