@@ -20,9 +20,11 @@ class Watched(TypedDict):
     note: str
 
 
-def watched(store: Store) -> list[Watched]:
+def watched(store: Store, tag: str | None = None) -> list[Watched]:
+    """The watched stocks by code; with `tag`, only those tagged so."""
     rows = store.conn.execute("SELECT code, name, tags, note FROM watchlist ORDER BY code")
-    return [_watched(r) for r in rows.fetchall()]
+    found = [_watched(r) for r in rows.fetchall()]
+    return [w for w in found if tag in w["tags"]] if tag else found
 
 
 def one(store: Store, code: str) -> Watched | None:

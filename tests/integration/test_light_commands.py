@@ -35,6 +35,11 @@ FORMS = (
     ("memory", "list", "--type", "preference", "--json"),
     ("memory", "list", "--type", "nonsense"),
     ("memory", "list", "--type", "--json"),
+    ("watch", "list"),
+    ("watch", "list", "--tag", "白酒", "--json"),
+    ("watch", "list", "--json", "--tag", "没有这个标签"),
+    ("watch", "list", "--tag"),
+    ("watch", "list", "--tag=白酒"),
 )
 
 
@@ -70,6 +75,8 @@ def fill_home(home) -> None:
     usage = token_usage(1000, 200, 10_000)
     record_usage(Store.in_home(home), model, usage, price(model, usage))
     assert cli("memory", "add", "--type", "preference", "只看低估值的白酒股").returncode == 0
+    assert cli("watch", "add", "茅台", "--tag", "白酒", "--note", "等回踩").returncode == 0
+    assert cli("watch", "add", "000001", "--tag", "银行").returncode == 0
 
 
 def test_with_an_empty_home_both_ways_print_the_same(home):
@@ -86,6 +93,9 @@ def test_with_several_models_both_ways_print_the_same_and_no_key(home):
     assert [m["fallback"] for m in listed["models"]] == [False, True]
     assert "10,000" in usage_table  # the cache reads recorded above
     assert "只看低估值的白酒股" in outcomes[11][1]
+    assert "贵州茅台" in outcomes[15][1] and "等回踩" in outcomes[15][1]
+    assert [w["code"] for w in json.loads(outcomes[16][1])["watchlist"]] == ["600519"]
+    assert json.loads(outcomes[17][1])["watchlist"] == []
     printed = "".join(out + err for _, out, err in outcomes)
     assert SECRET not in printed and "sk-from-the-environment-99" not in printed
 
@@ -114,6 +124,9 @@ def test_a_broken_config_file_is_one_chinese_sentence_both_ways(home):
         (("model", "usage", "--days", "0"), False),
         (("memory", "list", "--type", "preference"), True),
         (("memory", "list", "--type=preference"), False),
+        (("watch", "list"), True),
+        (("watch", "list", "--tag", "白酒", "--json"), True),
+        (("watch", "list", "--tag"), False),
     ],
 )
 def test_the_usual_forms_run_without_typer_and_the_others_through_it(home, form, light):

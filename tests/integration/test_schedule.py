@@ -197,6 +197,10 @@ def test_paused_schedules_do_not_run_and_install_prints_without_touching_the_sys
         (("add", "x", "--at", "15:00", "--run", "alert"), "`wyckoff alert` 后面缺少子命令"),
         (("add", "x", "--at", "15:00", "--run", "--continue"), "要写一个 wyckoff 子命令"),
         (("add", "after-close", "--run", "data sync", "--run", "brief --psh all"), "--psh"),
+        (
+            ("add", "x", "--at", "15:00", "--run", "brief --push al"),
+            "无法运行：没有名为 al 的推送渠道（还没有添加任何渠道）。",
+        ),
         (("pause", "nope"), "没有名为 nope"),
         (("install",), "--print cron"),
     ],
@@ -216,6 +220,19 @@ def test_a_well_formed_step_is_accepted_as_written(home):
     assert [" ".join(step) for step in schedule["command"]] == [
         "alert check", "tail --push all", "portfolio cash -1", "brief --format html"
     ]  # fmt: skip
+
+
+def test_a_step_pushing_to_a_channel_the_user_does_not_have_is_refused_when_added(home):
+    for name in ("phone", "mail"):
+        assert cli("notify", "add", name, "--kind", "wecom", "--url-env", "URL").returncode == 0
+    for step in ("brief --push al", "tail --push al"):
+        result = cli("schedule", "add", "x", "--at", "15:00", "--run", "data sync", "--run", step)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert "没有名为 al 的推送渠道（已有：" in result.stderr and result.stderr.count("\n") == 1
+        assert "mail" in result.stderr and "phone" in result.stderr
+    assert json.loads(cli("schedule", "list", "--json").stdout)["schedules"] == []
+    added = cli("schedule", "add", "x", "--at", "15:00", "--run", "tail --push phone")
+    assert added.returncode == 0, added.stderr
 
 
 def test_a_time_without_its_leading_zero_is_stored_as_hh_mm(home):

@@ -98,6 +98,25 @@ def test_bad_input_gets_one_sentence(web) -> None:
         assert error and "Traceback" not in error and error.endswith(("。", "）")), error
 
 
+def test_a_badly_filled_form_is_one_chinese_sentence_naming_the_field_as_labelled(web) -> None:
+    client = web.login()
+    csrf = {"x-csrf-token": web.csrf(client)}
+    wrong = "。请改好后再生成计划。"
+    for form, sentence in [
+        ({"action": "buy", "code": "万科A", "shares": "一百", "price": 9.5}, "「股数」填得不对：需要一个整数"),
+        ({"action": "set_cash", "cash": "很多"}, "「现金」填得不对：需要一个数字"),
+        ({"action": "buy", "code": "万科A"}, "还没填：股数、成交价"),
+        ({"action": "sell-all", "code": "万科A"}, "「操作」填得不对：可选 'add', 'update', "),
+    ]:  # fmt: skip
+        response = client.post("/api/portfolio/plan", json=form, headers=csrf)
+        error = response.json()["error"]
+        assert response.status_code == 400 and error.startswith(sentence), error
+        assert error.endswith(wrong) and error.count("。") == 2, error
+    long_name = {"action": "add", "code": "万科" * 30}
+    error = client.post("/api/watch/plan", json=long_name, headers=csrf).json()["error"]
+    assert error.startswith("「代码或名称」填得不对：股票代码或名称最长 40 个字"), error
+
+
 def test_briefs_are_the_routines_markdown_files_newest_first(web, demo_home) -> None:
     folder = demo_home / "briefs"
     folder.mkdir()

@@ -146,7 +146,7 @@ def _apply(
 def _held_before(store: Store, held: Position, ex_date: str) -> int:
     """The shares held at the close before `ex_date`: today's, less what fills and other
     corporate actions on or after it added."""
-    later = sum(
+    later: int = sum(
         f["shares"] if f["side"] == "buy" else -f["shares"]
         for f in portfolio_store.fills(store, held["code"])
         if f["trade_date"] >= ex_date

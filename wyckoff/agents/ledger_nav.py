@@ -16,7 +16,7 @@ from wyckoff import portfolio_store
 from wyckoff.agents.ledger_report import value_cents
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     from wyckoff.engine.market_store import MarketStore
     from wyckoff.store import Store

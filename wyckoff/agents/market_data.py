@@ -15,17 +15,21 @@ from wyckoff.engine.sources.choice import no_data_hint, resolve_source
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd  # type: ignore[import-untyped]
+
+    from wyckoff.config import WyckoffConfig
+    from wyckoff.engine.panel import Panel
 
 DEMO_NOTE = "演示数据：这是本地合成的行情，不是真实市场数据，结论仅供体验功能。"
 PANEL_DAYS = 400
-_PANELS: dict[tuple, Any] = {}
+_PANELS: dict[tuple[str, str, int, str | None], Panel] = {}
 _PANEL_LOCK = threading.Lock()
 
 
 class MarketData:
     """The market store of the configured source and the panels loaded from it."""
 
-    def __init__(self, home: Path, config) -> None:
+    def __init__(self, home: Path, config: WyckoffConfig) -> None:
         from wyckoff.engine.market_store import MarketStore
 
         self.home = home
@@ -54,7 +58,7 @@ class MarketData:
         elif self.store.is_empty():
             raise ToolFailure(no_data_hint(self.source))
 
-    def panel(self, days: int = PANEL_DAYS, end: str | None = None):
+    def panel(self, days: int = PANEL_DAYS, end: str | None = None) -> Panel:
         """The last `days` trading days (up to `end`, else the latest): kept in memory per
         process, and the latest ones on disk per store version (see engine/panel_cache.py), so
         a warm run does not touch DuckDB."""
@@ -77,14 +81,15 @@ class MarketData:
                 _PANELS[key] = panel
         return panel
 
-    def _load(self, days: int, end: str | None = None):
+    def _load(self, days: int, end: str | None = None) -> Panel:
         self.ready()
         return self.store.load_panel(days, end=end)
 
     def bar_dates(self) -> np.ndarray:
         """Every date the store has bars for."""
         self.ready()
-        return self.store.bar_dates()["date"].to_numpy().astype("datetime64[D]")
+        dates: np.ndarray = self.store.bar_dates()["date"].to_numpy().astype("datetime64[D]")
+        return dates
 
     def envelope(self, as_of: str, **result: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"source": self.source, "as_of": as_of}
@@ -112,7 +117,7 @@ class MarketData:
             return []
         return cached_open_days(self.store.path, self.store.trading_dates)
 
-    def stock_table(self):
+    def stock_table(self) -> pd.DataFrame:
         self.ready()
         return self.store.stocks()
 
@@ -131,7 +136,7 @@ def partial_bar_note(as_of: str) -> str:
     return partial_bar_note(now, trading_phase(now))
 
 
-def stored_open_days(home: Path, config) -> frozenset[date]:
+def stored_open_days(home: Path, config: WyckoffConfig | None) -> frozenset[date]:
     """The open days of the configured market's stored calendar; empty when there is no
     store yet or it cannot be read at once (the clock then counts weekdays as open)."""
     from wyckoff.errors import WyckoffError
@@ -146,7 +151,7 @@ def stored_open_days(home: Path, config) -> frozenset[date]:
         return frozenset()
 
 
-def all_stocks(panel) -> dict[str, list]:
+def all_stocks(panel: Panel) -> dict[str, list[str]]:
     """The codes and names of the panel's stocks plus any listed stock it lacks, so names
     resolve against the whole market: a fragment unique among demo stocks is not unique
     among all A-shares."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from wyckoff import portfolio_store
 from wyckoff.agents import results
@@ -389,8 +390,12 @@ class UpdatePortfolioParams(BaseModel):
             "sell": ("code", "shares", "price"),
         }
         missing = [f for f in needed.get(self.action, ("code",)) if getattr(self, f) in (None, "")]
-        if missing:
-            raise ValueError(f"{self.action} 需要 {'、'.join(missing)}")
+        if missing:  # `missing` in ctx: the web form names them as its labels read
+            raise PydanticCustomError(
+                "value_error",
+                "{action} 需要 {fields}",
+                {"action": self.action, "fields": "、".join(missing), "missing": missing},
+            )
         return self
 
 

@@ -45,7 +45,7 @@ def validate_stock(stock: str, name: str | None) -> tuple[str, str]:
 def held_code(positions: list[dict[str, Any]], stock: str) -> str:
     """The code of the held position `stock` names, by the same rules as everywhere else
     (code, `600519.SH`, full-width digits, name, unique fragment); else PortfolioError."""
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     held = pd.DataFrame(positions, columns=["code", "name"])
     try:

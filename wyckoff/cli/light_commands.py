@@ -47,6 +47,11 @@ LIGHT_COMMANDS = {
         {"--json": "json_output"},
         {"--days": ("days", whole_number)},
     ),
+    ("watch", "list"): Light(
+        "wyckoff.cli.commands.watch_views:list_watched",
+        {"--json": "json_output"},
+        {"--tag": ("tag", str)},
+    ),
     ("memory", "list"): Light(
         "wyckoff.cli.commands.memory_views:list_memories",
         {"--json": "json_output"},

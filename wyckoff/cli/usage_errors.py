@@ -1,4 +1,5 @@
-"""Command-line usage errors (unknown option, missing or invalid argument) in Chinese.
+"""Command-line usage errors (unknown option, missing or invalid argument) in Chinese, and
+the same for a web form's fields.
 
 Typer parses arguments with its own copy of Click (see click_compat.py) and converts values with
 pydantic; both speak English, so the error is rebuilt here from its parts. Every such error names
@@ -72,12 +73,28 @@ def invalid_options(
     exc: ValidationError, given: Mapping[str, object], arguments: Mapping[str, str] | None = None
 ) -> UsageError:
     """A pydantic error over the fields a command filled from its options (`given`)."""
-    first = exc.errors()[0]
-    field = str(first["loc"][0]) if first["loc"] else ""
-    problem = describe_pydantic_error(first)
+    field, problem = first_problem(exc)
     if field not in given:
         return UsageError(f"参数有误：{problem}。")
     return invalid_value(field, problem, arguments)
+
+
+def form_problem(exc: ValidationError, labels: Mapping[str, str]) -> str:
+    """A pydantic error over a web form, naming each field as the page labels it:
+    "「股数」填得不对：需要一个整数", or "还没填：股数、成交价" when a check of the whole form
+    lists the fields it lacks (in its error's ctx `missing`)."""
+    missing = (exc.errors()[0].get("ctx") or {}).get("missing")
+    if missing:
+        return f"还没填：{'、'.join(labels.get(f, f) for f in missing)}"
+    field, problem = first_problem(exc)
+    return f"「{labels.get(field, field)}」填得不对：{problem}" if field else problem
+
+
+def first_problem(exc: ValidationError) -> tuple[str, str]:
+    """The field (top level, "" for the whole model) of a pydantic error's first problem, and
+    the problem in Chinese."""
+    first = exc.errors()[0]
+    return (str(first["loc"][0]) if first["loc"] else "", describe_pydantic_error(first))
 
 
 def _no_such_command(message: str) -> str:

@@ -119,8 +119,8 @@ def chosen(store: Store, target: str) -> list[Channel]:
         return known
     found = [c for c in known if c.name == target]
     if not found:
-        names = "、".join(c.name for c in known) or "还没有"
-        raise UsageError(f"没有名为 {target} 的推送渠道（已有：{names}）。")
+        names = f"已有：{'、'.join(c.name for c in known)}" if known else "还没有添加任何渠道"
+        raise UsageError(f"没有名为 {target} 的推送渠道（{names}）。")
     return found
 
 

@@ -33,8 +33,7 @@ class Watchlist:
         self.store = store
 
     def items(self, tag: str | None = None) -> list[Watched]:
-        found = watchlist_store.watched(self.store)
-        return [w for w in found if tag in w["tags"]] if tag else found
+        return watchlist_store.watched(self.store, tag)
 
     def add(
         self,

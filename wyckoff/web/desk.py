@@ -21,6 +21,16 @@ from wyckoff.errors import UsageError
 
 SCREEN_ROWS = 20
 RANGE_DAYS = 60  # the trading range the Spring trigger tests a break of: 60 closes to t-2
+CHANGE_FORM_LABELS = {  # the portfolio page's change form (app.js `changeForm`)
+    "action": "操作",
+    "code": "代码或名称",
+    "shares": "股数",
+    "price": "成交价",
+    "trade_date": "成交日期",
+    "cost_price": "成本价",
+    "stop_loss": "止损价",
+    "cash": "现金",
+}
 
 
 @dataclass
@@ -211,6 +221,7 @@ class Desk:
         from pydantic import ValidationError
 
         from wyckoff.agents.portfolio import UpdatePortfolioParams, describe_update
+        from wyckoff.cli.usage_errors import form_problem
 
         if form.get("action") == "undo":
             return self.propose(Plan(_undo_sentence(self.context), self._undo))
@@ -218,8 +229,8 @@ class Desk:
         try:
             params = UpdatePortfolioParams(**fields)
         except ValidationError as exc:
-            reasons = "；".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
-            raise UsageError(f"这个改动填得不完整：{reasons}。请改好后再生成计划。") from None
+            problem = form_problem(exc, CHANGE_FORM_LABELS)
+            raise UsageError(f"{problem}。请改好后再生成计划。") from None
         return self.propose(
             Plan(describe_update(params, self.context), lambda: self._update(params))
         )

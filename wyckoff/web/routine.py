@@ -14,6 +14,7 @@ from wyckoff.errors import UsageError
 from wyckoff.web.desk import Plan
 
 BRIEF_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+WATCH_FORM_LABELS = {"code": "代码或名称", "tags": "标签", "note": "备注"}  # app.js `watchPage`
 
 
 # --- alerts ------------------------------------------------------------------------------------
@@ -86,6 +87,7 @@ def watch_plan(context: ToolContext, form: dict[str, Any]) -> Plan:
     from pydantic import ValidationError
 
     from wyckoff.agents.portfolio import validate_stock
+    from wyckoff.cli.usage_errors import form_problem
     from wyckoff.routine.watchlist import (
         UpdateWatchlistParams,
         Watchlist,
@@ -102,8 +104,8 @@ def watch_plan(context: ToolContext, form: dict[str, Any]) -> Plan:
                 "note": form.get("note") or None,
             }
         )
-    except ValidationError:
-        raise UsageError("请给出要加入或移出自选的股票（代码或名称）。") from None
+    except ValidationError as exc:
+        raise UsageError(f"{form_problem(exc, WATCH_FORM_LABELS)}。请改好后再试。") from None
     book = Watchlist(context.store)
     if params.action == "add":
         code = validate_stock(params.code, None)[0]

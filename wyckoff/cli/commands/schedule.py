@@ -71,6 +71,20 @@ def step_problem(args: list[str]) -> str | None:
         return f"`{context.command_path}` 后面缺少子命令"
     if context.parent is None:
         return "要写一个 wyckoff 子命令，如 brief --push all"
+    return _channel_problem(context.params.get("push"))
+
+
+def _channel_problem(target: str | None) -> str | None:
+    """A step's `--push NAME` (brief, tail) naming no channel the user has: it would fail on
+    every run. `all` is fine with none (the step then does its work and pushes nothing)."""
+    from wyckoff.routine.notify import chosen
+
+    if target in (None, "all"):
+        return None
+    try:
+        chosen(_home_and_store()[1], target)
+    except UsageError as exc:
+        return exc.message.removesuffix("。")
     return None
 
 

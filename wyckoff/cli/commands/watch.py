@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from wyckoff.cli.output import print_json, print_notice, print_table
+from wyckoff.cli.output import print_notice
 from wyckoff.store import Store
 
 app = typer.Typer(
@@ -53,18 +53,9 @@ def list_watched(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """列出自选股 / list the watchlist."""
-    items = _watchlist().items(tag)
-    if json_output:
-        print_json({"watchlist": items})
-        return
-    if not items:
-        print_notice("自选股为空。用 `wyckoff watch add 600519 --tag 白酒` 添加。")
-        return
-    print_table(
-        "自选股",
-        ["代码", "名称", "标签", "备注"],
-        [[w["code"], w["name"], "、".join(w["tags"]), w["note"]] for w in items],
-    )
+    from wyckoff.cli.commands.watch_views import list_watched as print_watched
+
+    print_watched(tag, json_output)
 
 
 @app.command("undo")
