@@ -319,12 +319,7 @@ def _one_verdict(
         "unchecked": day.unchecked + verdict.unchecked,
         "playbook": verdict.playbook,
         "price": facts.price,
-        "minutes": {
-            "source": day.minutes.source,
-            "freq": day.minutes.freq,
-            "as_of": f"{day.minutes.as_of:%H:%M}",
-            "complete": day.minutes.complete,
-        },
+        "minutes": minutes_label(day, "%H:%M"),
         "facts": facts.as_dict(),
         "support": day.support,
         "stop": day.stop,
@@ -514,15 +509,20 @@ def latest_day(
 
 def day_envelope(minutes: MarketMinutes, day: StockDay, **result: Any) -> dict[str, Any]:
     """A result about one stock's day: the market envelope, the stock and its minutes' label."""
-    label = {
-        "source": day.minutes.source,
-        "freq": day.minutes.freq,
-        "as_of": f"{day.minutes.as_of:%Y-%m-%d %H:%M}",
-        "complete": day.minutes.complete,
-    }
+    label = minutes_label(day, "%Y-%m-%d %H:%M")
     return minutes.market.envelope(
         f"{day.minutes.day:%Y-%m-%d}", code=day.code, name=day.name, minutes=label, **result
     )
+
+
+def minutes_label(day: StockDay, as_of_format: str) -> dict[str, Any]:
+    """Where the day's minute bars came from, how fine, up to when, and whether whole."""
+    return {
+        "source": day.minutes.source,
+        "freq": day.minutes.freq,
+        "as_of": format(day.minutes.as_of, as_of_format),
+        "complete": day.minutes.complete,
+    }
 
 
 INTRADAY_TOOLS = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -164,19 +165,24 @@ def runs(
 @app.command("run-due")
 def run_due() -> None:
     """运行到点的任务（由 cron / systemd 每分钟调用）/ run what is due now."""
-    from wyckoff.routine.schedule import failure_notice, open_days_of
-    from wyckoff.routine.schedule import run_due as run_schedules
-
-    home, store = _home_and_store()
-    acted = run_schedules(store, home, open_days_of(home))
-    for action in acted:
-        label = STATUS_LABELS[action["status"]]
-        print_notice(f"{action['schedule']}：{label} — {action['detail']}")
-    for result in failure_notice(store, acted):
+    acted, deliveries = _run_what_is_due(*_home_and_store())
+    for result in deliveries:
         if not result["ok"]:
             print_notice(f"失败通知没有送达：{result['error']}")
     if any(a["status"] == "failed" for a in acted):
         raise typer.Exit(1)
+
+
+def _run_what_is_due(home: Path, store: Store) -> tuple[list[dict], list[dict]]:
+    """Run the schedules due now, one line per run, and push a notice of the failed ones:
+    (the runs, the notice's push results)."""
+    from wyckoff.routine.schedule import failure_notice, open_days_of, run_due
+
+    acted = run_due(store, home, open_days_of(home))
+    for action in acted:
+        label = STATUS_LABELS[action["status"]]
+        print_notice(f"{action['schedule']}：{label} — {action['detail']}")
+    return acted, failure_notice(store, acted)
 
 
 @app.command("install")
@@ -206,20 +212,12 @@ def daemon(
     """没有 cron/systemd 时：前台循环运行 run-due，Ctrl+C 退出 / loop run-due."""
     import time
 
-    from wyckoff.routine.schedule import failure_notice, open_days_of
-    from wyckoff.routine.schedule import run_due as run_schedules
-
     if not 10 <= interval <= 3600:
         raise UsageError(f"--interval 是 10 到 3600 秒，收到 {interval}。")
     home, store = _home_and_store()
     print_notice(f"定时任务守护进程已启动，每 {interval} 秒检查一次；Ctrl+C 退出。")
     while True:
-        acted = run_schedules(store, home, open_days_of(home))
-        for action in acted:
-            print_notice(
-                f"{action['schedule']}：{STATUS_LABELS[action['status']]} — {action['detail']}"
-            )
-        failure_notice(store, acted)
+        _run_what_is_due(home, store)
         time.sleep(interval)
 
 
