@@ -22,6 +22,9 @@ class Position(TypedDict):
     buy_dt: str
     stop_loss: float | None
     cost_cents: int  # the exact cost basis: what the shares cost, buy fees included
+    # the day the user stated the share count (add, update, a holdings import): ex-dates on
+    # or before it are already in it; None when fills alone made the position
+    booked_dt: str | None
 
 
 class Fill(TypedDict):
@@ -67,8 +70,9 @@ def position(store: Store, code: str) -> Position | None:
 
 def write_position(store: Store, held: Position) -> None:
     store.conn.execute(
-        "INSERT OR REPLACE INTO positions (code, name, shares, cost_price, buy_dt, stop_loss, cost_cents)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO positions"
+        " (code, name, shares, cost_price, buy_dt, stop_loss, cost_cents, booked_dt)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             held["code"],
             held["name"],
@@ -78,6 +82,7 @@ def write_position(store: Store, held: Position) -> None:
             held.get("stop_loss"),
             # history written before the ledger has no basis in cents
             held.get("cost_cents") or basis_cents(held["shares"], held["cost_price"]),
+            held.get("booked_dt"),  # history written before the day was kept has none
         ),
     )
 
@@ -263,6 +268,10 @@ def corporate_action_applied(store: Store, code: str, ex_date: str) -> bool:
         "SELECT 1 FROM corporate_actions WHERE code = ? AND ex_date = ?", (code, ex_date)
     ).fetchone()
     return row is not None
+
+
+def delete_corporate_action(store: Store, action_id: int) -> None:
+    store.conn.execute("DELETE FROM corporate_actions WHERE id = ?", (action_id,))
 
 
 def add_corporate_action(store: Store, action: dict[str, Any]) -> int:

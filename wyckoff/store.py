@@ -397,6 +397,26 @@ MIGRATIONS: tuple[str, ...] = (
         cents INTEGER NOT NULL
     )
     """,
+    # 16: the day a position's share count was stated by the user (`add`, `update` of shares or
+    # cost, a broker's holdings import): the book is true as of that day, so no ex-date on or
+    # before it is applied to the position. Positions from before: the day (China time) of
+    # their newest such change in the history; NULL when fills alone made them
+    """
+    ALTER TABLE positions ADD COLUMN booked_dt TEXT;
+    UPDATE positions SET booked_dt = (
+        SELECT strftime('%Y%m%d', max(h.ts), '+8 hours') FROM portfolio_history h
+        WHERE h.undone = 0 AND (
+            (h.code = positions.code AND h.action = 'add')
+            OR (h.code = positions.code AND h.action = 'update' AND (
+                json_extract(h.after, '$.shares') IS NOT json_extract(h.before, '$.shares')
+                OR json_extract(h.after, '$.cost_price')
+                    IS NOT json_extract(h.before, '$.cost_price')))
+            OR (h.action = 'import' AND json_array_length(h.after, '$.fill_ids') = 0
+                AND EXISTS (SELECT 1 FROM json_each(h.after, '$.positions') AS p
+                    WHERE json_extract(p.value, '$.code') = positions.code))
+        )
+    )
+    """,
 )
 
 

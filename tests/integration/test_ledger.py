@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import cli
 from tests.integration.test_integrity import state_db_at_version
+from wyckoff.engine.clock import NOW_ENV
 
 
 def book() -> dict:
@@ -47,6 +48,18 @@ def test_the_issue_fee_example_to_the_cent(home):
     assert "已实现盈亏 489.64" in sold
     (held,) = book()["positions"]
     assert (held["shares"], held["cost_cents"]) == (500, 500255)
+
+
+def test_a_fills_date_reads_year_month_day_wherever_it_is_shown(home):
+    cli("portfolio", "cash", "100000")
+    bought = done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
+    assert "已买入：600519 贵州茅台 1000 股 @ 10.00（2026-01-05）" in bought
+    done("portfolio", "sell", "600519", "500", "11.00", "--date", "2026-01-06")
+    history = done("portfolio", "history")
+    assert "卖出 500 股 @ 11.00（2026-01-06）" in history
+    assert "买入 1000 股 @ 10.00（2026-01-05）" in history
+    early = refused("portfolio", "buy", "600519", "100", "10.00", "--date", "20260102")
+    assert "已记录了 2026-01-06 的成交或除权，不能再记更早的 2026-01-02" in early
 
 
 def test_stamp_duty_and_transfer_fee_follow_the_fill_date(home):
@@ -152,6 +165,7 @@ def test_a_state_db_of_position_commands_keeps_its_positions_and_cash(home):
                 "buy_dt": "20260105",
                 "stop_loss": None,
                 "cost_cents": 30666660,
+                "booked_dt": None,
             }
         ],
         "cash": 12345.67,
@@ -178,14 +192,14 @@ def test_the_agent_records_a_fill_after_an_approval_that_names_its_fees(home, op
     }
     context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
     assert context.registry.describe("update_portfolio", args, context) == (
-        "买入 600519 贵州茅台 1000 股 @ 10.00（20260105）：成交金额 10,000.00，"
+        "买入 600519 贵州茅台 1000 股 @ 10.00（2026-01-05）：成交金额 10,000.00，"
         "佣金 5.00，过户费 0.10（费用合计 5.10）；共付 10,005.10 元，现金 100,000.00 → 89,994.90"
     )
     too_big = context.registry.describe("update_portfolio", {**args, "shares": 100_000}, context)
     assert "现金不足" in too_big and "→ -" not in too_big  # said 现金 100,000.00 → -900,…
     odd = {**args, "shares": 150}
     assert context.registry.describe("update_portfolio", odd, context) == (
-        "买入 茅台 150 股 @ 10.0（20260105）：买入股数必须是 100 的正整数倍（A 股一手 100 股），收到 150。"
+        "买入 茅台 150 股 @ 10.0（2026-01-05）：买入股数必须是 100 的正整数倍（A 股一手 100 股），收到 150。"
     )
     openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="已记录。"))
     assert "--approve update_portfolio" in cli("ask", "记录买入茅台").stderr
@@ -454,6 +468,37 @@ def test_a_bad_export_is_refused_in_one_sentence_and_changes_nothing(home, tmp_p
     assert state(home) == unchanged
 
 
+def test_a_fill_without_a_date_is_dated_the_latest_session_that_has_started(home, tmp_path):
+    from wyckoff.cli.builtin_tools import default_registry
+    from wyckoff.cli.tools import ToolContext
+    from wyckoff.store import Store
+
+    import_market(home, tmp_path, {"600519": [10, 10, 10, 10, 10]})
+    cli("portfolio", "cash", "100000")
+    # Thursday 06:00, before the open: Wednesday's session (was: dated Thursday)
+    early = cli("portfolio", "buy", "600519", "100", "10", env={NOW_ENV: "2026-01-08T06:00"})
+    assert early.returncode == 0, early.stderr
+    assert "@ 10.00（2026-01-07）" in early.stderr
+    assert "未给成交日期：今天还没有开盘，按最近一个交易日 2026-01-07 记" in early.stderr
+    # Saturday: the approval sentence names Friday
+    args = {"action": "buy", "code": "600519", "shares": 100, "price": 10}
+    context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(NOW_ENV, "2026-01-10T10:00")
+        said = context.registry.describe("update_portfolio", args, context)
+    assert "@ 10.00（2026-01-09）" in said and "今天休市，按最近一个交易日 2026-01-09 记" in said
+    # Friday 09:20, the open auction has started: that day, said as it is
+    during = cli("portfolio", "buy", "600519", "100", "10", env={NOW_ENV: "2026-01-09T09:20"})
+    assert "@ 10.00（2026-01-09）" in during.stderr and "未给成交日期" not in during.stderr
+    assert [f["trade_date"] for f in fills(home)] == ["20260107", "20260109"]
+
+
+def fills(home) -> list[dict]:
+    conn = sqlite3.connect(home / "wyckoff.db")
+    conn.row_factory = sqlite3.Row
+    return [dict(row) for row in conn.execute("SELECT * FROM fills ORDER BY id")]
+
+
 def test_a_fill_on_a_holiday_of_the_stored_calendar_is_refused(home):
     done("data", "import", str(DATA / "000001_2016.csv"))  # real bars: none on 端午 2016-06-09
     done("portfolio", "cash", "100000")
@@ -478,6 +523,44 @@ def test_ping_an_banks_real_2016_10_for_2_bonus_is_applied_from_its_reference_cl
     assert abs(credited - 153_00) <= 6_00
 
 
+def test_a_holding_added_with_an_old_buy_date_keeps_the_bonus_shares_it_already_has(home):
+    # 1,200 shares as the broker shows them today, bought before 平安银行's 2016 10送2: the
+    # 200 bonus shares are already among them (the ledger made it 1,440)
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    done("portfolio", "add", "000001", "--shares", "1200", "--cost", "8.6", "--buy-dt", "20160601")
+    shown = done("portfolio", "show")
+    assert "除权除息" not in shown
+    (held,) = book()["positions"]
+    assert (held["shares"], held["buy_dt"]) == (1200, "20160601")
+    assert book()["cash"] == 0
+
+
+def test_a_holding_from_before_keeps_its_count_from_the_day_it_was_typed_in(home):
+    old = state_db_at_version(home, 15)  # before positions kept the day they were typed in
+    typed = {"code": "000001", "name": "平安银行", "shares": 1200, "cost_price": 8.6}
+    typed |= {"buy_dt": "20160601", "stop_loss": None, "cost_cents": 1032000}
+    bought = {**typed, "code": "600000", "name": "浦发银行", "shares": 1000, "cost_cents": 860000}
+    old.executemany(
+        "INSERT INTO positions VALUES (:code, :name, :shares, :cost_price, :buy_dt, :stop_loss,"
+        " :cost_cents)",
+        [typed, bought],
+    )
+    old.execute(  # typed in on 2016-07-01 (China time): the 10送2 of 2016-06-16 is in its count
+        "INSERT INTO portfolio_history (ts, actor, action, code, before, after)"
+        " VALUES ('2016-06-30T17:00:00.000Z', 'cli', 'add', '000001', NULL, ?)",
+        (json.dumps(typed),),
+    )
+    old.close()
+    done("data", "import", str(DATA / "000001_2016.csv"))
+    assert "除权除息" not in done("portfolio", "show")
+    assert [p["shares"] for p in book()["positions"]] == [1200, 1000]
+    conn = sqlite3.connect(home / "wyckoff.db")
+    assert dict(conn.execute("SELECT code, booked_dt FROM positions")) == {
+        "000001": "20160701",
+        "600000": None,  # no history of it being typed in: ex-dates after its buy date apply
+    }
+
+
 # --- a fill's price against its day's bar, as traded -------------------------------------------
 
 
@@ -488,7 +571,7 @@ def test_a_fill_outside_the_days_unadjusted_range_is_refused_naming_the_range(ho
     unchanged = state(home)
     message = refused("portfolio", "buy", "000001", "1000", "10.45", "--date", "20160614")
     assert message == (
-        "错误：成交价 10.45 不在 000001 平安银行 20160614 的成交区间 10.32–10.41（未复权）内；"
+        "错误：成交价 10.45 不在 000001 平安银行 2016-06-14 的成交区间 10.32–10.41（未复权）内；"
         "请检查价格和成交日期。"
     )
     assert "10.32–10.41" in refused(
@@ -508,8 +591,8 @@ def test_a_fill_on_a_day_without_a_bar_needs_force_and_says_its_price_is_uncheck
     done("portfolio", "cash", "100000")
     unchanged = state(home)
     message = refused("portfolio", "buy", "000001", "1000", "9.20", "--date", "20161031")
-    assert "没有 000001 平安银行 20161031 的日线" in message
-    assert "行情库只有 20160104 至 20161028 的行情" in message and "--force" in message
+    assert "没有 000001 平安银行 2016-10-31 的日线" in message
+    assert "行情库只有 2016-01-04 至 2016-10-28 的行情" in message and "--force" in message
     assert state(home) == unchanged
     forced = done("portfolio", "buy", "000001", "1000", "9.20", "--date", "20161031", "--force")
     assert "已买入" in forced and "成交价 9.20 未核对" in forced
@@ -524,7 +607,7 @@ def test_an_import_refuses_a_row_priced_outside_its_day_and_lists_unchecked_rows
     rows.append("2016-10-31,000001,平安银行,证券买入,1000,9.20")  # after the store's last bar
     (tmp_path / "good.csv").write_text("\n".join([header, *rows]), encoding="utf-8")
     preview = done("portfolio", "import", str(tmp_path / "good.csv"), "--dry-run")
-    assert "价格未核对：第 3 行：行情库没有 000001 平安银行 20161031 的日线" in preview
+    assert "价格未核对：第 3 行：行情库没有 000001 平安银行 2016-10-31 的日线" in preview
     rows[0] = rows[0].replace("10.40", "1.04")  # a misplaced decimal point
     (tmp_path / "bad.csv").write_text("\n".join([header, *rows]), encoding="utf-8")
     unchanged = state(home)
@@ -550,7 +633,7 @@ def test_the_agents_fill_outside_the_days_range_is_refused_before_and_after_appr
     args["trade_date"] = "20160614"
     context = ToolContext(home=home, registry=default_registry(), store=Store.in_home(home))
     said = context.registry.describe("update_portfolio", args, context)
-    assert "成交价 10.45 不在 000001 平安银行 20160614 的成交区间 10.32–10.41（未复权）内" in said
+    assert "成交价 10.45 不在 000001 平安银行 2016-06-14 的成交区间 10.32–10.41（未复权）内" in said
     openai_server.script(Reply(tool_calls=[("update_portfolio", args)]), Reply(text="没记上。"))
     assert cli("ask", "记录买入平安银行", "--approve", "update_portfolio").returncode == 0
     assert book()["positions"] == [] and book()["cash"] == 100000
@@ -571,8 +654,9 @@ def test_a_10_for_10_after_the_buy_is_no_loss_and_no_broken_stop(home, tmp_path)
         "portfolio", "add", "600519", "--shares", "1000", "--cost", "20",
         "--buy-dt", "20260105", "--stop-loss", "18",
     )  # fmt: skip
-    with sqlite3.connect(home / "wyckoff.db") as conn:  # the stop was typed on the buy day
+    with sqlite3.connect(home / "wyckoff.db") as conn:  # typed in (and its stop) on the buy day
         conn.execute("UPDATE portfolio_history SET ts = '2026-01-05T02:00:00.000Z'")
+        conn.execute("UPDATE positions SET booked_dt = '20260105'")
     done("alert", "add", "pnl")
     done("alert", "add", "stop")
     checked = json.loads(cli("alert", "check", "--json").stdout)
@@ -585,6 +669,24 @@ def test_a_10_for_10_after_the_buy_is_no_loss_and_no_broken_stop(home, tmp_path)
     assert (held["shares"], held["cost_price"], held["stop_loss"]) == (2000, 10.0, 9.0)
     (row,) = json.loads(cli("portfolio", "check", "--json").stdout)["positions"]
     assert row["pnl_pct"] == 0.0
+
+
+def test_an_alert_check_of_a_day_before_a_booked_ex_date_uses_that_days_cost(home, tmp_path):
+    # bought at 20.00, 17.00 the next day (-15%), then 10送10 on 2026-01-07
+    import_market(
+        home, tmp_path, {"600519": [20, 17, 8.5, 8.5, 8.5]}, pre_closes={("600519", DAYS[2]): 8.5}
+    )
+    cli("portfolio", "cash", "100000")
+    done("portfolio", "buy", "600519", "1000", "20", "--date", "20260105")
+    assert "送转 1000 股" in done("portfolio", "show")  # booked: 2000 shares at 10.00
+    booked = state(home)
+    done("alert", "add", "pnl", "--threshold", "10")
+    checked = json.loads(cli("alert", "check", "--date", "2026-01-06", "--json").stdout)
+    # was: no alert, today's cost 10.00 against that day's 17.00 read as a 70% gain
+    (alert,) = checked["fired"]
+    assert alert["message"].startswith("持仓浮亏 -15.0"), alert["message"]
+    assert state(home) == booked  # the book is as it was
+    assert book()["positions"][0]["shares"] == 2000
 
 
 def test_the_brief_account_counts_an_ex_date_not_booked_yet_and_books_nothing(home, tmp_path):
@@ -668,9 +770,7 @@ def test_a_deposit_is_no_gain_of_the_nav_and_its_undo_takes_the_flow_back(home, 
 
 
 def test_an_account_from_before_dated_cash_moves_keeps_its_nav_with_a_note(home, tmp_path):
-    from wyckoff.store import MIGRATIONS
-
-    old = state_db_at_version(home, len(MIGRATIONS) - 1)  # before cash moves were dated
+    old = state_db_at_version(home, 14)  # before cash moves were dated
     old.execute("INSERT INTO portfolio_cash (id, amount, cents) VALUES (1, 100000, 10000000)")
     old.close()
     import_market(home, tmp_path, {"600519": [10, 11, 12, 12, 12]}, csi300=[4000] * 5)

@@ -12,6 +12,7 @@ from tests.cli_runner import cli
 from tests.conftest import add_scripted_model
 from tests.model_servers import Reply
 from tests.web.server import cash, demo_close, demo_day, web_server
+from wyckoff.ledger.days import day_text
 
 SET_CASH = {"action": "set_cash", "cash": 50000}
 
@@ -166,7 +167,7 @@ def test_a_fill_shows_its_fees_before_execute_then_pnl_and_nav_beside_the_csi300
     page.click("#change button[type=submit]")
     expect(page.locator("#plan .sentence")).to_have_text(  # the agent's approval sentence
         re.compile(
-            rf"买入 000002 万科A 1000 股 @ {price:.2f}（{day}）：成交金额 {value / 100:,.2f}，"
+            rf"买入 000002 万科A 1000 股 @ {price:.2f}（{day_text(day)}）：成交金额 {value / 100:,.2f}，"
             rf"佣金 5\.00，过户费 .*；共付 {paid / 100:,.2f} 元，现金 100,000\.00 → {left}"
         )
     )

@@ -70,6 +70,7 @@ def _replace_positions(store, holdings: list[Holding], today: str) -> list[str]:
                 buy_dt=old["buy_dt"] if old else today,
                 stop_loss=old["stop_loss"] if old else None,
                 cost_cents=holding.cost_cents,
+                booked_dt=today,  # the broker's count already holds every past ex-date
             ),
         )
     return unlisted

@@ -64,18 +64,49 @@ def apply_due(store: Store, market: MarketStore, codes: list[str], until: str) -
 
 
 def positions_in_traded_prices(store: Store, market: MarketStore, as_of: str) -> list[Position]:
-    """The holdings as the ledger will have them once the ex-dates up to `as_of` (YYYYMMDD or
-    YYYY-MM-DD) are applied: per-share cost and stop in that day's prices as traded."""
-    return as_caught_up(
-        store, market, as_of.replace("-", ""), lambda: portfolio_store.positions(store)
-    )
+    """The holdings with per-share cost and stop in the prices of `as_of` (YYYYMMDD or
+    YYYY-MM-DD) as traded: the ex-dates up to it applied and those the ledger booked after it
+    taken back (a check of a past day), the book left as it is."""
+    day = as_of.replace("-", "")
+    later = [a for a in portfolio_store.corporate_actions(store) if a["ex_date"] > day]
+    if not later:
+        return as_caught_up(store, market, day, lambda: portfolio_store.positions(store))
+    with store.rolled_back():
+        _take_back(store, market, later, day)
+        for event in _due(store, market, None, day):
+            _apply(store, *event)
+        return portfolio_store.positions(store)
+
+
+def _take_back(store: Store, market: MarketStore, actions: list[dict[str, Any]], day: str) -> None:
+    """Undo the price effect of the ex-dates booked after `day`, newest first, inside the
+    caller's transaction: the shares back to the count before (the basis unchanged, so the
+    per-share cost rises again) and the stop back to the prices before (÷ the ex-date's
+    price ratio). Cash and fills are left alone: only the holdings are read."""
+    from wyckoff.engine.marks import ex_events
+
+    events = ex_events(market, sorted({a["code"] for a in actions}), day)
+    ratios = {(e.code, e.date): float(e.ratio) for e in events.itertuples()}
+    for action in sorted(actions, key=lambda a: a["ex_date"], reverse=True):
+        held = portfolio_store.position(store, action["code"])
+        portfolio_store.delete_corporate_action(store, action["id"])
+        if held is None:
+            continue
+        before = action["shares_before"]
+        shares = max(1, round(held["shares"] * before / (before + action["bonus_shares"])))
+        back = with_basis(held, shares, held["cost_cents"])
+        ratio = ratios.get((action["code"], action["ex_date"]))
+        if held["stop_loss"] and ratio:
+            back["stop_loss"] = round(held["stop_loss"] / ratio, 2)
+        portfolio_store.write_position(store, back)
 
 
 def _due(
     store: Store, market: MarketStore, codes: list[str] | None, until: str | None
 ) -> list[tuple[str, str, tuple[float, float], float]]:
     """(code, ex-date, (bonus, cash) per share, the stop's price ratio) of each ex-date after
-    a holding's buy date and up to `until` (else today); applied ones are skipped later."""
+    a holding's buy date and the day its count was stated (`booked_dt`), up to `until` (else
+    today); applied ones are skipped later."""
     from wyckoff.engine.marks import ex_events
 
     held = {
@@ -84,7 +115,8 @@ def _due(
     if not held:
         return []
     until = until or local_today().strftime("%Y%m%d")
-    events = ex_events(market, sorted(held), min(p["buy_dt"] for p in held.values()))
+    since = {code: max(p["buy_dt"], p["booked_dt"] or "") for code, p in held.items()}
+    events = ex_events(market, sorted(held), min(since.values()))
     stops_set = stop_dates(store, list(held.values()))  # before the catch-up's own changes
     return [
         (
@@ -94,7 +126,7 @@ def _due(
             float(event.ratio) if event.date > stops_set[event.code] else 1.0,
         )
         for event in events.itertuples()
-        if held[event.code]["buy_dt"] < event.date <= until
+        if since[event.code] < event.date <= until
     ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wyckoff.errors import UsageError
+from wyckoff.ledger.days import day_text
 from wyckoff.ledger.money import price_text
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def check_fill_price(
         return None
     traded = traded_range(market, code, day)
     if traded is None:
-        missing = f"行情库没有 {code} {name} {day} 的日线（{_why_no_bar(market, day)}）"
+        missing = f"行情库没有 {code} {name} {day_text(day)} 的日线（{_why_no_bar(market, day)}）"
         if force:
             return f"{missing}，成交价 {price_text(mills)} 未核对。"
         raise UsageError(
@@ -36,7 +37,7 @@ def check_fill_price(
     low, high = (round(price * 1000) for price in traded)
     if not low <= mills <= high:
         raise UsageError(
-            f"成交价 {price_text(mills)} 不在 {code} {name} {day} 的成交区间"
+            f"成交价 {price_text(mills)} 不在 {code} {name} {day_text(day)} 的成交区间"
             f" {price_text(low)}–{price_text(high)}（未复权）内；请检查价格和成交日期。"
         )
     return None
@@ -49,5 +50,5 @@ def _why_no_bar(market: MarketStore, day: str) -> str:
     if first is None or last is None:
         return "行情库是空的"
     if not first <= day <= last:
-        return f"行情库只有 {first} 至 {last} 的行情"
+        return f"行情库只有 {day_text(first)} 至 {day_text(last)} 的行情"
     return "当天可能停牌"

@@ -7,7 +7,7 @@ Cost is the average-cost basis in cents, buy fees included; a sell realizes its 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from wyckoff.agents.fill_price import check_fill_price
 from wyckoff.agents.portfolio_rules import held_code, validate_date, validate_stock, with_basis
 from wyckoff.errors import UsageError, WyckoffError
 from wyckoff.ledger import lots
+from wyckoff.ledger.days import day_text
 from wyckoff.ledger.fees import BrokerFees, Fees, Side, fill_fees
 from wyckoff.ledger.money import half_up, price_mills, price_text, trade_value_cents, yuan
 from wyckoff.portfolio_store import Position
@@ -66,11 +67,30 @@ class Ledger:
         from wyckoff.engine.clock import is_trading_day
 
         day = trade_day(text)
-        if self.market is not None:
-            open_days = set(self.market.trading_dates().astype(object))
-            if not is_trading_day(datetime.strptime(day, "%Y%m%d").date(), open_days):
-                raise UsageError(f"成交日期 {text} 是休市日（交易日历），A 股不交易；请检查日期。")
+        if not is_trading_day(datetime.strptime(day, "%Y%m%d").date(), self._open_days()):
+            raise UsageError(f"成交日期 {text} 是休市日（交易日历），A 股不交易；请检查日期。")
         return day
+
+    def fill_day(self, text: str | None) -> tuple[str, str | None]:
+        """A fill's date (`open_day`), or when none is given the latest session that has
+        started (at 06:00 or on a Saturday, the last day that traded); the sentence saying
+        so when that is not today."""
+        from wyckoff.engine.clock import is_trading_day, latest_session, market_now
+
+        if text:
+            return self.open_day(text), None
+        open_days, today = self._open_days(), market_now().date()
+        day = latest_session(None, open_days)
+        if day == today:
+            return f"{day:%Y%m%d}", None
+        why = "还没有开盘" if is_trading_day(today, open_days) else "休市"
+        return f"{day:%Y%m%d}", f"未给成交日期：今天{why}，按最近一个交易日 {day:%Y-%m-%d} 记"
+
+    def _open_days(self) -> set[date] | None:
+        """The market store's open days (None without a store: every weekday)."""
+        if self.market is None:
+            return None
+        return set(self.market.trading_dates().astype(object))
 
     def price_note(self, fill: dict[str, Any], force: bool) -> str | None:
         """Refuse a price the stock did not trade at that day (see fill_price.py); the note
@@ -90,27 +110,36 @@ class Ledger:
         stock: str,
         shares: int,
         price: str | float,
-        day: str,
+        day: str | None,
         at: str | None = None,
         actor: str = "cli",
         force: bool = False,
     ) -> dict[str, Any]:
-        """Record a buy or a sell of `stock` (a sell finds it among the holdings); `force`
-        records it on a day the market store has no bar for (its price unchecked)."""
+        """Record a buy or a sell of `stock` (a sell finds it among the holdings) on `day`
+        (else the latest session, `fill_day`); `force` records it on a day the market store
+        has no bar for (its price unchecked)."""
         code, name = self._named(side, stock)
-        fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
-        note = self.price_note(fill, force)
+        day, dated = self.fill_day(day)
+        fill = self.priced(code, name, side, shares, price_mills(price), day)
+        note = _notes(dated, self.price_note(fill, force))
         fill["trade_time"] = trade_time(at)
         return {**self._recorded(actor, fill), "note": note}
 
     def refusal(
-        self, side: Side, stock: str, shares: int, price: str | float, day: str, force: bool = False
+        self,
+        side: Side,
+        stock: str,
+        shares: int,
+        price: str | float,
+        day: str | None,
+        force: bool = False,
     ) -> str | None:
         """Why `record` would refuse this fill (one sentence), else None: the whole record
         is tried, the stock's due ex-dates first, and rolled back."""
         try:
             code, name = self._named(side, stock)
-            fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
+            day, _ = self.fill_day(day)
+            fill = self.priced(code, name, side, shares, price_mills(price), day)
             self.price_note(fill, force)
             with self.store.rolled_back():
                 if self.market is not None:
@@ -121,13 +150,20 @@ class Ledger:
         return None
 
     def quote(
-        self, side: Side, stock: str, shares: int, price: str | float, day: str, force: bool = False
+        self,
+        side: Side,
+        stock: str,
+        shares: int,
+        price: str | float,
+        day: str | None,
+        force: bool = False,
     ) -> dict[str, Any]:
-        """The fill a buy or sell would record, priced with its fees, and the note of a price
-        left unchecked (`note`); nothing is written."""
+        """The fill a buy or sell would record, priced with its fees, and the notes of a date
+        chosen for it or a price left unchecked (`note`); nothing is written."""
         code, name = self._named(side, stock)
-        fill = self.priced(code, name, side, shares, price_mills(price), self.open_day(day))
-        fill["note"] = self.price_note(fill, force)
+        day, dated = self.fill_day(day)
+        fill = self.priced(code, name, side, shares, price_mills(price), day)
+        fill["note"] = _notes(dated, self.price_note(fill, force))
         held = portfolio_store.position(self.store, code)
         if side == "buy":
             lots.check_buy(code, shares)
@@ -214,7 +250,8 @@ class Ledger:
         last = portfolio_store.last_event_date(self.store, fill["code"])
         if last and last > fill["trade_date"]:
             raise UsageError(
-                f"{fill['code']} 已记录了 {last} 的成交或除权，不能再记更早的 {fill['trade_date']}；"
+                f"{fill['code']} 已记录了 {day_text(last)} 的成交或除权，"
+                f"不能再记更早的 {day_text(fill['trade_date'])}；"
                 "请按时间顺序记录（可先 `wyckoff portfolio undo` 撤销较晚的成交）。"
             )
 
@@ -230,6 +267,11 @@ class Ledger:
                 self.store, actor, fill["side"], code, before, {**after, "fill": fill}
             )
         return {"action": fill["side"], "fill": fill, "before": before, "after": after}
+
+
+def _notes(*notes: str | None) -> str | None:
+    """The notes a fill's sentence ends with, as one (None when there are none)."""
+    return "。".join(note for note in notes if note) or None
 
 
 def _fees(fill: dict[str, Any]) -> Fees:
@@ -251,6 +293,7 @@ def _bought(held: Position | None, fill: dict[str, Any], cost: int) -> Position:
             buy_dt=fill["trade_date"],
             stop_loss=None,
             cost_cents=0,
+            booked_dt=None,
         )
         return with_basis(opened, fill["shares"], cost)
     return with_basis(held, held["shares"] + fill["shares"], held["cost_cents"] + cost)
@@ -268,7 +311,7 @@ def _check_t_plus_1(store: Store, held: Position, shares: int, day: str) -> None
     sellable = held["shares"] - bought_today
     if bought_today and shares > sellable and shares <= held["shares"]:
         raise UsageError(
-            f"T+1：{held['code']} {held['name']} 在 {day} 买入的 {bought_today} 股当天不能卖出，"
+            f"T+1：{held['code']} {held['name']} 在 {day_text(day)} 买入的 {bought_today} 股当天不能卖出，"
             f"当天最多可卖 {sellable} 股。"
         )
 
@@ -288,7 +331,7 @@ def describe_quote(fill: dict[str, Any], cash: float) -> str:
     cash_cents = round(cash * 100)
     head = (
         f"{verb} {fill['code']} {fill['name']} {fill['shares']} 股 @ "
-        f"{price_text(fill['price_mills'])}（{fill['trade_date']}）：成交金额 {yuan(fill['value_cents'])}，"
+        f"{price_text(fill['price_mills'])}（{day_text(fill['trade_date'])}）：成交金额 {yuan(fill['value_cents'])}，"
         f"{_fee_text(fill)}；{'共付' if sign < 0 else '共收'} {yuan(net)} 元，"
     )
     if sign < 0 and net > cash_cents:
@@ -315,7 +358,7 @@ def describe_fill(change: dict[str, Any]) -> str:
     verb = "买入" if fill["side"] == "buy" else "卖出"
     line = (
         f"已{verb}：{fill['code']} {fill['name']} {fill['shares']} 股 @ "
-        f"{price_text(fill['price_mills'])}（{fill['trade_date']}），成交金额 {yuan(fill['value_cents'])}；"
+        f"{price_text(fill['price_mills'])}（{day_text(fill['trade_date'])}），成交金额 {yuan(fill['value_cents'])}；"
         + _fee_text(fill)
         + f"；现金 {yuan(before['cash_cents'])} → {yuan(after['cash_cents'])}"
     )

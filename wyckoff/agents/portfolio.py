@@ -7,6 +7,7 @@ as it was. `undo` reverts the newest change and records that too.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -32,6 +33,7 @@ from wyckoff.agents.stock_lookup import StockNotResolved
 from wyckoff.cli.output import local_today
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.errors import UsageError
+from wyckoff.ledger.days import day_text
 from wyckoff.portfolio_store import Change, Position, basis_cents
 
 if TYPE_CHECKING:
@@ -65,7 +67,8 @@ class Portfolio:
         stop_loss: float | None = None,
         actor: str = "cli",
     ) -> dict[str, Any]:
-        """Add a position, or add shares to one already held (weighted-average cost)."""
+        """Add a position, or add shares to one already held (weighted-average cost): the
+        shares as the user holds them today, so no ex-date up to today is applied to them."""
         code, name = validate_stock(code, name)
         validate_shares(shares)
         validate_price(cost_price, "成本价")
@@ -84,6 +87,7 @@ class Portfolio:
                     "cost_price": round(cost, 4),
                     "stop_loss": stop_loss or before["stop_loss"],
                     "cost_cents": before["cost_cents"] + basis_cents(shares, cost_price),
+                    "booked_dt": _today(),
                 }
             else:
                 after = {
@@ -94,6 +98,7 @@ class Portfolio:
                     "buy_dt": buy_dt,
                     "stop_loss": stop_loss,
                     "cost_cents": basis_cents(shares, cost_price),
+                    "booked_dt": _today(),
                 }
             self._write(actor, "add", before, after)
         added = {"shares": shares, "cost_price": cost_price}
@@ -125,8 +130,9 @@ class Portfolio:
                 after["stop_loss"] = stop_loss
             if buy_dt is not None:
                 after["buy_dt"] = validate_date(buy_dt)
-            if shares is not None or cost_price is not None:
+            if shares is not None or cost_price is not None:  # as the user holds them today
                 after["cost_cents"] = basis_cents(after["shares"], after["cost_price"])
+                after["booked_dt"] = _today()
             self._write(actor, "update", before, after)
         return {"action": "update", "before": before, "after": after}
 
@@ -153,7 +159,7 @@ class Portfolio:
             day = validate_date(day, "资金变动日期")
         with self.store.transaction():
             if not day and portfolio_store.fills(self.store):
-                day = local_today().strftime("%Y%m%d")
+                day = _today()
             before = self.cash()
             moved = round(amount * 100) - portfolio_store.cash_cents(self.store)
             portfolio_store.write_cash(self.store, amount)
@@ -196,6 +202,10 @@ class Portfolio:
         portfolio_store.record_change(self.store, actor, action, after["code"], before, after)
 
 
+def _today() -> str:
+    return local_today().strftime("%Y%m%d")
+
+
 ACTION_LABELS = {
     "add": "添加",
     "update": "修改",
@@ -222,16 +232,30 @@ def describe_state(state: dict[str, Any] | None) -> str:
         return "（无）"
     if "cash" in state:
         return f"现金 {state['cash']:,.2f}"
-    if "cash_cents" in state:  # a ledger change: the positions it touched and the cash
+    if "cash_cents" in state:  # a ledger change: its fill, the positions it touched, the cash
         held = [describe_state(p) for p in state["positions"]] or [
             "不持有 " + "、".join(state["codes"])
         ]
-        return "；".join([*held, f"现金 {state['cash_cents'] / 100:,.2f}"])
+        return "；".join([*_fill_of(state), *held, f"现金 {state['cash_cents'] / 100:,.2f}"])
     stop = f"，止损 {price_text(state['stop_loss'])}" if state.get("stop_loss") else ""
     return (
         f"{state['code']} {state['name']} {state['shares']} 股 @ {price_text(state['cost_price'])}"
         + stop
     )
+
+
+def _fill_of(state: dict[str, Any]) -> list[str]:
+    """The fill a ledger change recorded, with its date, as the history shows it."""
+    from wyckoff.ledger.money import price_text as mills_text
+
+    fill = state.get("fill")
+    if fill is None:
+        return []
+    verb = ACTION_LABELS[fill["side"]]
+    return [
+        f"{verb} {fill['shares']} 股 @ {mills_text(fill['price_mills'])}"
+        f"（{day_text(fill['trade_date'])}）"
+    ]
 
 
 def describe_change(change: dict[str, Any]) -> str:
@@ -361,7 +385,9 @@ class UpdatePortfolioParams(BaseModel):
     stop_loss: float | None = None
     cash: float | None = Field(default=None, description="set_cash 的现金金额")
     price: float | None = Field(default=None, description="buy/sell 的成交价")
-    trade_date: str | None = Field(default=None, description="buy/sell 的成交日期 YYYYMMDD")
+    trade_date: str | None = Field(
+        default=None, description="buy/sell 的成交日期 YYYYMMDD，默认最近一个已开盘的交易日"
+    )
     trade_time: str | None = Field(default=None, description="buy/sell 的成交时间 HH:MM")
     force: bool = Field(
         default=False,
@@ -419,7 +445,7 @@ def apply_update(params: UpdatePortfolioParams, context: ToolContext, actor: str
             params.name,
             params.shares,
             params.cost_price,
-            params.buy_dt or local_today().strftime("%Y%m%d"),
+            params.buy_dt or _today(),
             params.stop_loss,
             actor=actor,
         )
@@ -443,14 +469,12 @@ def _ledger(context: ToolContext) -> Ledger:
 
 
 def _fill(params: UpdatePortfolioParams, context: ToolContext, actor: str) -> dict[str, Any]:
-    ledger = _ledger(context)
-    day = params.trade_date or local_today().strftime("%Y%m%d")
-    return ledger.record(
+    return _ledger(context).record(
         params.action,
         params.code,
         params.shares,
         params.price,
-        day,
+        params.trade_date,
         params.trade_time,
         actor,
         force=params.force,
@@ -502,24 +526,28 @@ def refuse_update(params: UpdatePortfolioParams, context: ToolContext) -> str | 
     approve a call that would fail."""
     if params.action not in ("buy", "sell") or context.store is None:
         return None
-    day = params.trade_date or local_today().strftime("%Y%m%d")
     return _ledger(context).refusal(
-        params.action, params.code, params.shares, params.price, day, params.force
+        params.action, params.code, params.shares, params.price, params.trade_date, params.force
     )
 
 
 def _describe_fill(params: UpdatePortfolioParams, context: ToolContext) -> str:
     """The fill with its fees and the cash before and after, priced as the tool will price it."""
     ledger = _ledger(context)
-    day = params.trade_date or local_today().strftime("%Y%m%d")
     verb = "买入" if params.action == "buy" else "卖出"
     try:
         fill = ledger.quote(
-            params.action, params.code, params.shares, params.price, day, params.force
+            params.action, params.code, params.shares, params.price, params.trade_date, params.force
         )
     except UsageError as exc:  # the tool will refuse the same way
+        day = _typed_day(params.trade_date) if params.trade_date else "最近一个交易日"
         return f"{verb} {params.code} {params.shares} 股 @ {params.price}（{day}）：{exc.message}"
     return describe_quote(fill, Portfolio(context.store).cash())
+
+
+def _typed_day(text: str) -> str:
+    """A date as typed, shown YYYY-MM-DD when it is YYYYMMDD (else as it was typed)."""
+    return day_text(text) if re.fullmatch(r"\d{8}", text.strip()) else text
 
 
 def _named_code(params: UpdatePortfolioParams, book: Portfolio | None) -> str:

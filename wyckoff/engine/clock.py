@@ -12,13 +12,14 @@ import os
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from wyckoff.errors import UsageError
 
 BEIJING = ZoneInfo("Asia/Shanghai")
 NOW_ENV = "WYCKOFF_NOW"
+OPEN_AUCTION = time(9, 15)
 TAIL_START = time(14, 30)
 CLOSE = time(15, 0)
 
@@ -34,7 +35,7 @@ class Phase:
 # (start, key, label, in_session), in order through a trading day
 _SCHEDULE = (
     (time(0, 0), "pre_open", "盘前", False),
-    (time(9, 15), "auction", "集合竞价", True),
+    (OPEN_AUCTION, "auction", "集合竞价", True),
     (time(9, 30), "morning", "上午盘", True),
     (time(11, 30), "lunch", "午休", True),
     (time(13, 0), "afternoon", "下午盘", True),
@@ -87,6 +88,20 @@ def is_trading_day(day: date, open_days: Collection[date] | None = None) -> bool
     if open_days and min(open_days) <= day <= max(open_days):
         return day in open_days
     return True
+
+
+def latest_session(now: datetime | None = None, open_days: Collection[date] | None = None) -> date:
+    """The latest trading day whose session has started by `now` (else the market's clock):
+    today from the open auction (9:15) on, else the trading day before, so at 06:00 or on
+    a Saturday it is the last day that traded."""
+    now = market_now(now)
+    day = now.date()
+    if is_trading_day(day, open_days) and now.time() >= OPEN_AUCTION:
+        return day
+    day -= timedelta(days=1)
+    while not is_trading_day(day, open_days):
+        day -= timedelta(days=1)
+    return day
 
 
 def trading_phase(now: datetime, open_days: Collection[date] | None = None) -> Phase:

@@ -167,7 +167,10 @@ def undo() -> None:
 StockArg = Annotated[str, typer.Argument(metavar="STOCK", help="6 位代码或股票名称")]
 SharesArg = Annotated[int, typer.Argument(metavar="SHARES", help="成交股数")]
 PriceArg = Annotated[str, typer.Argument(metavar="PRICE", help="成交价（元，最多 3 位小数）")]
-DateOpt = Annotated[str | None, typer.Option("--date", help="成交日期 YYYYMMDD，默认今天")]
+DateOpt = Annotated[
+    str | None,
+    typer.Option("--date", help="成交日期 YYYYMMDD，默认最近一个已开盘的交易日（北京时间）"),
+]
 TimeOpt = Annotated[str | None, typer.Option("--time", help="成交时间 HH:MM")]
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="行情库没有当天日线（停牌或未同步）时仍记录，价格不核对")
@@ -200,7 +203,7 @@ def _fill_command(side: Side) -> Callable[..., None]:
         at: TimeOpt = None,
         force: ForceOpt = False,
     ) -> None:
-        change = _ledger().record(side, stock, shares, price, day or _today(), at, force=force)
+        change = _ledger().record(side, stock, shares, price, day, at, force=force)
         print_notice(describe_fill(change))
 
     return record

@@ -1,0 +1,8 @@
+"""The ledger's days: stored and typed as YYYYMMDD, shown as YYYY-MM-DD."""
+
+from __future__ import annotations
+
+
+def day_text(day: str) -> str:
+    """A stored day (20260105) as people read it (2026-01-05)."""
+    return f"{day[:4]}-{day[4:6]}-{day[6:]}"
