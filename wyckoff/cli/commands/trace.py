@@ -22,8 +22,8 @@ app = typer.Typer(
 
 @app.command("list")
 def list_traces(
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="最多显示几条")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出最近的追踪 / recent traces."""
     from wyckoff.cli.traces import list_traces as traces_in
