@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import portfolio_store
+from wyckoff.ledger.days import shown_day
 
 if TYPE_CHECKING:
     from wyckoff.engine.market_store import MarketStore
@@ -35,14 +36,14 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
         "unpriced": pnl["unpriced"],
         "note": nav["note"],
         "curve": [
-            [_dashed(d["date"]), d["return_pct"], d["csi300_pct"]] for d in days[-CURVE_DAYS:]
+            [shown_day(d["date"]), d["return_pct"], d["csi300_pct"]] for d in days[-CURVE_DAYS:]
         ],
     }
     if days:
         today = days[-1]
         before = days[-2] if len(days) > 1 else None
         summary |= {
-            "date": _dashed(today["date"]),
+            "date": shown_day(today["date"]),
             "nav_cents": today["nav_cents"],
             "flow_cents": today["flow_cents"],
             # the change the market made: money moved in or out that day is no gain
@@ -58,8 +59,3 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
             "csi300_pct": today["csi300_pct"],
         }
     return summary
-
-
-def _dashed(day: str) -> str:
-    """The ledger's YYYYMMDD as YYYY-MM-DD, the brief's dates."""
-    return f"{day[:4]}-{day[4:6]}-{day[6:]}"

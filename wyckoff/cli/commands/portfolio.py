@@ -41,6 +41,7 @@ def list_positions(
 ) -> None:
     """列出持仓与现金 / positions and cash."""
     from wyckoff.agents.portfolio import price_text
+    from wyckoff.ledger.days import shown_day
 
     book = _book()
     positions, cash = book.positions(), book.cash()
@@ -61,7 +62,7 @@ def list_positions(
                     p["name"],
                     p["shares"],
                     price_text(p["cost_price"]),
-                    p["buy_dt"],
+                    shown_day(p["buy_dt"]),
                     price_text(p["stop_loss"]) if p["stop_loss"] else "-",
                 ]
                 for p in positions
@@ -235,6 +236,8 @@ def _market():
 def show(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False) -> None:
     """持仓盈亏：按最新收盘价的浮动盈亏与已实现盈亏 / positions with P&L."""
     from wyckoff.agents.ledger_report import profit_and_loss
+    from wyckoff.agents.portfolio import price_text
+    from wyckoff.ledger.days import shown_day
     from wyckoff.ledger.money import yuan
 
     market, missing = _market()
@@ -251,8 +254,8 @@ def show(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")
             r["code"],
             r["name"],
             r["shares"],
-            f"{r['cost_cents'] / r['shares'] / 100:.3f}",
-            "-" if r["close"] is None else f"{r['close']:.2f}（{r['close_date']}）",
+            price_text(r["cost_cents"] / r["shares"] / 100),
+            "-" if r["close"] is None else f"{r['close']:.2f}（{shown_day(r['close_date'])}）",
             money(r["value_cents"]),
             money(r["unrealized_cents"]),
             money(r["realized_cents"]),
@@ -289,6 +292,7 @@ def nav(
     from wyckoff.agents.ledger_nav import daily_nav
     from wyckoff.errors import UsageError
     from wyckoff.ledger.chart import line_chart
+    from wyckoff.ledger.days import shown_day
     from wyckoff.ledger.money import yuan
 
     market, missing = _market()
@@ -314,7 +318,7 @@ def nav(
             ["日期", "总资产", "现金", "累计收益", "沪深300"],
             [
                 [
-                    d["date"],
+                    shown_day(d["date"]),
                     yuan(d["nav_cents"]),
                     yuan(d["cash_cents"]),
                     _pct(d["return_pct"]),
