@@ -125,7 +125,7 @@ def test_numbers_are_written_one_way_per_kind(demo_home):
     assert all(re.fullmatch(r"[+-]\d+\.\d{2}%", c[3]) for c in cells)
     assert any("," in c[2] for c in cells)  # an index above 1,000
     analysis = cli("analyze", "000001").stdout
-    assert re.search(r"收益：5d [+-]\d+\.\d{2}%  20d [+-]\d+\.\d{2}%", analysis)
+    assert re.search(r"收益：5日 [+-]\d+\.\d{2}%  20日 [+-]\d+\.\d{2}%", analysis)
 
 
 def test_every_option_says_what_it_does_and_shows_its_type_plainly():

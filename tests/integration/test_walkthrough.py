@@ -249,3 +249,13 @@ def test_a_price_alert_reads_as_its_firing_does(demo_home):
     assert cli("alert", "add", "price", "--scope", "600519", "--above", "9").returncode == 0
     listed = cli("alert", "list").stdout
     assert "收盘 ≥ 9.00" in listed and "≥ 9.0 " not in listed
+
+
+def test_counts_of_days_and_losses_carry_their_units(demo_home):
+    """`market` writes 20日; `analyze` wrote 5d 20d, and `backtest` a bare 最长连亏 5."""
+    import re
+
+    assert "收益：5日 " in cli("analyze", "000001").stdout
+    tested = cli("backtest", "--start", "2026-09-01")
+    assert tested.returncode == 0, tested.stderr
+    assert re.search(r"最长连亏 \d+ 笔  ", tested.stdout), tested.stdout
