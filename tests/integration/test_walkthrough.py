@@ -259,3 +259,12 @@ def test_counts_of_days_and_losses_carry_their_units(demo_home):
     tested = cli("backtest", "--start", "2026-09-01")
     assert tested.returncode == 0, tested.stderr
     assert re.search(r"最长连亏 \d+ 笔  ", tested.stdout), tested.stdout
+
+
+def test_screen_progress_counts_stocks_as_its_summary_does(home, install_demo):
+    """The summary said 扫描 1,000 只 under a progress line saying 1000 只股票."""
+    install_demo(home, 1000)
+    assert cli("data", "use", "demo").returncode == 0
+    screened = cli("screen")
+    assert screened.returncode == 0, screened.stderr
+    assert "扫描 1,000 只" in screened.stdout and "… 全市场漏斗 1,000 只股票" in screened.stderr
