@@ -268,3 +268,9 @@ def test_screen_progress_counts_stocks_as_its_summary_does(home, install_demo):
     screened = cli("screen")
     assert screened.returncode == 0, screened.stderr
     assert "扫描 1,000 只" in screened.stdout and "… 全市场漏斗 1,000 只股票" in screened.stderr
+
+
+def test_an_empty_trace_list_says_where_traces_come_from(home):
+    """Every other empty listing says what to run; `trace list` said only that it was empty."""
+    listed = cli("trace", "list")
+    assert listed.returncode == 0 and "wyckoff ask" in listed.stderr, listed.stderr

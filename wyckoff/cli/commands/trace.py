@@ -33,7 +33,7 @@ def list_traces(
     if json_output:
         print_json({"traces": traces})
     elif not traces:
-        print_notice("还没有追踪记录。")
+        print_notice("还没有追踪记录：每次提问（`wyckoff ask` 或终端界面）都会留下一条。")
     else:
         print_table(
             "追踪",
