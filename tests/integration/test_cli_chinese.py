@@ -125,4 +125,32 @@ def test_numbers_are_written_one_way_per_kind(demo_home):
     assert all(re.fullmatch(r"[+-]\d+\.\d{2}%", c[3]) for c in cells)
     assert any("," in c[2] for c in cells)  # an index above 1,000
     analysis = cli("analyze", "000001").stdout
-    assert re.search(r"收益：5d [+-]\d+\.\d{2}%  20d [+-]\d+\.\d{2}%", analysis)
+    assert re.search(r"收益：5日 [+-]\d+\.\d{2}%  20日 [+-]\d+\.\d{2}%", analysis)
+
+
+def test_every_option_says_what_it_does_and_shows_its_type_plainly():
+    """No bare `--json`, no `<list[str]>` or `<int range>` on a help page."""
+    command = typer.main.get_command(app)
+    unexplained, pythonic = [], []
+    for path in command_paths(command):
+        shown = _command_at(command, path)
+        context = typer.Context(shown, info_name=path[-1] if path else "wyckoff")
+        for param in shown.params:
+            record = param.get_help_record(context)
+            if record is None:
+                continue
+            if not record[1].strip():
+                unexplained.append((path, record[0]))
+            if re.search(r"list\[| range>", record[0]):
+                pythonic.append((path, record[0]))
+    assert not unexplained and not pythonic, (unexplained, pythonic)
+
+
+def test_each_group_help_names_exactly_its_commands():
+    command = typer.main.get_command(app)
+    for path in command_paths(command):
+        group = _command_at(command, path)
+        listed = re.search(r": ([a-z-]+(?:, [a-z-]+)*)\.", group.help or "")
+        if path and listed and hasattr(group, "commands"):
+            shown = {name for name, sub in group.commands.items() if not sub.hidden}
+            assert set(listed[1].split(", ")) == shown, path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import pytest
 
@@ -184,6 +185,17 @@ def test_tail_history_shows_the_next_days_open_and_close(demo):
     assert row["next_open_pct"] == round((open_ / price - 1) * 100, 2)
     table = cli("tail", "history")
     assert code in table.stdout and "次日收盘" in table.stdout
+
+
+def test_tail_history_writes_each_price_with_two_decimals_as_the_check_did(demo):
+    """The check said 现价 25.30; its record said 25.3."""
+    last = demo_days(demo)[-1]
+    codes = [c for (c,) in demo.execute("SELECT code FROM stocks ORDER BY code LIMIT 30")]
+    env = {"WYCKOFF_NOW": f"{last}T14:50:00+08:00"}
+    assert cli("tail", "--codes", ",".join(codes), env=env).returncode == 0
+    rows = [line for line in cli("tail", "history").stdout.splitlines() if line.startswith("│ ")]
+    shown = [row.split("│")[5].strip() for row in rows]
+    assert len(shown) == 30 and all(re.fullmatch(r"\d[\d,]*\.\d{2}", p) for p in shown), shown
 
 
 def test_tail_without_candidates_says_how_to_name_some(demo):

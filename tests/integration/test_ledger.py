@@ -313,7 +313,7 @@ def test_nav_says_so_when_the_store_has_no_csi_300(home, tmp_path):
     cli("portfolio", "cash", "100000")
     done("portfolio", "buy", "600519", "1000", "10.00", "--date", "20260105")
     shown = done("portfolio", "nav")
-    assert "20260109" in shown and "沪深300（000300.SH）" in shown and "无法对比" in shown
+    assert "2026-01-09" in shown and "沪深300（000300.SH）" in shown and "无法对比" in shown
 
 
 # --- corporate actions --------------------------------------------------------------------------

@@ -359,4 +359,4 @@ def test_analyze_says_a_return_it_cannot_know_is_unknown_not_zero(home):
     out = cli("analyze", "600000", env={"WYCKOFF_DATA_SOURCE": "tushare"})
     assert out.returncode == 0, out.stderr
     (returns,) = [line for line in out.stdout.splitlines() if line.startswith("收益：")]
-    assert "120d —（未知）" in returns and "20d +2.0" in returns and "0.0%" not in returns
+    assert "120日 —（未知）" in returns and "20日 +2.0" in returns and "0.0%" not in returns

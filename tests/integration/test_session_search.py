@@ -127,3 +127,26 @@ async def test_tui_search_lists_sessions_and_resumes_the_chosen_one(openai_serve
         await wait_until(pilot, lambda: app.query(UserMessage))
         assert app.agent.conversation.session_id == wanted
         assert str(app.query(UserMessage).first().render()) == "茅台跌破 MA200 怎么办"
+
+
+@pytest.mark.asyncio
+async def test_tui_search_says_what_it_found_not_what_resume_says(openai_server, chat_log):
+    """The search results had the resume dialog's title; no match printed Python's 'quotes'."""
+    from textual.widgets import Label
+
+    from tests.tui.test_tui import submit, wait_until
+    from wyckoff.cli.tui.app import create_app
+    from wyckoff.cli.tui.screens import ResumeScreen
+
+    add_scripted_model(openai_server)
+    session(chat_log, ("user", "茅台跌破 MA200 怎么办"), ("assistant", "先减半仓。"))
+    app = create_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await submit(pilot, "/search 茅台")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
+        heading = str(app.screen.query_one(Label).render())
+        assert "「茅台」" in heading and "1 个" in heading, heading
+        await pilot.press("escape")
+        await submit(pilot, "/search 宁德时代")
+        await wait_until(pilot, lambda: "宁德时代" in app.export_screenshot())
+        assert "「宁德时代」" in app.export_screenshot()

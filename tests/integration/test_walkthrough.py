@@ -177,7 +177,8 @@ def test_a_buy_made_today_in_china_is_not_in_the_future(home, monkeypatch):
     assert added.returncode == 0, added.stderr
     listed = cli("portfolio", "add", "000001", "--shares", "100", "--cost", "11")  # default: today
     assert listed.returncode == 0, listed.stderr
-    assert day in cli("portfolio", "list").stdout.split("000001", 1)[1].splitlines()[0]
+    shown = f"{day[:4]}-{day[4:6]}-{day[6:]}"
+    assert shown in cli("portfolio", "list").stdout.split("000001", 1)[1].splitlines()[0]
 
 
 @pytest.mark.asyncio
@@ -226,3 +227,50 @@ def test_the_demo_label_shows_once_on_one_screen_and_stays_in_saved_output(demo_
     assert together.returncode == 0 and together.stdout.count("演示数据：") == 1
     apart = cli("analyze", "000001.SZ")  # `> saved.txt`: the file and the screen both say so
     assert "演示数据：" in apart.stdout and "演示数据：" in apart.stderr
+
+
+def test_portfolio_listings_write_days_and_prices_as_every_other_listing(demo_home):
+    """`market`, `backtest` and the brief say 2026-12-03; the portfolio said 20261203, and
+    its P&L table showed a cost of 10.500 where `portfolio list` showed 10.50."""
+    import re
+
+    day = json.loads(cli("analyze", "000001", "--json").stdout)["as_of"].replace("-", "")
+    assert cli("portfolio", "cash", "100000", "--date", day).returncode == 0
+    added = cli("portfolio", "add", "000001", "--shares", "300", "--cost", "10.5", "--buy-dt", day)
+    assert added.returncode == 0, added.stderr
+    shown = {view: cli("portfolio", view).stdout for view in ("list", "show", "nav")}
+    dashed = f"{day[:4]}-{day[4:6]}-{day[6:]}"
+    assert all(dashed in text for text in shown.values()), shown
+    assert not [v for v, text in shown.items() if re.search(r"\b20\d{6}\b", text)], shown
+    assert "│ 10.50 " in shown["list"] and "│ 10.50 " in shown["show"]
+
+
+def test_a_price_alert_reads_as_its_firing_does(demo_home):
+    assert cli("alert", "add", "price", "--scope", "600519", "--above", "9").returncode == 0
+    listed = cli("alert", "list").stdout
+    assert "收盘 ≥ 9.00" in listed and "≥ 9.0 " not in listed
+
+
+def test_counts_of_days_and_losses_carry_their_units(demo_home):
+    """`market` writes 20日; `analyze` wrote 5d 20d, and `backtest` a bare 最长连亏 5."""
+    import re
+
+    assert "收益：5日 " in cli("analyze", "000001").stdout
+    tested = cli("backtest", "--start", "2026-09-01")
+    assert tested.returncode == 0, tested.stderr
+    assert re.search(r"最长连亏 \d+ 笔  ", tested.stdout), tested.stdout
+
+
+def test_screen_progress_counts_stocks_as_its_summary_does(home, install_demo):
+    """The summary said 扫描 1,000 只 under a progress line saying 1000 只股票."""
+    install_demo(home, 1000)
+    assert cli("data", "use", "demo").returncode == 0
+    screened = cli("screen")
+    assert screened.returncode == 0, screened.stderr
+    assert "扫描 1,000 只" in screened.stdout and "… 全市场漏斗 1,000 只股票" in screened.stderr
+
+
+def test_an_empty_trace_list_says_where_traces_come_from(home):
+    """Every other empty listing says what to run; `trace list` said only that it was empty."""
+    listed = cli("trace", "list")
+    assert listed.returncode == 0 and "wyckoff ask" in listed.stderr, listed.stderr

@@ -1141,3 +1141,32 @@ async def test_memory_command_names_types_and_matches_in_chinese(configured, dem
             assert not any(name in listing for name in TYPE_LABELS), listing
             assert "偏好" in listing
         assert "股票代码" in app.query(".help")[1].source
+
+
+@pytest.mark.asyncio
+async def test_a_failed_tool_row_shows_the_whole_error_sentence(configured, demo_market):
+    """The row cut the error at 100 characters, mid-word, and lost what to do next."""
+    configured.script(
+        Reply(
+            tool_calls=[
+                (
+                    "update_portfolio",
+                    {
+                        "action": "buy",
+                        "code": "000001",
+                        "shares": 100,
+                        "price": 5.0,
+                        "trade_date": "20200106",
+                    },
+                )
+            ]
+        ),
+        Reply(text="好"),
+    )
+    app = create_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await submit(pilot, "记录买入")
+        await wait_until(pilot, lambda: not app.turn_running and app.query(ToolRow))
+        row = app.query_one(ToolRow)
+    assert row.failed and len(row.outcome) > 100, row.outcome
+    assert row.outcome.endswith("。") and "--force" in row.outcome, row.outcome

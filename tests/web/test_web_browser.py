@@ -132,7 +132,7 @@ def test_a_portfolio_change_is_a_plan_then_an_explicit_execute(web, browser_page
     assert cash() == 0  # a plan writes nothing
     page.click("#plan #execute")
     expect(page.locator(".notice")).to_contain_text("已设置现金：0.00 → 12,345.00")
-    expect(page.locator("main")).to_contain_text("现金 12345.00")
+    expect(page.locator("main")).to_contain_text("现金 12,345.00")
     assert cash() == 12345
     page.click("#undo")
     expect(page.locator("#plan .sentence")).to_contain_text("撤销最近一次设置现金")
@@ -175,6 +175,11 @@ def test_a_fill_shows_its_fees_before_execute_then_pnl_and_nav_beside_the_csi300
     page.click("#plan #execute")
     expect(page.locator(".notice")).to_contain_text(f"已买入：000002 万科A 1000 股 @ {price:.2f}")
     expect(page.locator("#pnl-total")).to_contain_text(f"现金 {left}")
+    # every amount and day on the page written one way: 92,316.92 and 2026-12-03
+    expect(page.locator("body")).to_contain_text(f"现金 {left}，总资产")
+    pnl_table = page.locator("table").nth(1)  # after the holdings
+    expect(pnl_table).to_contain_text(re.compile(r"（\d{4}-\d{2}-\d{2}）"))
+    assert not re.search(r"（\d{8}）", pnl_table.inner_text())
     expect(page.locator("#nav-last")).to_contain_text("同期沪深300")
     expect(page.locator("#nav-chart canvas").first).to_be_visible()
     assert [n for n in painted(page, "#nav-chart") if n > 500]
@@ -287,10 +292,10 @@ def test_alert_rules_and_the_watchlist_change_through_a_confirmed_plan(
     page.fill("#add-alert input[name=scope]", "平安银行")
     page.fill("#add-alert input[name=below]", "9.5")
     page.click("#add-alert button[type=submit]")
-    expect(page.locator("#plan .sentence")).to_have_text("添加提醒 price：000001：收盘≤ 9.5")
+    expect(page.locator("#plan .sentence")).to_have_text("添加提醒 price：000001：收盘 ≤ 9.50")
     page.click("#plan #execute")
     expect(page.locator(".notice")).to_contain_text("已添加提醒 #1 price")
-    expect(page.locator("main table").first).to_contain_text("000001：收盘≤ 9.5")
+    expect(page.locator("main table").first).to_contain_text("000001：收盘 ≤ 9.50")
     assert [r["kind"] for r in json.loads(cli("alert", "list", "--json").stdout)["rules"]] == [
         "price"
     ]

@@ -110,7 +110,7 @@ def run_funnel_simulation(params: FunnelSimulationParams, context: ToolContext) 
 
     context.progress("加载行情", params.date, 0.05)
     market, panel = market_on(context, params.date, min_days=WARMUP_DAYS)
-    context.progress("全市场漏斗", f"{panel.as_of}，{len(panel.codes)} 只股票", 0.3)
+    context.progress("全市场漏斗", f"{panel.as_of}，{len(panel.codes):,} 只股票", 0.3)
     funnel = funnel_on_last_day(panel, params.board)
     return market.envelope(
         panel.as_of,

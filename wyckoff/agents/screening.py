@@ -30,7 +30,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     market = MarketData.from_context(context)
     context.progress("加载行情", market.source, 0.05)
     panel = market.panel()
-    context.progress("全市场漏斗", f"{len(panel.codes)} 只股票", 0.3)
+    context.progress("全市场漏斗", f"{len(panel.codes):,} 只股票", 0.3)
     funnel = funnel_on_last_day(panel, params.board, params.limit)
     context.progress("保存结果", f"{funnel['shown']} 只候选", 0.9)
     if context.store is not None:

@@ -1,11 +1,12 @@
 """The one import of typer's private copy of Click (`typer._click`, from typer 0.26): the
 exceptions its parser raises, which the entry point catches to answer in Chinese, and the
 help pages' own words in Chinese (`用法：`, `选项：`, `命令：`, `[默认：…]`, the help option's
-line). Typer is bounded below 0.30 in pyproject.toml, so a release that moves them fails
-here, at install."""
+line), with a value's type shown as `<int>` or `<str>`, not as Python writes it. Typer is
+bounded below 0.30 in pyproject.toml, so a release that moves them fails here, at install."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import typer.core
@@ -41,10 +42,16 @@ def chinese_help_word(message: str) -> str:
     return HELP_WORDS.get(message, message)
 
 
+def plain_value_type(shown: str) -> str:
+    """`<list[str]>` -> `<str>` (the help says it repeats), `<int range>` -> `<int>`."""
+    return re.sub(r"<list\[(.+)\]>", r"<\1>", shown).replace(" range>", ">")
+
+
 def install_chinese_help() -> None:
     typer.core._ = chinese_help_word  # type: ignore[attr-defined]
     english_usage = formatting.HelpFormatter.write_usage
     english_help_option = click_core.Command.get_help_option
+    python_value_type = typer.core._TyperParameter.display_type
 
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
         for english, chinese in USAGE_WORDS.items():
@@ -60,9 +67,13 @@ def install_chinese_help() -> None:
             option.help = HELP_OPTION_TEXT
         return option
 
+    def display_type(self, ctx: Any) -> str:
+        return plain_value_type(python_value_type(self, ctx))
+
     formatting.HelpFormatter.write_usage = write_usage  # type: ignore[method-assign]
     formatting.HelpFormatter.write_heading = write_heading  # type: ignore[method-assign]
     click_core.Command.get_help_option = get_help_option  # type: ignore[method-assign]
+    typer.core._TyperParameter.display_type = display_type  # type: ignore[method-assign]
 
 
 install_chinese_help()

@@ -88,7 +88,7 @@ def describe_rule(rule: dict[str, Any]) -> str:
         "health-drop": "健康度变差（🟢→🟡/🔴）",
         "trigger": "出现新的 Spring/LPS/SOS/EVR",
         "regime": "市场状态转为风险/崩盘",
-        "price": f"收盘{'≥' if rule['direction'] == 'above' else '≤'} {rule['threshold']}",
+        "price": f"收盘 {'≥' if rule['direction'] == 'above' else '≤'} {rule['threshold'] or 0:.2f}",
         "change": f"单日涨跌幅 ≥ {rule['threshold'] or 5:g}%",
         "volume": f"成交量 ≥ 20 日均量 {rule['threshold'] or 2:g} 倍",
         "pnl": f"持仓浮亏 ≥ {rule['threshold'] or 10:g}%（按成本价）",

@@ -29,7 +29,7 @@ def _context():
 @app.command("list")
 def list_approvals(
     all_items: Annotated[bool, typer.Option("--all", help="包括已处理的")] = False,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出待批准的操作 / list pending approvals."""
     from wyckoff.routine.approvals import STATUS_LABELS, history, pending

@@ -208,7 +208,10 @@ def analyze(
         f"RPS50 {_known(result['rps50'])}  RPS120 {_known(result['rps120'])}  "
         f"距年内高点 {_known_pct(result['from_year_high_pct'])}  "
         f"距年内低点 {_known_pct(result['from_year_low_pct'])}",
-        "收益：" + "  ".join(f"{k} {_known_pct(v)}" for k, v in result["returns_pct"].items()),
+        "收益："  # the JSON's keys 5d/20d are days, as `market` writes them: 5日/20日
+        + "  ".join(
+            f"{k.removesuffix('d')}日 {_known_pct(v)}" for k, v in result["returns_pct"].items()
+        ),
     ]
     if result.get("pnl_pct") is not None:
         lines.append(
@@ -302,7 +305,7 @@ def backtest(
         f"中位数 {num.pct(result['median_ret_pct'], signed=True)}  "
         f"VaR95 {num.pct(result['var95_pct'], signed=True)}  "
         f"CVaR95 {num.pct(result['cvar95_pct'], signed=True)}  "
-        f"最长连亏 {result['max_consecutive_losses']}  夏普 {result['sharpe_ratio']}"
+        f"最长连亏 {result['max_consecutive_losses']} 笔  夏普 {result['sharpe_ratio']}"
     )
     for view in (result["simple_view"], result["cash_portfolio"]):
         typer.echo(

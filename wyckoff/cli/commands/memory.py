@@ -43,7 +43,7 @@ def _memory_id(text: str) -> int:
 @app.command("list")
 def list_memories(
     memory_type: Annotated[str | None, typer.Option("--type", help=TYPE_HELP)] = None,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出记忆（新的在前）/ list memories, newest first."""
     memory_views.list_memories(memory_type, json_output)
@@ -52,7 +52,7 @@ def list_memories(
 @app.command("show")
 def show(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="记忆 id")],
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """显示一条记忆 / print one memory."""
     memory = memory_store().require(_memory_id(memory_id))
@@ -77,7 +77,7 @@ def show(
 def add(
     content: Annotated[str, typer.Argument(help="记忆内容")],
     memory_type: Annotated[str, typer.Option("--type", help=TYPE_HELP)] = "preference",
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """添加一条记忆（与已有记忆去重）/ add a memory (deduplicated)."""
     outcome = remember(memory_store(), content, memory_type, source_ref="cli")
@@ -102,7 +102,7 @@ def remove(memory_id: Annotated[str, typer.Argument(metavar="ID", help="记忆 i
 @app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="查询文字，如一句问题或股票名")],
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """按召回规则搜索记忆，显示命中管道和得分 / search as recall does."""
     hits = recall_search(memory_store(), query)
@@ -137,7 +137,7 @@ def search(
 @app.command("trace")
 def trace(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="记忆 id")],
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """回看记忆的来源和取代链 / where a memory came from and what replaced it."""
     memories = memory_store()

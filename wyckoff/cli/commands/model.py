@@ -107,7 +107,9 @@ def add(
     context_window: Annotated[
         int | None, typer.Option("--context-window", help="上下文窗口（token）")
     ] = None,
-    max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens")] = None,
+    max_output_tokens: Annotated[
+        int | None, typer.Option("--max-output-tokens", help="每次回答最多输出的 token 数")
+    ] = None,
 ) -> None:
     """添加或更新一个模型 / add or update a model."""
     if api_key and api_key_env:
@@ -293,7 +295,7 @@ def set_cost(
 @app.command("usage")
 def usage(
     days: Annotated[int, typer.Option("--days", min=1, help="统计最近 N 天")] = 30,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """按模型和用途汇总用量与费用 / tokens and cost per model and purpose."""
     model_views.usage(days, json_output)

@@ -41,7 +41,9 @@ def add(
 
 
 @app.command("list")
-def list_channels(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_channels(
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
+) -> None:
     """列出推送渠道（地址已遮盖）/ list channels, URLs masked."""
     from wyckoff.routine.notify import channels
 

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from wyckoff.ledger.fees import Side
 
 app = typer.Typer(
-    help="持仓 / portfolio: list, check, add, rm, cash, buy, sell, history, undo.",
+    help=(
+        "持仓 / portfolio: list, check, add, rm, cash, buy, sell, show, nav, import, history, undo."
+    ),
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -34,9 +36,12 @@ def _done(change: dict) -> None:
 
 
 @app.command("list")
-def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_positions(
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
+) -> None:
     """列出持仓与现金 / positions and cash."""
     from wyckoff.agents.portfolio import price_text
+    from wyckoff.ledger.days import day_text
 
     book = _book()
     positions, cash = book.positions(), book.cash()
@@ -57,7 +62,7 @@ def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False)
                     p["name"],
                     p["shares"],
                     price_text(p["cost_price"]),
-                    p["buy_dt"],
+                    day_text(p["buy_dt"]),
                     price_text(p["stop_loss"]) if p["stop_loss"] else "-",
                 ]
                 for p in positions
@@ -67,7 +72,7 @@ def list_positions(json_output: Annotated[bool, typer.Option("--json")] = False)
 
 
 @app.command("check")
-def check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def check(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False) -> None:
     """持仓诊断（不需要模型）：健康度、理由、止损、离场状态 / diagnose every holding."""
     from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool, price_text
     from wyckoff.cli.commands.market import _call as run_tool
@@ -106,7 +111,7 @@ def add(
     buy_dt: Annotated[
         str | None, typer.Option("--buy-dt", help="买入日期 YYYYMMDD，默认今天")
     ] = None,
-    stop_loss: Annotated[float | None, typer.Option("--stop-loss")] = None,
+    stop_loss: Annotated[float | None, typer.Option("--stop-loss", help="止损价（元）")] = None,
 ) -> None:
     """添加持仓（已有则加仓并摊薄成本）/ add a position."""
     _done(
@@ -132,7 +137,7 @@ def cash(
 
 
 @app.command("history")
-def history(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def history(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False) -> None:
     """持仓改动记录（谁、何时、改了什么）/ change history."""
     rows = _book().history()
     if json_output:
@@ -231,9 +236,11 @@ def _market():
 
 
 @app.command("show")
-def show(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def show(json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False) -> None:
     """持仓盈亏：按最新收盘价的浮动盈亏与已实现盈亏 / positions with P&L."""
     from wyckoff.agents.ledger_report import profit_and_loss
+    from wyckoff.agents.portfolio import price_text
+    from wyckoff.ledger.days import day_text
     from wyckoff.ledger.money import yuan
 
     market, missing = _market()
@@ -250,8 +257,8 @@ def show(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
             r["code"],
             r["name"],
             r["shares"],
-            f"{r['cost_cents'] / r['shares'] / 100:.3f}",
-            "-" if r["close"] is None else f"{r['close']:.2f}（{r['close_date']}）",
+            price_text(r["cost_cents"] / r["shares"] / 100),
+            "-" if r["close"] is None else f"{r['close']:.2f}（{day_text(r['close_date'])}）",
             money(r["value_cents"]),
             money(r["unrealized_cents"]),
             money(r["realized_cents"]),
@@ -282,12 +289,13 @@ def show(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
 @app.command("nav")
 def nav(
     chart: Annotated[bool, typer.Option("--chart", help="画出净值与沪深300的走势")] = False,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """每日净值：按每天收盘价估值，旁边是同期沪深300 / daily NAV beside the CSI 300."""
     from wyckoff.agents.ledger_nav import daily_nav
     from wyckoff.errors import UsageError
     from wyckoff.ledger.chart import line_chart
+    from wyckoff.ledger.days import day_text
     from wyckoff.ledger.money import yuan
 
     market, missing = _market()
@@ -313,7 +321,7 @@ def nav(
             ["日期", "总资产", "现金", "累计收益", "沪深300"],
             [
                 [
-                    d["date"],
+                    day_text(d["date"]),
                     yuan(d["nav_cents"]),
                     yuan(d["cash_cents"]),
                     _pct(d["return_pct"]),

@@ -90,7 +90,9 @@ def _channel_problem(target: str | None) -> str | None:
 
 
 @app.command("list")
-def list_schedules(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_schedules(
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
+) -> None:
     """列出定时任务 / list schedules."""
     from wyckoff.routine.schedule import list_schedules as schedules_of
 
@@ -134,7 +136,7 @@ def remove(name: Annotated[str, typer.Argument()]) -> None:
 @app.command("runs")
 def runs(
     name: Annotated[str | None, typer.Argument(help="只看这个任务")] = None,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """运行记录 / past runs."""
     from wyckoff import schedule_store

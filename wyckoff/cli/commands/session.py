@@ -12,7 +12,7 @@ from wyckoff.cli.output import local_time, print_json, print_notice, print_table
 from wyckoff.store import Store
 
 app = typer.Typer(
-    help="会话记录 / saved sessions: list, search, show, export, fork.",
+    help="会话记录 / saved sessions: list, search, show, export, fork, compact.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -31,8 +31,8 @@ def _chat_log():
 
 @app.command("list")
 def list_sessions(
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="最多显示几条")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出最近的会话 / recent sessions."""
     sessions = _chat_log().list_sessions(limit)
@@ -54,7 +54,7 @@ def search(
         list[str], typer.Argument(help="要找的词（几个词都要出现；每个词至少 2 个字）")
     ],
     limit: Annotated[int, typer.Option("--limit", min=1, help="最多显示几条")] = 20,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """在所有会话的消息里搜索（新的在前）/ search every session's messages, newest first."""
     from wyckoff.cli.session_search import ROLE_NAMES, search_sessions

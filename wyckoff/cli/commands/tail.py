@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from wyckoff.cli.commands.market import JsonOption, _call, _note, _params
+from wyckoff.cli.numbers import price
 from wyckoff.cli.output import print_json, print_table
 
 app = typer.Typer(
@@ -108,7 +109,7 @@ def history(
                 r["checked_at"][11:],
                 f"{r['code']} {r['name'] or ''}",
                 r["verdict"],
-                r["price"],
+                price(r["price"]),
                 _pct(r["next_open_pct"]),
                 _pct(r["next_close_pct"]),
             ]

@@ -22,8 +22,8 @@ app = typer.Typer(
 
 @app.command("list")
 def list_traces(
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="最多显示几条")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出最近的追踪 / recent traces."""
     from wyckoff.cli.traces import list_traces as traces_in
@@ -33,7 +33,7 @@ def list_traces(
     if json_output:
         print_json({"traces": traces})
     elif not traces:
-        print_notice("还没有追踪记录。")
+        print_notice("还没有追踪记录：每次提问（`wyckoff ask` 或终端界面）都会留下一条。")
     else:
         print_table(
             "追踪",

@@ -50,7 +50,7 @@ def remove(stock: Annotated[str, typer.Argument(help="6 位代码或股票名称
 @app.command("list")
 def list_watched(
     tag: Annotated[str | None, typer.Option("--tag", help="只列出带这个标签的")] = None,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="输出 JSON")] = False,
 ) -> None:
     """列出自选股 / list the watchlist."""
     from wyckoff.cli.commands.watch_views import list_watched as print_watched

@@ -128,9 +128,10 @@ def search_sessions(app: WyckoffApp, query: str) -> None:
             },
         )
     if not sessions:
-        app.show_notice(f"没有找到包含 {query!r} 的消息。")
+        app.show_notice(f"没有找到包含「{query}」的消息。")
         return
-    app.push_screen(ResumeScreen(list(sessions.values())), app.resume)
+    heading = f"包含「{query}」的会话 {len(sessions)} 个（回车恢复，Esc 取消）"
+    app.push_screen(ResumeScreen(list(sessions.values()), heading), app.resume)
 
 
 COMMANDS: tuple[SlashCommand, ...] = (

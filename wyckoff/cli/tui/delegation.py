@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.containers import Horizontal
 from textual.widgets import Collapsible
 
-from wyckoff.cli.tui.widgets import ToolRow
+from wyckoff.cli.tui.widgets import ToolRow, error_outcome
 from wyckoff.cli.tui.wrap import WrappedMarkdown, WrappedStatic
 
 
@@ -43,7 +43,7 @@ class DelegationBlock(Collapsible):
         row = self.rows.get(event["id"])
         if row is not None:
             failed = event["type"] == "tool_error"
-            outcome = event["error"].splitlines()[0][:80] if failed else event.get("summary")
+            outcome = error_outcome(event["error"]) if failed else event.get("summary")
             row.finish(outcome or "完成", event["elapsed_s"], failed=failed)
 
     def finish(self, event: dict[str, Any]) -> None:

@@ -262,13 +262,17 @@ class ResumeScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "取消")]
     AUTO_FOCUS = "#sessions"  # ↓ and Enter work at once, no Tab first
 
-    def __init__(self, sessions: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        sessions: list[dict[str, Any]],
+        heading: str = "选择要恢复的会话（回车确认，Esc 取消）",
+    ) -> None:
         super().__init__()
-        self.sessions = sessions
+        self.sessions, self.heading = sessions, heading
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label("选择要恢复的会话（回车确认，Esc 取消）")
+            yield Label(self.heading)
             yield OptionList(
                 *[
                     Option(

@@ -22,6 +22,7 @@ from wyckoff.cli.tui.widgets import (
     ThinkingBlock,
     ToolRow,
     UserMessage,
+    error_outcome,
 )
 from wyckoff.cli.tui.wrap import WrappedMarkdown
 
@@ -118,7 +119,7 @@ class Transcript:
         if event["id"] in self.denied_calls:
             row.finish("已拒绝", event["elapsed_s"], failed=True)
         elif event["type"] == "tool_error":
-            row.finish(event["error"].splitlines()[0][:100], event["elapsed_s"], failed=True)
+            row.finish(error_outcome(event["error"]), event["elapsed_s"], failed=True)
         else:
             row.finish(
                 event.get("summary") or "完成", event["elapsed_s"], chart_code=chart_code_of(event)

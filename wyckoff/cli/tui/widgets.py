@@ -139,6 +139,16 @@ class WaitingRow(Static):
         )
 
 
+ERROR_SHOWN_CHARS = 300  # a whole Chinese error sentence; a runaway one is cut with "…"
+
+
+def error_outcome(error: str) -> str:
+    """What a failed tool's row says: the error's first line, whole, since its end says what
+    to do (a sentence cut at 100 characters lost it)."""
+    line = error.splitlines()[0] if error else ""
+    return line if len(line) <= ERROR_SHOWN_CHARS else line[: ERROR_SHOWN_CHARS - 1] + "…"
+
+
 class ToolRow(WrappedStatic):
     """One tool call: title and arguments, a spinner while it runs, then outcome and time."""
 

@@ -31,6 +31,10 @@ async function api(path, body) {
 function show(...nodes) { main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined)); }
 function failed(error) { show(el("p", { class: "error", text: error.message })); }
 function num(value, digits = 2) { return value === null || value === undefined ? "—" : Number(value).toFixed(digits); }
+// A cost with 2 decimals, or 3 when the third one matters (5.675), as the command line writes it.
+function cost(value) { const three = num(value, 3); return three.endsWith("0") ? num(value) : three; }
+// The ledger's YYYYMMDD as every page shows a day: YYYY-MM-DD.
+function day(d) { return `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6)}`; }
 function signed(value) { return value === null || value === undefined ? "—" : `${value > 0 ? "+" : ""}${num(value)}%`; }
 function stockLink(code, name) { return el("a", { href: `/stock/${code}`, text: name ? `${code} ${name}` : code }); }
 function table(headers, rows) {
@@ -198,11 +202,11 @@ async function portfolioPage() {
   const result = await api("/api/portfolio");
   const holdings = result.positions.length
     ? table(["股票", "股数", "成本", "收盘", "盈亏", "健康度", "止损位", "自设止损", "离场"],
-      result.positions.map((p) => [stockLink(p.code, p.name), p.shares, num(p.cost_price), num(p.close), signed(p.pnl_pct),
+      result.positions.map((p) => [stockLink(p.code, p.name), p.shares, cost(p.cost_price), num(p.close), signed(p.pnl_pct),
         p.health_label ?? p.health, num(p.stop_level), p.stop_loss ? num(p.stop_loss) : "—", p.exit_status ? p.exit_status.detail : "—"]))
     : el("p", { text: "持仓为空：用下面的表单添加一笔。" });
   show(el("h1", { text: "持仓" }), result.source ? dataNote(result) : null,
-    el("p", { text: `现金 ${num(result.cash)}${result.equity !== undefined ? `，总资产 ${num(result.equity)}` : ""}` }),
+    el("p", { text: `现金 ${yuan(Math.round(result.cash * 100))}${result.equity !== undefined ? `，总资产 ${yuan(Math.round(result.equity * 100))}` : ""}` }),
     holdings, ...ledger(result.pnl), ...navChart(result.nav), changeForm(), el("h2", { text: "改动记录" }),
     el("button", { id: "undo", text: "撤销最近一次改动…", onclick: () => makePlan({ action: "undo" }) }),
     result.history.length ? table(["时间", "谁", "动作", "之前", "之后", ""],
@@ -217,8 +221,8 @@ function yuan(cents) {
 
 // P&L per stock and in total, as `wyckoff portfolio show` prints it.
 function ledger(pnl) {
-  const rows = pnl.positions.map((r) => [stockLink(r.code, r.name), r.shares, num(r.cost_cents / r.shares / 100, 3),
-    r.close === null ? "—" : `${num(r.close)}（${r.close_date}）`, yuan(r.value_cents), yuan(r.unrealized_cents), yuan(r.realized_cents)])
+  const rows = pnl.positions.map((r) => [stockLink(r.code, r.name), r.shares, cost(r.cost_cents / r.shares / 100),
+    r.close === null ? "—" : `${num(r.close)}（${day(r.close_date)}）`, yuan(r.value_cents), yuan(r.unrealized_cents), yuan(r.realized_cents)])
     .concat(pnl.closed.map((r) => [stockLink(r.code, r.name), "已清仓", "", "", "", "", yuan(r.realized_cents)]));
   if (!rows.length) return [];
   return [el("h2", { text: "盈亏" }),
@@ -233,7 +237,6 @@ function navChart(nav) {
   if (!nav.days.length) return [note];
   const box = el("div", { id: "nav-chart", class: "chart small" });
   const last = nav.days[nav.days.length - 1];
-  const day = (d) => `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6)}`;
   requestAnimationFrame(() => {
     const LWC = window.LightweightCharts;
     const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" } });
