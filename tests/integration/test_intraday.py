@@ -237,8 +237,9 @@ def test_a_holdings_stop_set_before_a_10_for_10_moves_with_the_price_in_the_tail
         "--buy-dt", before, "--stop-loss", str(stop),
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
-    with sqlite3.connect(home / "wyckoff.db") as state:
+    with sqlite3.connect(home / "wyckoff.db") as state:  # the holding was typed in that day
         state.execute("UPDATE portfolio_history SET ts = ?", [f"{days[-2]}T02:00:00.000Z"])
+        state.execute("UPDATE positions SET booked_dt = ?", [before])
     result = cli("tail", "--json", env={"WYCKOFF_NOW": f"{last}T14:46:00+08:00"})
     assert result.returncode == 0, result.stderr
     (row,) = json.loads(result.stdout)["results"]
