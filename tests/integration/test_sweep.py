@@ -176,12 +176,17 @@ def test_a_killed_sweeps_panel_folder_is_removed_by_the_next_sweep(panel, client
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is installed by .ci/run")
-def test_a_worker_that_cannot_read_this_machines_files_is_sent_the_panel(panel):
-    """A worker elsewhere (here: in a mount namespace with its own empty temp folder, as on
-    another machine) cannot open the folder: the panel is sent to it instead, same results."""
+def test_a_worker_that_cannot_read_this_machines_files_is_sent_the_panel(
+    panel, tmp_path, monkeypatch
+):
+    """A worker elsewhere (here: in a mount namespace where the sweep's temp folder is an
+    empty one of its own, as on another machine) cannot open the panel's folder: the panel
+    is sent to it instead, same results."""
     from distributed import Client, LocalCluster
 
-    hidden = tempfile.gettempdir()
+    hidden = str(tmp_path / "sweep-temp")  # only this: the code and the venv may be in /tmp
+    Path(hidden).mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", hidden)
     with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         worker = subprocess.Popen(
             ["bwrap", "--dev-bind", "/", "/", "--tmpfs", hidden, "--",
