@@ -36,24 +36,26 @@ class WebServer:
         return re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
 
 
-def demo_day(back: int) -> str:
-    """The demo market's trading day `back` days before its last one, as YYYYMMDD."""
-    from datetime import date
-
-    from wyckoff.engine.demo import trading_days
-
-    return f"{trading_days(date.today(), back + 1)[0]:%Y%m%d}"
-
-
-def demo_close(code: str, day: str) -> float:
-    """`code`'s close on `day` (YYYYMMDD) in the demo market, as traded: a price a fill on that
-    day can have (the ledger refuses one outside the day's range)."""
+def demo_store():
     import os
     from pathlib import Path
 
     from wyckoff.engine.market_store import MarketStore
 
-    store = MarketStore.for_source(Path(os.environ["WYCKOFF_HOME"]), "demo")
+    return MarketStore.for_source(Path(os.environ["WYCKOFF_HOME"]), "demo")
+
+
+def demo_day(back: int) -> str:
+    """The demo market's trading day `back` days before its last one, as YYYYMMDD (read from
+    the store: the date may have changed since it was built, at midnight)."""
+    query = "SELECT DISTINCT strftime(date, '%Y%m%d') AS day FROM bars ORDER BY day DESC LIMIT ?"
+    return demo_store().execute(query, [back + 1])[-1][0]
+
+
+def demo_close(code: str, day: str) -> float:
+    """`code`'s close on `day` (YYYYMMDD) in the demo market, as traded: a price a fill on that
+    day can have (the ledger refuses one outside the day's range)."""
+    store = demo_store()
     query = "SELECT close FROM bars WHERE code = ? AND strftime(date, '%Y%m%d') = ?"
     return float(store.execute(query, [code, day])[0][0])
 
