@@ -118,9 +118,17 @@ def tail_table(result: dict[str, Any]) -> Table:
         table.add_row(
             f"{row['code']} {row.get('name') or ''}\n{row['role']}",
             Text(row["verdict"], style=VERDICT_STYLES.get(row["verdict"], "dim")),
-            "—" if row.get("price") is None else f"{row['price']:.2f}",
+            _price_cell(row),
             "\n".join(reasons),
         )
     if result.get("playbook"):
         table.caption = f"按你的剧本：「{result['playbook']['quote']}」"
     return table
+
+
+def _price_cell(row: dict) -> str:
+    """The price and the day's VWAP beside it, as `wyckoff tail` prints them."""
+    if row.get("price") is None:
+        return "—"
+    vwap = (row.get("facts") or {}).get("vwap")
+    return f"{row['price']:.2f}" + ("" if vwap is None else f"\nVWAP {vwap:.2f}")
