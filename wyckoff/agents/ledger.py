@@ -137,13 +137,10 @@ class Ledger:
         """Why `record` would refuse this fill (one sentence), else None: the whole record
         is tried, the stock's due ex-dates first, and rolled back."""
         try:
-            code, name = self._named(side, stock)
-            day, _ = self.fill_day(day)
-            fill = self.priced(code, name, side, shares, price_mills(price), day)
-            self.price_note(fill, force)
+            fill = self.quote(side, stock, shares, price, day, force)
             with self.store.rolled_back():
                 if self.market is not None:
-                    apply_due(self.store, self.market, [code], fill["trade_date"])
+                    apply_due(self.store, self.market, [fill["code"]], fill["trade_date"])
                 self.apply(fill, "check")
         except WyckoffError as exc:
             return exc.message
