@@ -417,6 +417,44 @@ MIGRATIONS: tuple[str, ...] = (
         )
     )
     """,
+    # 17: the scorecard (#36): every piece of advice as it was given (kind, stock, as-of day,
+    # buy/sell/avoid, the market store it was given on), never updated; its entry at the
+    # next open and its outcome per horizon, each row written once when its days have come
+    """
+    CREATE TABLE scorecard_items (
+        id INTEGER PRIMARY KEY,
+        recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        kind TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT,
+        as_of TEXT NOT NULL,
+        advice TEXT NOT NULL CHECK (advice IN ('buy', 'sell', 'avoid')),
+        source TEXT NOT NULL,
+        price REAL,
+        stop REAL,
+        note TEXT NOT NULL DEFAULT '',
+        UNIQUE (kind, code, as_of, advice, source)
+    );
+    CREATE INDEX scorecard_items_code ON scorecard_items (code, as_of);
+    CREATE TABLE scorecard_entries (
+        item_id INTEGER PRIMARY KEY REFERENCES scorecard_items (id),
+        entry_date TEXT NOT NULL,
+        entry_price REAL,
+        unfillable TEXT
+    );
+    CREATE TABLE scorecard_outcomes (
+        item_id INTEGER NOT NULL REFERENCES scorecard_items (id),
+        horizon INTEGER NOT NULL,
+        exit_date TEXT NOT NULL,
+        stock_return REAL NOT NULL,
+        market_return REAL,
+        csi300_return REAL,
+        mfe REAL,
+        mae REAL,
+        stop_hit INTEGER,
+        PRIMARY KEY (item_id, horizon)
+    )
+    """,
 )
 
 

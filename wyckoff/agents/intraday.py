@@ -267,6 +267,7 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
         tail_store.record(
             context.store, f"{moment:%Y-%m-%d %H:%M}", f"{moment:%Y-%m-%d}", market.source, checked
         )
+        _record_verdicts(context, market.source, f"{moment:%Y-%m-%d}", checked)
     return market.envelope(
         f"{moment:%Y-%m-%d}",
         checked_at=f"{moment:%Y-%m-%d %H:%M}",
@@ -274,6 +275,24 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
         playbook=playbook and {"quote": playbook.text},
         results=results,
     )
+
+
+def _record_verdicts(
+    context: ToolContext, source: str, day: str, checked: list[dict[str, Any]]
+) -> None:
+    """可买 as a buy, 放弃 as avoid, a holding's 破位预警 as a sell, in the scorecard (观察
+    advises nothing)."""
+    from wyckoff.agents import scorecard
+    from wyckoff.engine.tail import BREAK, BUY, SKIP
+    from wyckoff.scorecard_store import NewItem
+
+    advice = {BUY: "buy", SKIP: "avoid", BREAK: "sell"}
+    items = [
+        NewItem("tail", r["code"], r.get("name"), day, advice[r["verdict"]], source, r.get("price"))
+        for r in checked
+        if r["verdict"] in advice
+    ]
+    scorecard.record(context.store, items)
 
 
 def _positions(context: ToolContext, market: MarketData, day: str) -> list[dict[str, Any]]:

@@ -222,7 +222,36 @@ def generate_strategy_decision(params: DecisionParams, context: ToolContext) -> 
         note="以上是建议，没有执行任何交易。记录到持仓需要调用 update_portfolio，并经用户批准。",
     )
     _save(context, "strategy_decision", result)
+    _record_orders(context, market.source, panel.as_of, orders)
     return result
+
+
+ORDER_ADVICE = {"ATTACK": "buy", "PROBE": "buy", "EXIT": "sell", "TRIM": "sell"}  # HOLD, WAIT: none
+
+
+def _record_orders(
+    context: ToolContext, source: str, as_of: str, orders: list[dict[str, Any]]
+) -> None:
+    """The decision's buys and sells, each in the scorecard (buys with their stop)."""
+    from wyckoff.agents import scorecard
+    from wyckoff.scorecard_store import NewItem
+
+    items = [
+        NewItem(
+            "decision",
+            o["code"],
+            o["name"],
+            as_of,
+            ORDER_ADVICE[o["action"]],
+            source,
+            o["close"],
+            o["stop"] if o["action"] in ("ATTACK", "PROBE") else None,
+            o["action"],
+        )
+        for o in orders
+        if o["action"] in ORDER_ADVICE
+    ]
+    scorecard.record(context.store, items)
 
 
 def _candidate_order(

@@ -36,6 +36,7 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
     if context.store is not None:
         saved = funnel["top_candidates"][: history_store.SCREEN_MAX_CANDIDATES]
         save_screen(context.store, market.source, panel.as_of, saved, market.open_days())
+        record_advice(context.store, market.source, panel.as_of, funnel["top_candidates"])
     return market.envelope(
         panel.as_of,
         **funnel,
@@ -136,6 +137,18 @@ def save_screen(
         for key in c["trigger_keys"]
     ]
     history_store.save_screen(store, source, as_of, recommendations, signals)
+
+
+def record_advice(store, source: str, as_of: str, candidates: list[dict[str, Any]]) -> None:
+    """The candidates shown, each a buy as of the screen's day, in the scorecard."""
+    from wyckoff.agents import scorecard
+    from wyckoff.scorecard_store import NewItem
+
+    items = [
+        NewItem("screen", c["code"], c["name"], as_of, "buy", source, c["close"])
+        for c in candidates
+    ]
+    scorecard.record(store, items)
 
 
 SCREEN_TOOL = ToolSpec(

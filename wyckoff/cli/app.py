@@ -37,6 +37,7 @@ COMMANDS = {
     "tail": "wyckoff.cli.commands.tail:app",
     "watch": "wyckoff.cli.commands.watch:app",
     "alert": "wyckoff.cli.commands.alert:app",
+    "scorecard": "wyckoff.cli.commands.scorecard:app",
     "notify": "wyckoff.cli.commands.notify:app",
     "schedule": "wyckoff.cli.commands.schedule:app",
     "approvals": "wyckoff.cli.commands.approvals:app",

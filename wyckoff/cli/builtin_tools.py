@@ -18,6 +18,7 @@ from wyckoff.agents.overview import OVERVIEW_TOOLS
 from wyckoff.agents.past_market import PAST_MARKET_TOOLS
 from wyckoff.agents.portfolio import PORTFOLIO_TOOLS
 from wyckoff.agents.reports import REPORT_TOOLS
+from wyckoff.agents.scorecard import RECORD_ADVICE_TOOL
 from wyckoff.agents.screening import SCREEN_TOOL
 from wyckoff.agents.stocks import STOCK_TOOLS
 from wyckoff.agents.sweep import SWEEP_TOOL
@@ -198,6 +199,7 @@ def default_registry() -> ToolRegistry:
             *PORTFOLIO_TOOLS,
             *WATCHLIST_TOOLS,
             *REPORT_TOOLS,
+            RECORD_ADVICE_TOOL,
             *TAIL_TOOLS,
             *INTRADAY_TOOLS,
             EXECUTE_SKILL,

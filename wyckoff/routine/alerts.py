@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 SCOPES = ("holdings", "watchlist", "market")
 SCOPE_LABELS = {"holdings": "持仓", "watchlist": "自选股", "market": "全市场"}
 MAX_COOLDOWN_DAYS = 250
+SELL_KINDS = ("stop", "exit")  # the alerts that advise selling (scored on the scorecard)
 
 
 def add_rule(store: Store, rule: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +144,24 @@ def check(context: ToolContext, date: str | None = None) -> dict[str, Any]:
     hits = _after_cooldown(store, rules, found, [str(d) for d in panel.dates])
     with store.transaction():
         fired = alert_store.record(store, panel.as_of, hits)
+    _record_sells(store, market.source, panel.as_of, rules, fired)
     return market.envelope(panel.as_of, fired=fired, rules=len(rules), matched=len(hits))
+
+
+def _record_sells(
+    store: Store, source: str, day: str, rules: list[dict[str, Any]], fired: list[dict[str, Any]]
+) -> None:
+    """Alerts that advise selling (a broken stop, an exit signal) in the scorecard."""
+    from wyckoff.agents import scorecard
+    from wyckoff.scorecard_store import NewItem
+
+    kinds = {r["id"]: r["kind"] for r in rules}
+    items = [
+        NewItem("alert", hit["code"], hit["name"], day, "sell", source, note=hit["message"])
+        for hit in fired
+        if kinds[hit["rule_id"]] in SELL_KINDS
+    ]
+    scorecard.record(store, items)
 
 
 def _after_cooldown(
