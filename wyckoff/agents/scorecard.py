@@ -178,7 +178,8 @@ def record_advice(params: RecordAdviceParams, context: ToolContext) -> dict[str,
     item = record_latest(
         context.store, market, "agent", params.code, params.advice, params.reason, params.stop
     )
-    return market.envelope(item["as_of"], **item)
+    as_of = item.pop("as_of")
+    return market.envelope(as_of, **item)
 
 
 def summarize_record(result: dict[str, Any]) -> str:
