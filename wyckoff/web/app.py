@@ -36,11 +36,12 @@ PAGES = {
     "briefs": "简报",
     "alerts": "提醒",
     "watch": "自选",
+    "scorecard": "计分卡",
 }
 CHART_SCRIPT = (
     '<script src="/static/vendor/lightweight-charts.standalone.production.js" defer></script>'
 )
-NAV = ("chat", "market", "screen", "portfolio", "watch", "alerts", "briefs", "memory")
+NAV = ("chat", "market", "screen", "portfolio", "watch", "alerts", "scorecard", "briefs", "memory")
 
 
 def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
@@ -130,6 +131,7 @@ def create_app(guard: Guard, desk: Desk, room: ChatRoom) -> Any:
         Route("/briefs/{name}.html", brief_page),
         Route("/api/alerts", _json(lambda r, body: routine.alerts(desk.context))),
         Route("/api/watch", _json(lambda r, body: routine.watchlist(desk.context))),
+        Route("/api/scorecard", _json(lambda r, body: routine.scorecard(desk.context))),
         Route("/api/approvals", _json(lambda r, body: routine.approvals(desk.context))),
         *(
             Route(f"/api/{name}/plan", _json(planned(make)), methods=["POST"])

@@ -33,6 +33,36 @@ def alerts(context: ToolContext) -> dict[str, Any]:
     }
 
 
+# --- scorecard ---------------------------------------------------------------------------------
+
+
+def scorecard(context: ToolContext) -> dict[str, Any]:
+    """Every piece of advice with its outcomes, newest first, and each kind's summary as a
+    line (the real markets' and the demo market's apart)."""
+    from wyckoff.agents.scorecard import ADVICE_LABELS, KIND_LABELS
+    from wyckoff.agents.scorecard_report import RESPONSE_LABELS, refreshed_scorecard, summary_line
+
+    card = refreshed_scorecard(context.home, context.store)
+
+    def lines(summary: dict[str, Any]) -> list[dict[str, str]]:
+        return [{"kind": KIND_LABELS[k], "line": summary_line(s)} for k, s in summary.items()]
+
+    items = [
+        {
+            **item,
+            "kind_label": KIND_LABELS[item["kind"]],
+            "advice_label": ADVICE_LABELS[item["advice"]],
+            "response_label": RESPONSE_LABELS.get(item["response"] or "", "—"),
+        }
+        for item in reversed(card["items"])
+    ]
+    return {
+        "items": items,
+        "summary": lines(card["summary"]),
+        "demo_summary": lines(card["demo_summary"]),
+    }
+
+
 def alert_plan(context: ToolContext, form: dict[str, Any]) -> Plan:
     """Add a rule (validated now, as `alert add` would) or remove one by its number."""
     from wyckoff.routine.alerts import add_rule, checked_rule, describe_rule, remove_rule

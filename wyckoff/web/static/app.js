@@ -56,6 +56,7 @@ async function homePage() {
     el("div", { class: "cards" }, [["chat", "对话", "问问题、看工具调用、批准操作"], ["market", "大盘", "市场状态、指数、涨跌家数"],
       ["screen", "选股", "最近一次漏斗结果，可在后台重新筛选"], ["portfolio", "持仓", "健康度、止损、改动与撤销"],
       ["watch", "自选", "关注的股票、标签和备注"], ["alerts", "提醒", "提醒规则和触发记录"],
+      ["scorecard", "计分卡", "每条建议事后的 1/5/20 日结果"],
       ["briefs", "简报", "每日例行简报与待批准的操作"], ["memory", "记忆", "智能体记住的偏好和结论"]]
       .map(([page, title, text]) => el("a", { class: "card", href: `/${page}` }, el("strong", { text: title }), el("span", { text })))));
 }
@@ -387,6 +388,24 @@ async function alertsPage() {
     el("h2", { text: "历史" }), history.length ? events(history) : el("p", { class: "muted", text: "—" }));
 }
 
+// --- scorecard -------------------------------------------------------------------------------
+
+async function scorecardPage() {
+  const { items, summary, demo_summary: demo } = await api("/api/scorecard");
+  const pct = (fraction) => signed(fraction === null || fraction === undefined ? null : fraction * 100);
+  const score = (item, h) => item.unfillable ? (h === "1" ? item.unfillable : "—") : pct(item.outcomes[h].score);
+  const lines = (rows) => el("ul", {}, rows.map((r) => el("li", { text: `${r.kind}：${r.line}` })));
+  show(el("h1", { text: "计分卡" }),
+    el("p", { class: "muted", text: "每条建议按次日开盘买入计：收益 = 第 h 日收盘 ÷ 次日开盘 − 1（复权），表中是相对全市场等权的超额；卖出、回避记为避免的损失。" }),
+    el("h2", { text: "汇总（真实行情）" }), summary.length ? lines(summary) : el("p", { class: "muted", text: "还没有真实行情上的建议。" }),
+    demo.length ? [el("h2", { text: "演示行情（合成数据，不计入上面的汇总）" }), el("section", { id: "demo-summary", class: "warn" }, lines(demo))] : null,
+    el("h2", { text: "每条建议" }), items.length
+      ? table(["编号", "类型", "股票", "建议日", "建议", "次日开盘", "1日", "5日", "20日", "我的操作"], items.map((i) => [
+        i.id, i.kind_label + (i.demo ? "（演示）" : ""), stockLink(i.code, i.name), i.as_of, i.advice_label,
+        i.entry_date ? `${i.entry_date} ${num(i.entry_price)}` : "待定", score(i, "1"), score(i, "5"), score(i, "20"), i.response_label]))
+      : el("p", { class: "muted", text: "还没有建议：运行选股、尾盘检查，或在终端 wyckoff scorecard add 记下自己的判断。" }));
+}
+
 // --- chat ------------------------------------------------------------------------------------
 
 const chat = { answer: null, rows: new Map(), delegations: new Map(), log: null };
@@ -556,5 +575,6 @@ document.getElementById("go").addEventListener("submit", (event) => {
 });
 
 const PAGES = { home: homePage, chat: chatPage, market: marketPage, screen: screenPage, stock: () => stockPage(document.body.dataset.code),
-  portfolio: portfolioPage, memory: memoryPage, briefs: briefsPage, watch: watchPage, alerts: alertsPage };
+  portfolio: portfolioPage, memory: memoryPage, briefs: briefsPage, watch: watchPage, alerts: alertsPage,
+  scorecard: scorecardPage };
 Promise.resolve().then(() => PAGES[document.body.dataset.page]()).catch(failed);
