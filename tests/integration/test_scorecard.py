@@ -245,7 +245,9 @@ def test_the_agents_recommendation_is_recorded_through_its_tool(home, openai_ser
     assert result.returncode == 0, result.stderr
     tools = {t["function"]["name"]: t for t in openai_server.bodies[0]["tools"]}
     assert "每当你在回答中建议买入、卖出或回避" in tools["record_advice"]["function"]["description"]
-    told = json.loads(marked_data(openai_server.bodies[1]["messages"][-1]["content"], "record_advice"))
+    told = json.loads(
+        marked_data(openai_server.bodies[1]["messages"][-1]["content"], "record_advice")
+    )
     assert told["recorded"] is True and told["data_note"]
     (item,) = card({}, "--kind", "agent")["items"]
     assert (item["code"], item["advice"], item["note"], item["demo"]) == (
@@ -254,3 +256,21 @@ def test_the_agents_recommendation_is_recorded_through_its_tool(home, openai_ser
         "放量滞涨",
         True,
     )
+
+
+def test_the_brief_has_the_scorecard_and_the_results_that_came_in_that_day(hand_built):
+    market_until(hand_built, 24)
+    result = cli("brief", "--format", "json", env=after_close(24))
+    assert result.returncode == 0, result.stderr
+    card = json.loads(result.stdout)["scorecard"]
+    assert card["demo"] is False
+    assert card["lines"] == [
+        "我的判断：3 条，20 日已计 2 条，平均超额 +2.50%，胜率 50.00%；无法成交 1 条；"
+        "照做 0、未理会 3、反向 0"
+    ]
+    assert card["arrived"] == [
+        f"600004 白云机场 我的判断卖出（{DAYS[4]}）20 日超额 +6.67%",
+        f"600000 浦发银行 我的判断买入（{DAYS[4]}）20 日超额 -1.67%",
+    ]
+    markdown = cli("brief", "--format", "md", env=after_close(24)).stdout
+    assert "## 计分卡\n- 我的判断：3 条" in markdown

@@ -23,6 +23,7 @@ CANDIDATES_SHOWN = 5
 CHART_DAYS = 40
 FORMATS = ("md", "html", "json")
 TAIL_CHECKS_SHOWN = 30
+SCORES_SHOWN = 20  # results of earlier advice that came in on the brief's day
 TAIL_FIELDS = ("checked_at", "code", "name", "role", "verdict", "price", "reasons")
 
 
@@ -31,8 +32,8 @@ def build_brief(
 ) -> dict[str, Any]:
     """The brief of the latest trading day in the open market, with that day's alerts: the
     alert rules are checked first (once per rule, stock and date, so checking again records
-    nothing new) unless `check_alerts` is off. Nothing else is written (the screen runs
-    without saving its candidates to the history). `day` (YYYY-MM-DD): refused, before
+    nothing new) unless `check_alerts` is off. Nothing else is written but the scorecard's
+    outcomes whose days have come (the screen runs without saving its candidates). `day` (YYYY-MM-DD): refused, before
     anything is recorded, unless it is that latest trading day."""
     from wyckoff.agents.market_data import MarketData
     from wyckoff.agents.overview import NoParams, get_market_overview
@@ -64,6 +65,7 @@ def build_brief(
         "candidates": [_candidate(c, panel) for c in triggered],
         "alerts": by_importance(history(context.store, overview["as_of"], limit=None)),
         "tail_checks": _tail_checks(context, overview["as_of"]),
+        "scorecard": _scorecard(context, overview["as_of"], overview["source"] == "demo"),
         "account": account(context.store, market.store) if context.store is not None else None,
         "data_caveats": screen.get("data_caveats") or [],
     }
@@ -80,6 +82,32 @@ def _tail_checks(context: ToolContext, day: str) -> list[dict[str, Any]]:
 
     checks = reversed(tail_store.checks(context.store, limit=TAIL_CHECKS_SHOWN, day=day))
     return [{k: v for k, v in c.items() if k in TAIL_FIELDS} for c in checks]
+
+
+def _scorecard(context: ToolContext, day: str, demo: bool) -> dict[str, Any] | None:
+    """The scorecard's summary per kind on the market in use (the demo market's is never
+    mixed with the real ones') and the results that came in on `day`."""
+    if context.store is None:
+        return None
+    from wyckoff.agents.scorecard import ADVICE_LABELS, KIND_LABELS
+    from wyckoff.agents.scorecard_report import percent, refreshed_scorecard, summary_line
+    from wyckoff.cli.numbers import pct
+
+    card = refreshed_scorecard(context.home, context.store)
+    summary = card["demo_summary" if demo else "summary"]
+    arrived = [
+        f"{i['code']} {i['name'] or ''} {KIND_LABELS[i['kind']]}{ADVICE_LABELS[i['advice']]}"
+        f"（{i['as_of']}）{h} 日超额 {pct(percent(o['score']), signed=True)}"
+        for i in reversed(card["items"])
+        if i["demo"] == demo
+        for h, o in i["outcomes"].items()
+        if o["exit_date"] == day and o["score"] is not None
+    ]
+    return {
+        "demo": demo,
+        "lines": [f"{KIND_LABELS[kind]}：{summary_line(s)}" for kind, s in summary.items()],
+        "arrived": arrived[:SCORES_SHOWN],
+    }
 
 
 def by_importance(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:

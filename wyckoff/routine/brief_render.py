@@ -90,6 +90,16 @@ def account_lines(account: dict[str, Any]) -> list[str]:
     return lines
 
 
+def scorecard_title(card: dict[str, Any]) -> str:
+    return "计分卡（演示行情，合成数据）" if card["demo"] else "计分卡"
+
+
+def scorecard_lines(card: dict[str, Any]) -> list[str]:
+    """Each kind's record, then the results that came in today."""
+    arrived = [f"今日出结果：{line}" for line in card["arrived"]]
+    return card["lines"] + arrived or ["还没有记录的建议。"]
+
+
 def _signed(cents: int) -> str:
     return ("+" if cents > 0 else "") + yuan(cents)
 
@@ -127,6 +137,9 @@ def to_markdown(brief: dict[str, Any]) -> str:
     lines += [f"- {line}" for line in alert_lines(brief)] or ["今天没有触发的提醒。"]
     if brief.get("tail_checks"):
         lines += ["", "## 尾盘检查", *[f"- {tail_line(t)}" for t in brief["tail_checks"]]]
+    if brief.get("scorecard"):
+        lines += ["", f"## {scorecard_title(brief['scorecard'])}"]
+        lines += [f"- {line}" for line in scorecard_lines(brief["scorecard"])]
     if brief["data_caveats"]:
         lines += ["", "## 数据缺口", *[f"- {c}" for c in brief["data_caveats"]]]
     if brief.get("ai_commentary"):
@@ -179,6 +192,9 @@ def to_html(brief: dict[str, Any]) -> str:
     parts.append(_list(alert_lines(brief)) or "<p>今天没有触发的提醒。</p>")
     if brief.get("tail_checks"):
         parts += ["<h2>尾盘检查</h2>", _list([tail_line(t) for t in brief["tail_checks"]])]
+    if brief.get("scorecard"):
+        card = brief["scorecard"]
+        parts += [f"<h2>{escape(scorecard_title(card))}</h2>", _list(scorecard_lines(card))]
     if brief["data_caveats"]:
         parts += ["<h2>数据缺口</h2>", _list(brief["data_caveats"])]
     if brief.get("ai_commentary"):
