@@ -65,6 +65,8 @@ def test_stop_and_exit_alerts_agree_with_analyze(demo_home):
     added("exit", "--scope", "holdings")
     fired = checked()["fired"]
     assert {(a["code"], a["rule_id"]) for a in fired} == {(below, 1), (below, 2)}
+    scored = json.loads(cli("scorecard", "--kind", "alert", "--json").stdout)["items"]
+    assert [(i["code"], i["advice"]) for i in scored] == [(below, "sell")]  # once per day
     analyzed = json.loads(cli("analyze", below, "--cost", "10", "--json").stdout)
     stop_alert = next(a for a in fired if a["rule_id"] == 1)
     assert f"跌破止损 {analyzed['stop']['stop']:.2f}" in stop_alert["message"]

@@ -157,6 +157,24 @@ def test_tail_gives_verdicts_with_reasons_and_leaves_the_daily_store_byte_identi
     assert (demo.path.parent / "market-demo-minutes.duckdb").exists()
 
 
+def test_tail_verdicts_that_advise_are_on_the_scorecard(demo):
+    last = demo_days(demo)[-1]
+    codes = [c for (c,) in demo.execute("SELECT code FROM stocks ORDER BY code LIMIT 30")]
+    env = {"WYCKOFF_NOW": f"{last}T14:46:00+08:00"}
+    result = cli("tail", "--codes", ",".join(codes), "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    advice = {"可买": "buy", "放弃": "avoid"}  # 观察 advises nothing
+    advised = [
+        (r["code"], advice[r["verdict"]])
+        for r in json.loads(result.stdout)["results"]
+        if r["verdict"] in advice
+    ]
+    assert advised, "30 demo stocks at 14:46 give some 可买 or 放弃 verdicts"
+    scored = json.loads(cli("scorecard", "--kind", "tail", "--json", env=env).stdout)["items"]
+    assert sorted((i["code"], i["advice"]) for i in scored) == sorted(advised)
+    assert {i["as_of"] for i in scored} == {last} and all(i["demo"] for i in scored)
+
+
 def test_the_remembered_playbook_is_quoted_in_the_verdict(demo):
     playbook = "尾盘二次确认买入：14:45 后检查支撑、VWAP、收盘位置和量能；跌破确认支撑或极端放量冲高回落时禁止买入"
     assert cli("memory", "add", playbook, "--type", "playbook").returncode == 0

@@ -255,6 +255,13 @@ def test_report_sorts_stocks_from_model_text_and_the_decision_sizes_in_lots(home
     )
     assert order["rationale"] == "趋势完好，小仓位试探"
     assert Portfolio(Store.in_home(home)).positions() == []  # nothing executed
+    (scored,) = json.loads(cli("scorecard", "--kind", "decision", "--json").stdout)["items"]
+    assert (scored["code"], scored["advice"], scored["stop"], scored["note"]) == (
+        "600000",
+        "buy",
+        order["stop"],
+        order["action"],
+    )  # the decision's buy, with its stop, is on the scorecard
 
 
 def test_decision_blocks_buys_in_risk_off_and_exits_broken_holdings(home, openai_server):
