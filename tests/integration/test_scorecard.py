@@ -6,13 +6,14 @@ advice through its tool."""
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from tests.cli_runner import cli
-from tests.conftest import add_scripted_model, marked_data
+from tests.conftest import add_scripted_model, marked_data, spawn_cli
 from tests.model_servers import Reply
 from wyckoff.engine.market_store import MarketStore
 
@@ -184,10 +185,28 @@ def test_the_users_fills_are_matched_to_the_advice_before_them(hand_built):
     assert result["summary"]["manual"]["responses"] == {"followed": 1, "ignored": 1, "against": 1}
 
 
-def test_an_item_is_recorded_once_and_the_json_has_the_documented_shape(hand_built):
-    again = cli("scorecard", "add", "600000", "--advice", "buy", env=after_close(ADVICE_DAY))
+def test_two_processes_filling_outcomes_at_once_write_each_row_once(hand_built):
+    market_until(hand_built, 24)
+    both = [spawn_cli("scorecard", "--json", env=after_close(24)) for _ in range(2)]
+    outputs = [process.communicate(timeout=120) for process in both]
+    assert [process.returncode for process in both] == [0, 0], [err for _, err in outputs]
+    first, second = (json.loads(out) for out, _ in outputs)
+    assert first["items"] == second["items"]
+    with sqlite3.connect(hand_built / "wyckoff.db") as db:
+        rows = db.execute("SELECT item_id, horizon FROM scorecard_outcomes").fetchall()
+        (entries,) = db.execute("SELECT COUNT(*) FROM scorecard_entries").fetchone()
+    assert len(rows) == len(set(rows)) == 2 * 3 and entries == 3  # A and B scored; C unfilled
+
+
+def test_an_item_is_recorded_once_and_never_edited_and_the_json_has_the_documented_shape(
+    hand_built,
+):
+    again = cli(
+        "scorecard", "add", "600000", "--advice", "buy", "--note", "改主意", env=after_close(4)
+    )
     assert again.returncode == 0 and "未重复记录" in again.stderr
     result = card(after_close(ADVICE_DAY))
+    assert result["items"][0]["note"] == ""  # as first recorded
     assert [i["code"] for i in result["items"]] == ["600000", "600004", "600009"]
     item = result["items"][0]
     for key in ("id", "kind", "code", "as_of", "advice", "entry_date", "entry_price", "outcomes"):
