@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -196,6 +198,24 @@ def test_two_processes_filling_outcomes_at_once_write_each_row_once(hand_built):
         rows = db.execute("SELECT item_id, horizon FROM scorecard_outcomes").fetchall()
         (entries,) = db.execute("SELECT COUNT(*) FROM scorecard_entries").fetchone()
     assert len(rows) == len(set(rows)) == 2 * 3 and entries == 3  # A and B scored; C unfilled
+
+
+def test_a_sync_holding_the_market_store_leaves_the_outcomes_for_the_next_look(hand_built):
+    market_until(hand_built, 9)
+    hold = "import sys, time, duckdb\nc = duckdb.connect(sys.argv[1])\nprint('holding', flush=True)\ntime.sleep(60)"
+    path = MarketStore.for_source(hand_built, "tushare").path
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        held = card(after_close(9))
+        assert holder.poll() is None  # answered while the store was still held
+    finally:
+        holder.kill()
+        holder.wait()
+    assert by_code(held)["600000"]["outcomes"]["1"]["return"] is None
+    assert by_code(card(after_close(9)))["600000"]["outcomes"]["1"]["return"] == pytest.approx(0.05)
 
 
 def test_an_item_is_recorded_once_and_never_edited_and_the_json_has_the_documented_shape(

@@ -14,7 +14,7 @@ from wyckoff import scorecard_store
 from wyckoff.agents.market_data import PANEL_DAYS, MarketData
 from wyckoff.agents.stock_args import StockText
 from wyckoff.cli.tools import ToolContext, ToolSpec
-from wyckoff.errors import UsageError
+from wyckoff.errors import UsageError, WyckoffError
 from wyckoff.scorecard_store import NewItem
 
 if TYPE_CHECKING:
@@ -108,15 +108,21 @@ def fill_outcomes(home: Path, store: Store) -> int:
 
 
 def _final_panel(home: Path, source: str) -> Panel | None:
-    """The market's latest panel without a day still trading (its bar is not final)."""
+    """The market's latest panel without a day still trading (its bar is not final); None
+    when there is none, or another process (a sync) holds the store: the outcomes wait for
+    the next look, which must not wait for the sync."""
     from wyckoff.agents.market_data import partial_bar_note
     from wyckoff.engine.market_store import MarketStore
     from wyckoff.engine.panel_cache import cached_panel
 
     market = MarketStore.for_source(home, source)
-    if market.is_empty():
+    if not market.path.exists():
         return None
-    panel = cached_panel(market.path, source, PANEL_DAYS, lambda: market.load_panel(PANEL_DAYS))
+    market.lock_wait_s = 0.5
+    try:
+        panel = cached_panel(market.path, source, PANEL_DAYS, lambda: market.load_panel(PANEL_DAYS))
+    except (LookupError, WyckoffError):  # an empty store; a busy one
+        return None
     if partial_bar_note(panel.as_of):
         panel = panel.upto(len(panel.dates) - 2)
     return panel

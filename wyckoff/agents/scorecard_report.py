@@ -36,7 +36,8 @@ def scorecard(
     today = today or market_now().date()
     rows = scorecard_store.items(store, since, kind)
     outcomes = scorecard_store.outcomes(store)
-    responses = _responses(rows, portfolio_store.fills(store), today)
+    # matched over every item, so a filter never changes which advice a fill answered
+    responses = _responses(scorecard_store.items(store), portfolio_store.fills(store), today)
     items = [_item(row, outcomes.get(row["id"], {}), responses.get(row["id"])) for row in rows]
     return {
         "items": items,
