@@ -5,6 +5,7 @@ measures every signal (docs/scorecard.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -63,17 +64,7 @@ def record_latest(
     price = _traded_close(panel, code)
     item = NewItem(kind, code, name, panel.as_of, advice, market.source, price, stop, note)
     new = record(store, [item])
-    return {
-        "recorded": bool(new),
-        "kind": kind,
-        "code": code,
-        "name": name,
-        "as_of": panel.as_of,
-        "advice": advice,
-        "source": market.source,
-        "price": price,
-        "note": note,
-    }
+    return {"recorded": bool(new), **dataclasses.asdict(item)}
 
 
 def _traded_close(panel: Panel, code: str) -> float | None:
