@@ -73,14 +73,21 @@ def forward_return(p: Panel, t: int, j: int, h: int) -> float | None:
 
 
 def market_return(p: Panel, t: int, h: int) -> float | None:
-    """The equal-weight mean of `forward_return` over every stock that opened on t+1."""
+    """The equal-weight mean of `forward_return` over every stock that opened on t+1 (once
+    per panel, day and horizon: every event of a day shares it)."""
     if t + h >= len(p.dates):
         return None
+    mean: float | None = p.memo(("market_return", t, h), lambda: _market_return(p, t, h))
+    return mean
+
+
+def _market_return(p: Panel, t: int, h: int) -> float | None:
     opened = ~np.isnan(p.open[t + 1])
     if not opened.any():
         return None
-    closes = last_valid(p.close[: t + h + 1])
-    return float(np.nanmean(closes[opened] / p.open[t + 1, opened] - 1))
+    # a stock that opened on t+1 closed that day too: its last close is within t+1..t+h
+    closes = last_valid(p.close[t + 1 : t + h + 1, opened])
+    return float(np.nanmean(closes / p.open[t + 1, opened] - 1))
 
 
 def index_return(p: Panel, t: int, h: int, code: str = CSI300[0]) -> float | None:
