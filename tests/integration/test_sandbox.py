@@ -5,6 +5,7 @@ workspace, chmod outside, the network. Real bwrap, real Landlock, real processes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -47,7 +48,7 @@ def landlock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Listener:
-    """A daemon's socket (Unix or TCP on loopback) that records who connects."""
+    """A daemon's socket (Unix or TCP on loopback) that records who connects and what they send."""
 
     def __init__(self, family: int, address) -> None:
         self.sock = socket.socket(family, socket.SOCK_STREAM)
@@ -55,6 +56,7 @@ class Listener:
         self.sock.listen(8)
         self.sock.settimeout(0.2)
         self.connections = 0
+        self.received = b""
         self.stopped = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -65,7 +67,11 @@ class Listener:
             except OSError:
                 continue
             self.connections += 1
-            conn.close()
+            with conn:
+                conn.settimeout(1)
+                with contextlib.suppress(OSError):
+                    while data := conn.recv(4096):
+                        self.received += data
 
     def close(self) -> None:
         self.stopped = True
