@@ -73,6 +73,10 @@ class Listener:
                     while data := conn.recv(4096):
                         self.received += data
 
+    @property
+    def port(self) -> int:
+        return self.sock.getsockname()[1]
+
     def close(self) -> None:
         self.stopped = True
         self.sock.close()
@@ -262,7 +266,7 @@ def test_chmod_and_touch_outside_the_workspace_fail(home, ws, outside):
 
 @needs_bwrap
 def test_the_network_is_refused_unless_the_approval_allows_it(home, ws, tcp_server):
-    address = f"127.0.0.1:{tcp_server.sock.getsockname()[1]}"
+    address = f"127.0.0.1:{tcp_server.port}"
     assert "不能联网" in describe(home, "exec_command", command=connect(address))
     refused = result(call(home, "exec_command", command=connect(address)))
     assert "ConnectionRefusedError" in refused["stderr"]  # it ran, in a network of its own
@@ -302,7 +306,7 @@ def test_an_unknown_sandbox_setting_is_one_sentence_and_runs_nothing(home, ws, m
 
 def test_landlock_confines_writes_signals_and_tcp(home, ws, outside, landlock, tcp_server):
     sibling = subprocess.Popen(["sleep", "300"])
-    address = f"127.0.0.1:{tcp_server.sock.getsockname()[1]}"
+    address = f"127.0.0.1:{tcp_server.port}"
     command = (
         f"echo in > inside.txt; echo out > {outside}/escaped.txt; kill -9 {sibling.pid}; "
         f"{connect(address)}; echo done"

@@ -162,6 +162,23 @@ def test_ordinary_commands_still_work(home, repo):
 
 
 @needs_bwrap
+def test_with_the_network_names_resolve_and_certificates_load(home, repo):
+    """/etc/hosts, nsswitch.conf and resolv.conf, and the CA certificates, are there."""
+    server = Listener(socket.AF_INET, ("127.0.0.1", 0))
+    program = (
+        f"import socket, ssl; socket.create_connection(('localhost', {server.port}), timeout=3); "
+        "print('connected', ssl.create_default_context().cert_store_stats()['x509_ca'] > 0)"
+    )
+    try:
+        command = f'python3 -c "{program}"'
+        outcome = result(call(home, "exec_command", command=command, network=True))
+        assert outcome["stdout"] == "connected True\n", outcome["stderr"]
+        assert eventually(lambda: server.connections == 1)
+    finally:
+        server.close()
+
+
+@needs_bwrap
 def test_only_the_allowed_folders_are_visible(home, repo):
     """At the top only the system's folders and the ways to the workspace and the
     interpreter; the places a socket can live are empty; /etc holds only what programs need."""

@@ -31,7 +31,8 @@ from wyckoff.cli.local_tools.workspace import exports_dir, home_dir, workspace_r
 CONFINE_SCRIPT = Path(__file__).with_name("confine.py")
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What programs read in /etc: the dynamic linker, user and host names, time zone, Debian's
-# program alternatives, TLS certificates, file types, git's and Python's system settings.
+# program alternatives, TLS certificates (not private keys), file types, the system settings
+# of git, Python, Java and Perl. Not: shadow, sudoers, ssh, cron, the package manager's.
 ETC_ENTRIES = (
     "ld.so.cache",
     "ld.so.conf",
@@ -50,10 +51,14 @@ ETC_ENTRIES = (
     "locale.alias",
     "locale.conf",
     "alternatives",
-    "ssl",
+    "ssl/certs",  # not ssl/private: the host's private keys
+    "ssl/openssl.cnf",
     "ca-certificates",
     "ca-certificates.conf",
-    "pki",
+    "pki/ca-trust",
+    "pki/tls/certs",
+    "pki/tls/cert.pem",
+    "pki/tls/openssl.cnf",
     "crypto-policies",
     "mime.types",
     "magic",
