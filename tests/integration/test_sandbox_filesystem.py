@@ -135,6 +135,29 @@ def test_the_workspaces_git_hooks_and_config_cannot_be_rewritten(home, repo):
 
 
 @needs_bwrap
+def test_a_missing_hooks_folder_cannot_be_made(home, repo):
+    shutil.rmtree(repo / ".git" / "hooks")
+    command = "mkdir -p .git/hooks; echo 'touch /tmp/pwned' > .git/hooks/post-checkout; echo ok"
+    outcome = result(call(home, "exec_command", command=command))
+    assert outcome["stdout"] == "ok\n" and "Read-only file system" in outcome["stderr"]
+    assert list((repo / ".git" / "hooks").iterdir()) == []  # the empty folder bwrap mounted on
+
+
+@needs_bwrap
+def test_hooks_in_the_folder_core_hooks_path_names_cannot_be_rewritten(home, repo):
+    """husky and the like keep hooks in the work tree (core.hooksPath = .husky/_)."""
+    hooks = repo / ".husky" / "_"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
+    subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", ".husky/_"], check=True)
+    command = "echo 'touch /tmp/pwned' >> .husky/_/pre-commit; echo x > .husky/_/pre-push; echo ok"
+    outcome = result(call(home, "exec_command", command=command))
+    assert outcome["stdout"] == "ok\n" and "Read-only file system" in outcome["stderr"]
+    assert [path.name for path in hooks.iterdir()] == ["pre-commit"]
+    assert (hooks / "pre-commit").read_text() == "#!/bin/sh\nnpm test\n"
+
+
+@needs_bwrap
 def test_ordinary_commands_still_work(home, repo):
     """Python, git in the workspace, reading /usr, the user's name and the time zone, writing
     the workspace, the exports folder and /tmp."""

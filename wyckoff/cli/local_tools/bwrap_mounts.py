@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,8 +77,6 @@ ETC_ENTRIES = (
     "perl",
 )
 NETWORK_ETC_ENTRIES = ("resolv.conf",)
-# Folders a git command runs code from, or reads where to run it from.
-GIT_PROTECTED = ("hooks", "config", "config.worktree")
 
 
 def mount_arguments(temp_dir: str, network: bool) -> list[str]:
@@ -152,20 +151,40 @@ def hidden_key_paths(root: Path) -> list[str]:
 
 def git_protected(root: Path) -> list[str]:
     """The workspace's .git bound onto itself (a mount point cannot be renamed away and
-    replaced), its hooks and config read-only: what a command wrote there would run outside
-    the sandbox the next time the user runs git. A .git file (a linked worktree, a submodule)
-    is read-only, so it cannot be swapped for a folder of hooks."""
+    replaced), its hooks folder (and core.hooksPath's, when in the workspace) and config
+    read-only: what a command wrote there would run outside the sandbox the next time the
+    user runs git. A .git file (a linked worktree, a submodule) is read-only, so it cannot
+    be swapped for a folder of hooks."""
     git = root / ".git"
     if git.is_symlink() or not git.exists():
         return []
     if not git.is_dir():
         return ["--ro-bind", str(git), str(git)]
     args = ["--bind", str(git), str(git)]
-    for name in GIT_PROTECTED:
-        path = git / name
-        real = os.path.realpath(path)
-        if os.path.exists(real) and Path(real).is_relative_to(root):
-            args += ["--ro-bind", real, real]
-        elif name == "hooks" and not os.path.lexists(path):
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    for path in (git / "config", git / "config.worktree"):
+        args += read_only_in(root, path)
+    for folder in sorted({git / "hooks", *hooks_path(root)}):
+        args += read_only_in(root, folder, make_folder=True)
     return args
+
+
+def read_only_in(root: Path, path: Path, make_folder: bool = False) -> list[str]:
+    """`path` read-only where it lies in the workspace; a missing folder made as an empty,
+    read-only one (or a command could create it and fill it)."""
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root):
+        return []  # outside the workspace: read-only or not there at all
+    if real.exists():
+        return ["--ro-bind", str(real), str(real)]
+    return ["--tmpfs", str(real), "--remount-ro", str(real)] if make_folder else []
+
+
+def hooks_path(root: Path) -> list[Path]:
+    """Where git's core.hooksPath setting points (husky's .husky/_, say), as git reads it."""
+    command = ["git", "-C", str(root), "config", "--type=path", "--get", "core.hooksPath"]
+    try:
+        found = subprocess.run(command, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    value = found.stdout.strip()
+    return [root / value] if found.returncode == 0 and value else []
