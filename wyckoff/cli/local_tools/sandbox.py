@@ -1,12 +1,12 @@
 """Which sandbox runs an approved command, and the command line that starts it there.
 
-bubblewrap when `bwrap` is installed and can create namespaces: a fresh mount namespace in
-which only the workspace, the exports folder and a private /tmp are writable, WYCKOFF_HOME
-and key files (key_files.py) are hidden, /run (D-Bus, Docker, the user's runtime sockets)
-is empty, with its own PID, IPC and (unless the approval allows the network) network
-namespace, no capabilities, killed with its parent (with the network shared, Landlock inside
-it scopes abstract sockets and signals). Else Landlock (confine.py): writes
-confined, signals and abstract sockets scoped, TCP refused. Else none. WYCKOFF_SANDBOX
+bubblewrap when `bwrap` is installed and can create namespaces: a fresh mount namespace
+built from an allowlist (bwrap_mounts.py: the system's programs, the workspace and the
+exports folder; nothing of the home, /var/tmp or /run, so no daemon's socket), with its own
+PID, IPC and (unless the approval allows the network) network namespace, no capabilities,
+killed with its parent (with the network shared, Landlock inside it scopes abstract sockets
+and signals). Else Landlock (confine.py): writes confined, signals and abstract sockets
+scoped, TCP refused; it reads everything and reaches path sockets. Else none. WYCKOFF_SANDBOX
 (auto | bwrap | landlock | none) picks one. Every sandbox, even none, starts through
 confine.py for the resource limits, and joins a process-count cgroup where one can be made.
 """
@@ -40,7 +40,7 @@ CGROUP_EMPTY_WAIT_S = 2.0
 # The pids controller: cgroup v1's own hierarchy, else the unified (v2) one.
 PIDS_HIERARCHIES = (("pids", "/sys/fs/cgroup/pids"), ("", "/sys/fs/cgroup"))
 # The mounts and namespaces a real run needs; some containers forbid them.
-BWRAP_PROBE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+BWRAP_PROBE: tuple[str, ...] = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 BWRAP_PROBE += ("--unshare-pid", "--unshare-ipc", "--unshare-net")
 
 
@@ -83,7 +83,10 @@ def describe_sandbox(sandbox: str, network: bool) -> str:
     """What the sandbox confines, as the approval dialog says it."""
     net = "可以联网" if network else "不能联网"
     if sandbox == BUBBLEWRAP:
-        return f"沙箱 bubblewrap：只能写工作区和导出文件夹，看不到 Wyckoff 配置和密钥文件，{net}"
+        return (
+            "沙箱 bubblewrap：只看得到系统程序、工作区和导出文件夹，只能写后两者，"
+            f"看不到家目录、Wyckoff 配置和密钥文件，{net}"
+        )
     if sandbox == LANDLOCK:
         tcp = "可以联网" if network else "不能建立 TCP 连接"
         return f"沙箱 Landlock：只能写工作区和导出文件夹，但能读其他文件，{tcp}"
