@@ -132,13 +132,13 @@ def launcher_paths() -> list[str]:
     wanted = {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable)}
     wanted |= {os.path.dirname(os.path.realpath(sys.executable)), str(CONFINE_SCRIPT.parent)}
     wanted |= {os.path.realpath(path) for path in wanted}
-    folders = [Path(path) for path in wanted if os.path.isdir(path)]
-    return sorted(str(path) for path in folders if not _within(path, *SYSTEM_FOLDERS, *folders))
-
-
-def _within(path: Path, *folders: str | Path) -> bool:
-    """Whether `path` lies under one of `folders` (other than itself)."""
-    return any(path != Path(folder) and path.is_relative_to(folder) for folder in folders)
+    folders = [Path(path) for path in wanted if os.path.isdir(path) and path != "/"]  # never all
+    return sorted(
+        str(path)
+        for path in folders
+        if not any(path.is_relative_to(system) for system in SYSTEM_FOLDERS)
+        and not any(path != other and path.is_relative_to(other) for other in folders)
+    )
 
 
 def hidden_key_paths(root: Path) -> list[str]:
