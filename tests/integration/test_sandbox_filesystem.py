@@ -79,12 +79,20 @@ def send(path: Path) -> str:
 
 @needs_bwrap
 def test_a_tmux_server_under_var_tmp_cannot_be_told_to_write_outside(
-    home, repo, outside, tmux_socket
+    home, repo, outside, tmux_socket, monkeypatch
 ):
-    escaped = outside / "OUTSIDE"
-    command = f"tmux -S {tmux_socket} new-window -d 'touch {escaped}'"
-    outcome = result(call(home, "exec_command", command=command))
-    assert not eventually(escaped.exists, timeout=2)
+    """Without the sandbox the server obeys (the attack is real); inside it, it is not there."""
+
+    def tell_tmux(name: str) -> dict:
+        command = f"tmux -S {tmux_socket} new-window -d 'touch {outside / name}'"
+        return result(call(home, "exec_command", command=command))
+
+    monkeypatch.setenv("WYCKOFF_SANDBOX", "none")
+    tell_tmux("UNCONFINED")
+    assert eventually((outside / "UNCONFINED").exists)
+    monkeypatch.setenv("WYCKOFF_SANDBOX", "bwrap")
+    outcome = tell_tmux("OUTSIDE")
+    assert not eventually((outside / "OUTSIDE").exists, timeout=2)
     assert outcome["sandbox"] == "bubblewrap" and outcome["exit_code"] != 0
 
 
