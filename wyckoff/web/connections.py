@@ -24,8 +24,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_DEADLINE = 10.0
 BODY_DEADLINE = 30.0
-PENDING_PER_CLIENT = 32
-MAX_CONNECTIONS = 200
+PENDING_PER_CLIENT = 100
+MAX_CONNECTIONS = 250
 ACCEPT_BATCH = 100  # uvicorn's backlog: asyncio accepts at most this many sockets per loop turn
 DEADLINE_VARIABLE = "WYCKOFF_TEST_WEB_DEADLINE"  # seconds for both deadlines; tests only
 
