@@ -118,6 +118,20 @@ def test_today_is_the_market_clock_s_today(home, imported):
     assert cli("data", "import", str(late)).returncode == 0  # the same bar, a year later
 
 
+def test_the_documented_code_forms_are_read_as_six_digits(home):
+    path = home.parent / "forms.csv"
+    path.write_text(
+        f"{HEADER}\n"
+        + "".join(
+            f"{code},2025-03-04,5,5.2,4.9,5.1,5,100,500\n"
+            for code in ("600519", "000001.SZ", "SH600000", "sz000002", "688001.sh")
+        )
+    )
+    assert cli("data", "import", str(path)).returncode == 0
+    codes = [row[0] for row in _stored(home)]
+    assert codes == ["000001", "000002", "600000", "600519", "688001"]
+
+
 def test_a_parquet_integer_code_keeps_its_leading_zeros(home):
     """Parquet stores 000001 as the integer 1: padding it is right, unlike a typed '60051'."""
     path = home.parent / "bars.parquet"
