@@ -70,12 +70,15 @@ class PushServer:
 
 
 class DripServer:
-    """Reads one request, then answers a byte a second (about 40 s in all): each byte renews
-    a per-read timeout, so only a deadline for the whole request ends the wait."""
+    """Answers a byte a second (`answer`, about 40 s in all) after reading the request, or at
+    once for a protocol where the server speaks first (SMTP): each byte renews a per-read
+    timeout, so only a deadline for the whole exchange ends the wait."""
 
-    ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"  # 40 bytes
+    HTTP = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"  # 40 bytes
+    SMTP = b"220 localhost ESMTP, one byte a second\r\n"
 
-    def __init__(self) -> None:
+    def __init__(self, answer: bytes = HTTP, speaks_first: bool = False) -> None:
+        self.answer, self.speaks_first = answer, speaks_first
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.stopped = threading.Event()
@@ -90,8 +93,9 @@ class DripServer:
         except OSError:
             return
         with conn:
-            conn.recv(65_536)
-            for byte in self.ANSWER:
+            if not self.speaks_first:
+                conn.recv(65_536)
+            for byte in self.answer:
                 if self.stopped.wait(1.0):
                     return
                 try:

@@ -187,14 +187,22 @@ def test_a_hostile_service_echoing_the_key_back_never_gets_it_shown(home):
 # --- hostile webhooks: a slow answer, a redirect, an address that is not a web hook ---------
 
 
-def test_a_webhook_dripping_its_answer_fails_within_the_deadline(home, monkeypatch):
-    monkeypatch.setattr("wyckoff.routine.notify.DEADLINE_S", 2.0)
-    with DripServer() as drip:
-        env = channel("hook", "webhook", drip.url())
+@pytest.mark.parametrize("kind", ["webhook", "email"])
+def test_a_service_dripping_its_answer_fails_within_the_deadline(home, monkeypatch, kind):
+    if kind == "email":
+        monkeypatch.setattr("wyckoff.routine.mail.DEADLINE_S", 2.0)
+        server = DripServer(DripServer.SMTP, speaks_first=True)
+        url, says = f"smtp://me@127.0.0.1:{server.port}?to=you@example.cn", "2 秒内没有完成发送"
+    else:
+        monkeypatch.setattr("wyckoff.routine.notify.DEADLINE_S", 2.0)
+        server = DripServer()
+        url, says = server.url(), "hook（webhook）在 2 秒内没有完成推送"
+    with server:
+        env = channel("hook", kind, url, secret=True)
         started = time.monotonic()
         sent = cli("notify", "test", "hook", env=env)
         took = time.monotonic() - started
-    assert sent.returncode == 1 and "hook（webhook）在 2 秒内没有完成推送" in sent.stderr
+    assert sent.returncode == 1 and says in sent.stderr
     assert took < 15  # the answer drips for 40 s
     assert "已推送" not in sent.stderr and "Traceback" not in sent.stderr
 

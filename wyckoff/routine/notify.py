@@ -239,13 +239,13 @@ def _post(channel: Channel, url: str, payload: bytes, headers: dict[str, str]) -
     could point anywhere: another host, this machine, a cloud metadata address)."""
     import http.client
 
-    from wyckoff import http_deadline
+    from wyckoff import net_deadline
 
     parts = urlsplit(url)
     connection_class = (
-        http_deadline.DeadlineHTTPSConnection
+        net_deadline.DeadlineHTTPSConnection
         if parts.scheme == "https"
-        else http_deadline.DeadlineHTTPConnection
+        else net_deadline.DeadlineHTTPConnection
     )
     named = f"渠道 {channel.name}（{channel.kind}）"
     try:
@@ -254,7 +254,7 @@ def _post(channel: Channel, url: str, payload: bytes, headers: dict[str, str]) -
         raise NotifyError(f"{named}的地址端口无效：检查 {channel.url_env}。") from None
     connection = connection_class(parts.hostname or "", port, DEADLINE_S)
     try:
-        with http_deadline.deadline(connection, DEADLINE_S):
+        with net_deadline.deadline(connection.watch, DEADLINE_S):
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             connection.request(
                 "POST",
@@ -265,10 +265,12 @@ def _post(channel: Channel, url: str, payload: bytes, headers: dict[str, str]) -
             response = connection.getresponse()
             text = response.read(65_536).decode("utf-8", "replace")
     except (OSError, http.client.HTTPException) as exc:
-        if connection.shut:
+        if connection.watch.shut:
             raise _too_slow(named) from None
         raise NotifyError(mask(f"{named}连不上：{exc}。", channel)) from None
-    if connection.shut:  # the reply may have ended early because the deadline cut it
+    finally:
+        connection.close()
+    if connection.watch.shut:  # the reply may have ended early because the deadline cut it
         raise _too_slow(named)
     if 300 <= response.status < 400:
         raise NotifyError(

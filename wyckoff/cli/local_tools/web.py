@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
 from pydantic import BaseModel, Field
 
-from wyckoff import __version__, http_deadline
+from wyckoff import __version__, net_deadline
 from wyckoff.cli.local_tools.files import file_text, human_size
 from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web_guard import Resolver, checked_target, resolve_host
@@ -83,11 +83,11 @@ def _fetch_hop(url: str, deadline: float, resolver: Resolver) -> Page | str:
     host, port, address = checked_target(url, resolver)
     secure = urlsplit(url).scheme == "https"
     connection_class = (
-        http_deadline.DeadlineHTTPSConnection if secure else http_deadline.DeadlineHTTPConnection
+        net_deadline.DeadlineHTTPSConnection if secure else net_deadline.DeadlineHTTPConnection
     )
     connection = connection_class(host, port, _remaining(deadline), address=address)
     try:
-        with http_deadline.deadline(connection, _remaining(deadline)):
+        with net_deadline.deadline(connection.watch, _remaining(deadline)):
             response, sock = _get(connection, url)
             location = response.getheader("Location")
             if response.status in REDIRECT_STATUSES and location:
@@ -105,11 +105,13 @@ def _fetch_hop(url: str, deadline: float, resolver: Resolver) -> Page | str:
                 )
             body = _read_body(sock, response, deadline)
     except (OSError, http.client.HTTPException) as exc:
-        if connection.shut:
+        if connection.watch.shut:
             raise _timeout() from None
         detail = f"{type(exc).__name__}: {exc}"
         raise ToolFailure(f"读取 {url} 失败。", untrusted=detail) from None
-    if connection.shut:  # the body may have ended early because the watchdog cut it
+    finally:
+        connection.close()
+    if connection.watch.shut:  # the body may have ended early because the watchdog cut it
         raise _timeout()
     return url, headers, body
 
