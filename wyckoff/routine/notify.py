@@ -84,11 +84,14 @@ def url_problem(kind: str, url: str) -> str | None:
     Pushes go out over https only; plain http only to this machine (a local relay)."""
     parts = urlsplit(url)
     scheme, host = parts.scheme.lower(), parts.hostname or ""
+    uses = f"用的是 {scheme} 协议" if scheme else "没有写协议"
     if kind == "email":
         if scheme in ("smtps", "smtp"):
             return None
-        return f"用的是 {scheme or '空'} 协议：邮件渠道要写成 smtps://… 或 smtp://…"
-    if scheme == "https" and host:
+        return f"{uses}：邮件渠道要写成 smtps://… 或 smtp://…"
+    if scheme in ("https", "http") and not host:
+        return "没有主机名"
+    if scheme == "https":
         return None
     if scheme == "http" and is_loopback(host):
         return None
@@ -96,9 +99,7 @@ def url_problem(kind: str, url: str) -> str | None:
         return (
             f"是 http:// 明文地址：只有发往本机（127.0.0.1、localhost）时可用，{host} 要用 https://"
         )
-    return (
-        f"用的是 {scheme or '空'} 协议：推送只接受 https:// 地址（本机中转可用 http://127.0.0.1）"
-    )
+    return f"{uses}：推送只接受 https:// 地址（本机中转可用 http://127.0.0.1）"
 
 
 def is_loopback(host: str) -> bool:
