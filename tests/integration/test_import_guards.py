@@ -119,14 +119,15 @@ def test_fills_imported_before_the_upgrade_are_recognised(home):
         "code, name, side, shares, price_mills, trade_date, trade_time, value_cents,"
         " commission_cents, stamp_cents, transfer_cents, source"
     )
+    rows = [  # the rows eastmoney_deliveries.csv booked, and a fill typed in by hand
+        "600519 贵州茅台 buy 300 1500000 20260105 09:35:12 45000000 11250 0 450 import",
+        "000001 平安银行 buy 1000 10500 20260105 10:02:40 1050000 500 0 11 import",
+        "600519 贵州茅台 sell 100 1510000 20260106 14:21:03 15100000 3775 7550 151 import",
+        "000001 平安银行 buy 100 10600 20260107 - 106000 500 0 1 cli",
+    ]
     old.executemany(
-        f"INSERT INTO fills ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [  # the rows eastmoney_deliveries.csv booked, and a fill typed in by hand
-            ("600519", "贵州茅台", "buy", 300, 1500000, "20260105", "09:35:12", 45000000, 11250, 0, 450, "import"),  # noqa: E501
-            ("000001", "平安银行", "buy", 1000, 10500, "20260105", "10:02:40", 1050000, 500, 0, 11, "import"),  # noqa: E501
-            ("600519", "贵州茅台", "sell", 100, 1510000, "20260106", "14:21:03", 15100000, 3775, 7550, 151, "import"),  # noqa: E501
-            ("000001", "平安银行", "buy", 100, 10600, "20260107", None, 106000, 500, 0, 1, "cli"),
-        ],
+        f"INSERT INTO fills ({columns}) VALUES ({', '.join('?' * 12)})",
+        [[None if cell == "-" else cell for cell in row.split()] for row in rows],
     )
     old.close()
     sentence = only_sentence("portfolio", "import", str(DATA / "eastmoney_deliveries.csv"))

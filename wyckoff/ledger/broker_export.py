@@ -8,8 +8,8 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections import Counter
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path

@@ -46,7 +46,9 @@ def check_shares(shares: int, label: str = "股数") -> int:
 def check_cents(cents: int, label: str) -> int:
     """An amount beyond any real account is refused."""
     if abs(cents) > MAX_CENTS:
-        raise UsageError(f"{label}大得不合实际（上限 {MAX_CENTS // 100:.0e} 元），请检查股数和价格。")
+        raise UsageError(
+            f"{label}大得不合实际（上限 {MAX_CENTS // 100:.0e} 元），请检查股数和价格。"
+        )
     return cents
 
 
