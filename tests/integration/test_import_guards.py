@@ -221,11 +221,23 @@ def test_absurd_quantities_and_prices_are_refused_in_a_sentence(home, args, mess
     assert state(home) == unchanged
 
 
-def test_an_export_with_an_absurd_quantity_is_refused_by_its_line(home, tmp_path):
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            BUY_600.replace(",600,", ",1" + "0" * 29 + ","),
+            "成交数量 1" + "0" * 29 + " 大得不合实际",
+        ),
+        (
+            BUY_600.replace(",600,1500.00,900000.00", ",1000000000000,9000000,"),
+            "成交金额大得不合实际",
+        ),
+    ],
+)
+def test_an_export_with_an_absurd_quantity_is_refused_by_its_line(home, tmp_path, row, message):
     done("portfolio", "cash", "1000000")
     unchanged = state(home)
-    row = BUY_600.replace(",600,", ",1" + "0" * 29 + ",")
-    message = refused("portfolio", "import", export(tmp_path, "huge.csv", row))
-    assert "第 2 行" in message and "大得不合实际" in message
+    refusal = refused("portfolio", "import", export(tmp_path, "huge.csv", row))
+    assert "huge.csv 第 2 行" in refusal and message in refusal
     assert state(home) == unchanged
     assert json.loads(cli("portfolio", "list", "--json").stdout)["positions"] == []

@@ -1,6 +1,8 @@
 """`portfolio import`: a broker's holdings export replaces the positions, a deliveries export
 is recorded fill by fill (the broker's own fees where the file has them), all in one
-transaction and one history entry, so undo restores the book exactly. A dry run makes the
+transaction and one history entry, so undo restores the book exactly. Each fill keeps its
+row's key (broker_export.Delivery.key): rows imported before are skipped, and a row repeating
+an earlier one of the file is booked only when the user confirms repeats. A dry run makes the
 same changes and rolls them back, so its preview is exactly what an import would do."""
 
 from __future__ import annotations
@@ -147,9 +149,10 @@ def _record_fills(ledger: Ledger, deliveries: list[Delivery], booked: _Booked) -
 
 def all_imported_before(result: dict[str, Any], export: Export, file: str) -> str | None:
     """The one sentence for a deliveries export whose every fill was imported before."""
-    if export.kind != "deliveries" or len(result["already"]) != len(export.deliveries):
+    rows = len(export.deliveries)
+    if export.kind != "deliveries" or not rows or len(result["already"]) != rows:
         return None
-    return f"{file} 里的 {len(export.deliveries)} 笔成交都已导入过，这次没有记录任何成交。"
+    return f"{file} 里的 {rows} 笔成交都已导入过，这次没有记录任何成交。"
 
 
 def describe_import(result: dict[str, Any], export: Export, file: str) -> list[str]:

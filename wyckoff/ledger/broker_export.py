@@ -314,6 +314,8 @@ def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:
     if side is None:  # 红利入账, 银行转证券, 利息归本 ...
         export.skipped.append(f"第 {number} 行 {row['side'] or '（空）'}：不是买卖，未导入")
         return
+    shares, mills = _shares(row["quantity"], "成交数量"), price_mills(row["price"], "成交价格")
+    trade_value_cents(shares, mills)  # an absurd amount is refused here, by its line
     export.deliveries.append(
         Delivery(
             line=number,
@@ -322,8 +324,8 @@ def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:
             code=_code(row["code"]),
             name=row.get("name", ""),
             side=side,
-            shares=_shares(row["quantity"], "成交数量"),
-            price_mills=price_mills(row["price"], "成交价格"),
+            shares=shares,
+            price_mills=mills,
             value_cents=_money(row.get("value"), "成交金额"),
             commission_cents=_money(row.get("commission"), "佣金"),
             stamp_cents=_money(row.get("stamp"), "印花税"),
