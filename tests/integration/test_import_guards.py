@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -144,20 +143,22 @@ def test_fills_imported_before_the_upgrade_are_recognised(home):
 # --- files that are not files -------------------------------------------------------------------
 
 
+# `python -m wyckoff` with its address space capped at 2 GB first
+CAPPED_WYCKOFF = (
+    "import resource, runpy; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+    "runpy.run_module('wyckoff', run_name='__main__', alter_sys=True)"
+)
+
+
 def import_in_a_process(path: Path | str) -> subprocess.CompletedProcess:
-    """`portfolio import PATH` in its own process, its memory capped at 2 GB, so a reader
-    that blocks fails by the timeout and one that reads without end fails by the cap."""
-
-    def cap_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
-
+    """`portfolio import PATH` in its own process, its memory capped, so a reader that blocks
+    fails by the timeout and one that reads without end fails by the cap (not the machine)."""
     return subprocess.run(
-        [sys.executable, "-m", "wyckoff", "portfolio", "import", str(path)],
+        [sys.executable, "-c", CAPPED_WYCKOFF, "portfolio", "import", str(path)],
         capture_output=True,
         text=True,
         env=cli_env(),
         timeout=60,  # a refusal takes well under a second; a FIFO read waits for ever
-        preexec_fn=cap_memory,
     )
 
 
