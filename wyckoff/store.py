@@ -417,6 +417,21 @@ MIGRATIONS: tuple[str, ...] = (
         )
     )
     """,
+    # 17: a broker import's key per fill (broker_export.Delivery.key), so importing the same
+    # rows again books nothing. Fills imported before are keyed by their fields, numbered in
+    # the order they were booked; fills typed in by hand have none
+    """
+    ALTER TABLE fills ADD COLUMN import_key TEXT;
+    UPDATE fills SET import_key = keyed.key FROM (
+        SELECT id, identity || ' #' || row_number() OVER (PARTITION BY identity ORDER BY id) AS key
+        FROM (
+            SELECT id, trade_date || ' ' || coalesce(trade_time, '-') || ' ' || code || ' '
+                || side || ' ' || shares || ' ' || price_mills || ' ' || value_cents AS identity
+            FROM fills WHERE source = 'import'
+        )
+    ) AS keyed WHERE fills.id = keyed.id;
+    CREATE UNIQUE INDEX fills_import_key ON fills (import_key)
+    """,
 )
 
 
