@@ -8,7 +8,8 @@ price factor and share factor (see adjustment.py); panels are qfq-adjusted when 
 price x factor / latest factor, and volume by the share factor's inverse, so volumes stay
 comparable across a bonus issue or split but not scaled by cash dividends. A missing price
 factor takes the last known one of the stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
-rate (%), the ST flag and (when the source gives it) the name of that day.
+rate (%), the ST flag and (when the source gives it) the name of that day; `names` keeps
+only the days a stock's name changed, so a trade list can name a stock as it was called then.
 
 Several processes share the file (the TUI open while `analyze` or `data sync` runs). DuckDB
 lets one process write or many read, so connections are read-only unless they write, each
@@ -62,6 +63,8 @@ CREATE TABLE IF NOT EXISTS daily_basic (
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS float_mv DOUBLE;
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS is_st BOOLEAN;
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS name VARCHAR;
+CREATE TABLE IF NOT EXISTS names (
+    code VARCHAR, start_date DATE, name VARCHAR, PRIMARY KEY (code, start_date));
 CREATE TABLE IF NOT EXISTS trade_calendar (date DATE PRIMARY KEY, is_open BOOLEAN, source VARCHAR);
 CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
@@ -179,6 +182,9 @@ class MarketStore:
                     self._insert(conn, table, frame)
                 if derive_price is not None and "bars" in frames:
                     adjustment.refresh_factors(conn, frames["bars"]["code"].tolist(), derive_price)
+                basics = frames.get("daily_basic")
+                if basics is not None and "name" in basics:
+                    _refresh_names(conn, basics["code"].unique().tolist())
                 conn.execute("COMMIT")
             finally:
                 conn.close()  # without COMMIT the transaction is rolled back
@@ -303,14 +309,36 @@ class MarketStore:
         return panel_from_long(bars, stocks.set_index("code"), index_bars, self.source, caveats)
 
 
-# A delisted stock's final trading day (its last bar in the store), known to every window.
+# A delisted stock's final trading day (its last bar in the store), known to every window,
+# and a renamed stock's names by date ("2015-01-05 美讯股份|2019-05-06 ST美讯", see
+# StockList.name_on).
 STOCKS_WITH_FINAL_DAY = """
 SELECT s.code, s.name, s.industry, s.board, s.list_date, s.is_st, s.market_cap, s.list_status,
-    CAST(f.final AS VARCHAR) AS last_trade_date
+    CAST(f.final AS VARCHAR) AS last_trade_date, n.history AS name_history
 FROM stocks s LEFT JOIN (
     SELECT code, MAX(date) AS final FROM bars
     WHERE code IN (SELECT code FROM stocks WHERE list_status = 'D') GROUP BY code
-) f USING (code)"""
+) f USING (code) LEFT JOIN (
+    SELECT code, string_agg(strftime(start_date, '%Y-%m-%d') || ' ' || name, '|'
+        ORDER BY start_date) AS history
+    FROM names GROUP BY code HAVING COUNT(*) > 1
+) n USING (code)"""
+
+
+def _refresh_names(conn, codes: list[str]) -> None:
+    """The `names` table of `codes` rebuilt from their per-date names in daily_basic: one row
+    per run of days under one name (a few per stock against thousands of daily rows)."""
+    import pandas as pd
+
+    conn.register("written", pd.DataFrame({"code": codes}))
+    conn.execute("DELETE FROM names WHERE code IN (SELECT code FROM written)")
+    conn.execute(
+        """INSERT INTO names SELECT code, date, name FROM (
+            SELECT code, date, name, lag(name) OVER (PARTITION BY code ORDER BY date) AS before
+            FROM daily_basic WHERE name IS NOT NULL AND code IN (SELECT code FROM written))
+        WHERE before IS NULL OR before <> name"""
+    )
+    conn.unregister("written")
 
 
 def _fetch_bars(conn, window, end: str | None, codes: list[str] | None) -> dict[str, Any]:
