@@ -24,7 +24,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,8 @@ CREATE TABLE IF NOT EXISTS stocks (
     code VARCHAR PRIMARY KEY, name VARCHAR, industry VARCHAR, board VARCHAR,
     list_date VARCHAR, is_st BOOLEAN, market_cap DOUBLE, source VARCHAR);
 ALTER TABLE stocks ADD COLUMN IF NOT EXISTS list_status VARCHAR;
+ALTER TABLE stocks ADD COLUMN IF NOT EXISTS delist_date VARCHAR;
+ALTER TABLE stocks ADD COLUMN IF NOT EXISTS status_source VARCHAR;
 CREATE TABLE IF NOT EXISTS bars (
     code VARCHAR, date DATE, open DOUBLE, high DOUBLE, low DOUBLE, close DOUBLE,
     volume DOUBLE, amount DOUBLE, adj_factor DOUBLE DEFAULT 1.0, source VARCHAR,
@@ -167,10 +169,16 @@ class MarketStore:
         """Insert or replace rows (by primary key) in one transaction."""
         return self.write({table: frame})
 
-    def write(self, frames: dict[str, pd.DataFrame], derive_price: bool | None = None) -> int:
+    def write(
+        self,
+        frames: dict[str, pd.DataFrame],
+        derive_price: bool | None = None,
+        then: Callable[[Any], None] | None = None,
+    ) -> int:
         """Insert or replace rows of several tables in one transaction (all or nothing);
         returns the rows written. When `derive_price` is not None, the factors of the stocks
-        whose bars were written are recomputed in the same transaction (`refresh_factors`)."""
+        whose bars were written are recomputed in the same transaction (`refresh_factors`);
+        `then(conn)` is a last step of the same transaction."""
         frames = {table: frame for table, frame in frames.items() if not frame.empty}
         if not frames:
             return 0
@@ -185,6 +193,8 @@ class MarketStore:
                 basics = frames.get("daily_basic")
                 if basics is not None and "name" in basics:
                     _refresh_names(conn, basics["code"].unique().tolist())
+                if then is not None:
+                    then(conn)
                 conn.execute("COMMIT")
             finally:
                 conn.close()  # without COMMIT the transaction is rolled back
@@ -309,12 +319,14 @@ class MarketStore:
         return panel_from_long(bars, stocks.set_index("code"), index_bars, self.source, caveats)
 
 
-# A delisted stock's final trading day (its last bar in the store), known to every window,
+# A delisted stock's final trading day (its last bar in the store, or a later delisting date
+# the import file gave: it is held suspended until then), known to every window,
 # and a renamed stock's names by date ("2015-01-05 美讯股份|2019-05-06 ST美讯", see
 # StockList.name_on).
 STOCKS_WITH_FINAL_DAY = """
 SELECT s.code, s.name, s.industry, s.board, s.list_date, s.is_st, s.market_cap, s.list_status,
-    CAST(f.final AS VARCHAR) AS last_trade_date, n.history AS name_history
+    CAST(GREATEST(f.final, CAST(s.delist_date AS DATE)) AS VARCHAR) AS last_trade_date,
+    n.history AS name_history
 FROM stocks s LEFT JOIN (
     SELECT code, MAX(date) AS final FROM bars
     WHERE code IN (SELECT code FROM stocks WHERE list_status = 'D') GROUP BY code
