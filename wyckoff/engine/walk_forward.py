@@ -6,6 +6,7 @@ beat it. The mean alone hides a strategy that wins one year big and loses the ot
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -69,7 +70,7 @@ def summary_sentence(summary: dict[str, Any]) -> str:
     )
 
 
-def _mean(values) -> float:
+def _mean(values: Iterable[float]) -> float:
     return _rounded(statistics.fmean(values))
 
 
