@@ -419,7 +419,7 @@ class Holding:
 def _trade_row(p: Panel, tr: Trade, cfg: EngineConfig) -> dict[str, Any]:
     return {
         "code": tr.code,
-        "name": p.stocks["name"].iloc[p.column(tr.code)],
+        "name": p.stock_list.name_on(p.column(tr.code), str(p.dates[tr.entry_t])),
         "entry_date": str(p.dates[tr.entry_t]),
         "exit_date": str(p.dates[tr.exit_t]),
         "entry": round(tr.entry, 2),

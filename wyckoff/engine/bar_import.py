@@ -2,8 +2,8 @@
 
 Stock files carry unadjusted prices with the exchange's reference prior close (the factors
 are derived from it, see adjustment.py), volume in shares and amount in CNY; optional
-per-date `name` (ST/*ST/退 are read from it) or `is_st` (1/0), `float_mv`/`total_mv` (CNY)
-and `turnover_rate` (%). Index files carry the same bars without `pre_close`. A file is checked
+per-date `name` (ST/*ST/退 are read from it) or `is_st` (1/0), `float_mv`/`total_mv` (CNY),
+`turnover_rate` (%), and `list_status`/`delist_date` (else inferred, see listing_status.py). Index files carry the same bars without `pre_close`. A file is checked
 whole before anything is written, and written in one transaction: a bad file changes
 nothing.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from wyckoff.engine.bar_checks import PRICES, ImportFileError, checked_bars
+from wyckoff.engine.listing_status import given_status, infer_delistings
 from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.thresholds import board_of
 from wyckoff.errors import describe_os_error
@@ -41,12 +42,18 @@ def import_bars(store: MarketStore, path: Path, index: bool = False) -> dict[str
     if index:
         written = store.write({"index_bars": bars})
         return {"index_bars": written, "indices": bars["code"].nunique()}
+    status = given_status(frame.assign(code=bars["code"]), bars["date"], path.name)
     traded = bars["volume"] > 0  # a suspended day has no bar, as in a sync
     bars, frame = bars[traded], frame[traded]
     facts = _daily_basic(frame, bars)
-    stocks = _stocks(frame, bars)
-    store.write({"bars": bars, "daily_basic": facts, "stocks": stocks}, derive_price=True)
-    return {"bars": len(bars), "stocks": len(stocks)}
+    stocks = _stocks(frame, bars, status)
+    inferred: list[int] = []
+    store.write(
+        {"bars": bars, "daily_basic": facts, "stocks": stocks},
+        derive_price=True,
+        then=lambda conn: inferred.append(infer_delistings(conn)),
+    )
+    return {"bars": len(bars), "stocks": len(stocks), "delisted_from_bars": inferred[0]}
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -110,15 +117,13 @@ def _daily_basic(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
     return facts if len(facts.columns) > 2 else pd.DataFrame()
 
 
-def _stocks(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
-    """The stock list: each code's last name in the file (its code when the file has none);
-    a stock whose last name carries 退 is delisted (list_status D)."""
+def _stocks(frame: pd.DataFrame, bars: pd.DataFrame, status: pd.DataFrame) -> pd.DataFrame:
+    """The stock list: each code's last name in the file (its code when the file has none)
+    and the listing status the file gives (listing_status.py; the rest is inferred)."""
     named = bars.assign(name=frame["name"].astype("string") if "name" in frame else pd.NA)
     last = named.sort_values("date").groupby("code").last()
     name = last["name"].fillna(pd.Series(last.index, index=last.index))
-    status = None
-    if "name" in frame:
-        status = name.str.contains("退").map({True: "D", False: "L"})
+    status = status.reindex(last.index)
     return pd.DataFrame(
         {
             "code": last.index,
@@ -127,6 +132,6 @@ def _stocks(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
             "board": [board_of(c) for c in last.index],
             "list_date": None,
             "is_st": name.str.upper().str.contains("ST").to_numpy(),
-            "list_status": None if status is None else status.to_numpy(),
+            **{column: status[column].to_numpy() for column in status.columns},
         }
     )
