@@ -146,10 +146,11 @@ def bars_panel(
     list_status: str = "L",
     start: str = "2025-03-03",
     list_date: str = "20100104",
+    dates: list[str] | None = None,
 ) -> Panel:
     """A few days of bars for a few stocks, rows = days (NaN = no bar: suspended or gone),
-    on consecutive calendar days from `start`. Open, high and low default to the close:
-    one-price bars."""
+    on consecutive calendar days from `start` (or on `dates`). Open, high and low default to
+    the close: one-price bars."""
     closes = np.array(close, dtype=float)
     days = len(closes)
     stocks = pd.DataFrame(
@@ -164,7 +165,11 @@ def bars_panel(
         },
         index=list(codes),
     )
-    dates = np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    dates = (
+        np.array(dates, dtype="datetime64[D]")
+        if dates
+        else np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    )
     traded = ~np.isnan(closes)
     stocks["last_trade_date"] = [  # as a store knows it: the last bar of each stock
         str(dates[np.flatnonzero(traded[:, j])[-1]]) if traded[:, j].any() else None

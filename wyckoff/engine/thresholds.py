@@ -180,7 +180,6 @@ class EngineConfig:
     friction_per_side: float = 0.005
     commission: float = 0.0002
     commission_min: float = 5.0
-    stamp_duty: float = 0.0005
     start_cash: float = 100_000.0
     risk_free: float = 0.02
 
