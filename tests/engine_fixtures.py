@@ -85,6 +85,34 @@ def make_panel(
     )
 
 
+def sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
+    """The target fires SOS on day DAYS - 1; day DAYS is tradable ("open"), locked limit-up
+    ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
+    may be suspended for `suspended_days` more days (no bars) while the market goes on."""
+    close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
+    close[-2] = round(close[-3] * 1.07, 2)
+    volume = np.full(DAYS + 1, 1e7)
+    volume[-2] = 4e7
+    up_limit = np.floor(close[-2] * 110 + 0.5) / 100  # the exchange's limit price
+    close[-1] = {"locked": up_limit, "limit_open": round(close[-2] * 1.06, 2)}.get(
+        next_bar, round(close[-2] * 1.02, 2)
+    )
+    open_ = np.concatenate([[close[0]], close[:-1]])
+    open_[-1] = {"locked": up_limit, "limit_open": up_limit}.get(
+        next_bar, round(close[-2] * 1.01, 2)
+    )
+    high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
+    if next_bar == "locked":
+        high[-1] = low[-1] = close[-1]
+    if next_bar == "limit_open":
+        high[-1] = open_[-1]
+    gap = np.full(suspended_days, np.nan)
+    close, volume, high, low, open_ = (
+        np.concatenate([a, gap]) for a in (close, volume, high, low, open_)
+    )
+    return make_panel(close, volume, high=high, low=low, open_=open_)
+
+
 def store_from_panel(
     home: Path, panel: Panel, source: str = "tushare", adj_factor: np.ndarray | None = None
 ) -> MarketStore:

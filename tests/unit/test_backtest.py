@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli
-from tests.engine_fixtures import DAYS, bars_panel, make_panel, store_from_panel
+from tests.engine_fixtures import DAYS, bars_panel, make_panel, sos_then, store_from_panel
 from wyckoff.engine.backtest import (
     Trade,
     _exits,
@@ -74,43 +74,15 @@ def test_entries_happen_at_the_next_days_open(demo_panel, full_backtest):
         )
 
 
-def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
-    """The target fires SOS on day DAYS - 1; day DAYS is tradable ("open"), locked limit-up
-    ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
-    may be suspended for `suspended_days` more days (no bars) while the market goes on."""
-    close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
-    close[-2] = round(close[-3] * 1.07, 2)
-    volume = np.full(DAYS + 1, 1e7)
-    volume[-2] = 4e7
-    up_limit = np.floor(close[-2] * 110 + 0.5) / 100  # the exchange's limit price
-    close[-1] = {"locked": up_limit, "limit_open": round(close[-2] * 1.06, 2)}.get(
-        next_bar, round(close[-2] * 1.02, 2)
-    )
-    open_ = np.concatenate([[close[0]], close[:-1]])
-    open_[-1] = {"locked": up_limit, "limit_open": up_limit}.get(
-        next_bar, round(close[-2] * 1.01, 2)
-    )
-    high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
-    if next_bar == "locked":
-        high[-1] = low[-1] = close[-1]
-    if next_bar == "limit_open":
-        high[-1] = open_[-1]
-    gap = np.full(suspended_days, np.nan)
-    close, volume, high, low, open_ = (
-        np.concatenate([a, gap]) for a in (close, volume, high, low, open_)
-    )
-    return make_panel(close, volume, high=high, low=low, open_=open_)
-
-
 def test_a_bar_locked_limit_up_cannot_be_bought():
-    tradable = run_backtest(_sos_then("open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
+    tradable = run_backtest(sos_then("open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert [t["code"] for t in tradable["trade_list"]] == ["600000"]
-    locked = run_backtest(_sos_then("locked", 1), DAYS - 1, DAYS + 1, regime_gate=False)
+    locked = run_backtest(sos_then("locked", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in locked["signals"][0]["codes"] and locked["trade_list"] == []
 
 
 def test_no_buy_on_the_last_day_a_zero_day_trade():
-    result = run_backtest(_sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
+    result = run_backtest(sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
     assert "600000" in result["signals"][0]["codes"]
     assert result["trades"] == 0 and result["trade_list"] == []
 
@@ -196,12 +168,12 @@ def test_lots_of_100_and_the_commission_minimum():
 
 
 def test_an_open_at_the_up_limit_is_not_bought():
-    result = run_backtest(_sos_then("limit_open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
+    result = run_backtest(sos_then("limit_open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in result["signals"][0]["codes"] and result["trade_list"] == []
 
 
 def test_a_holding_suspended_at_the_end_is_marked_at_its_last_close_and_flagged():
-    panel = _sos_then("open", suspended_days=3)
+    panel = sos_then("open", suspended_days=3)
     result = run_backtest(panel, DAYS - 1, DAYS + 3, top_n=1, regime_gate=False)
     json.dumps(result, allow_nan=False)  # valid JSON: no NaN anywhere
     (trade,) = result["trade_list"]
