@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wyckoff import paper_store
 from wyckoff.engine.backtest import Day, Rules, Trade, strategy_day
 from wyckoff.engine.cash_view import Booked, CashBook, Holding
-from wyckoff.errors import UsageError
+from wyckoff.errors import NothingToDo, UsageError
 from wyckoff.faults import crash_point
 
 if TYPE_CHECKING:
@@ -84,8 +84,8 @@ def _due(account: dict[str, Any], day: str) -> bool:
 
 def _account(store: Store, source: str) -> dict[str, Any]:
     account = paper_store.account(store)
-    if account is None:
-        raise UsageError(NO_ACCOUNT)
+    if account is None:  # a scheduled run notes it, not a failure
+        raise NothingToDo(NO_ACCOUNT)
     if account["source"] != source:
         raise UsageError(
             f"纸面账户跟的是 {account['source']} 行情，当前数据源是 {source}："
