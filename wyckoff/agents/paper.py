@@ -47,20 +47,26 @@ def reset_account(store: Store, source: str, capital_cents: int, start: str) -> 
 
 def run_paper(store: Store, market: MarketData, broker: BrokerFees) -> dict[str, Any]:
     """Book every stored trading day since the last run (the default strategy)."""
-    from wyckoff.engine.window import backtest_window
+    from wyckoff.engine.window import WARMUP_DAYS
 
     account = _account(store, market.source)
-    dates = [str(d) for d in market.bar_dates()]
-    todo = [d for d in dates if _due(account, stored(d))]
+    dates = [stored(str(d)) for d in market.bar_dates()]
+    todo = [d for d in dates if _due(account, d)]
     if not todo:
         return {"days": [], "last_date": account["last_date"]}
     entries = [p["entry_date"] for p in paper_store.positions(store)]
-    oldest = min([stored(todo[0]), *entries])
-    first = next(d for d in dates if stored(d) >= oldest)
-    window = backtest_window(
-        market.bar_dates(), first, None, market.open_days(), can_sync=market.source != "demo"
+    first = (
+        dates.index(todo[0])
+        if not entries
+        else min(dates.index(todo[0]), dates.index(min(entries)))
     )
-    return {"days": run_days(store, market.panel(window.days), broker), "last_date": todo[-1]}
+    if first < WARMUP_DAYS:
+        raise UsageError(
+            f"行情历史不足：按策略决策需要此前 {WARMUP_DAYS} 个交易日的行情，"
+            f"{dates[first]} 之前只有 {first} 个；用 `wyckoff paper reset --start` 选更晚的开始日期。"
+        )
+    panel = market.panel(len(dates) - first + WARMUP_DAYS)
+    return {"days": run_days(store, panel, broker), "last_date": todo[-1]}
 
 
 def run_days(store: Store, p: Panel, broker: BrokerFees, rules: Rules = Rules()) -> list[dict]:
@@ -112,7 +118,9 @@ def book_day(store: Store, p: Panel, t: int, broker: BrokerFees, rules: Rules) -
     sold = [book.sell(p, trade.code) for trade in decided.exited if trade.code in book.holdings]
     with store.transaction():
         for order in pending:
-            reason = unfilled.get(order["code"], None if order["code"] in listed else "行情库没有这只股票")
+            reason = unfilled.get(
+                order["code"], None if order["code"] in listed else "行情库没有这只股票"
+            )
             status = "filled" if order["code"] in bought else "unfilled"
             paper_store.close_order(store, order["id"], status, day, reason)
         for booking in bought.values():
