@@ -132,6 +132,7 @@ def book_day(store: Store, p: Panel, t: int, broker: BrokerFees, rules: Rules) -
         nav = book.equity(p, t)
         paper_store.add_nav(store, day, nav, book.cash)
         paper_store.write_day(store, day, book.cash)
+        crash_point("paper-day-written")  # killed before the commit: the day is not booked
     return {"date": day, "bought": len(bought), "sold": len(sold), "nav_cents": nav}
 
 
