@@ -69,8 +69,10 @@ def run_paper(store: Store, market: MarketData, broker: BrokerFees) -> dict[str,
     return {"days": run_days(store, panel, broker), "last_date": todo[-1]}
 
 
-def run_days(store: Store, p: Panel, broker: BrokerFees, rules: Rules = Rules()) -> list[dict]:
-    """Book the panel's days the account has not booked yet, oldest first; what each did."""
+def run_days(store: Store, p: Panel, broker: BrokerFees, rules: Rules | None = None) -> list[dict]:
+    """Book the panel's days the account has not booked yet, oldest first, by `rules` (the
+    default strategy's unless given); what each did."""
+    rules = rules or Rules()
     account = paper_store.account(store)
     if account is None:
         raise UsageError(NO_ACCOUNT)
@@ -83,9 +85,9 @@ def run_days(store: Store, p: Panel, broker: BrokerFees, rules: Rules = Rules())
 
 
 def _due(account: dict[str, Any], day: str) -> bool:
-    if account["last_date"] is None:
-        return day >= account["start_date"]
-    return day > account["last_date"]
+    """Whether `day` (YYYYMMDD) is still to be booked: from the start day, after the last."""
+    last: str | None = account["last_date"]
+    return day >= account["start_date"] if last is None else day > last
 
 
 def _account(store: Store, source: str) -> dict[str, Any]:

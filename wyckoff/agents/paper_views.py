@@ -36,7 +36,9 @@ def paper_book(store: Store, market: MarketStore | None) -> dict[str, Any]:
         for position in positions:
             close = latest.get(position["code"])
             position["close"] = close
-            position["value_cents"] = None if close is None else value_cents(position["shares"], close)
+            position["value_cents"] = (
+                None if close is None else value_cents(position["shares"], close)
+            )
     nav = paper_store.nav(store)
     return {
         "account": account,
@@ -45,7 +47,9 @@ def paper_book(store: Store, market: MarketStore | None) -> dict[str, Any]:
         "pending_orders": paper_store.pending_orders(store),
         "last_fills": paper_store.fills(store, last) if last else [],
         "last_unfilled": [
-            o for o in (paper_store.orders_on(store, last) if last else []) if o["status"] != "filled"
+            o
+            for o in (paper_store.orders_on(store, last) if last else [])
+            if o["status"] != "filled"
         ],
     }
 
@@ -59,7 +63,11 @@ def paper_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     account = _account(store)
     rows = paper_store.nav(store)
     if not rows:
-        return {"account": account, "days": [], "note": "纸面账户还没有记过账：运行 `wyckoff paper run`。"}
+        return {
+            "account": account,
+            "days": [],
+            "note": "纸面账户还没有记过账：运行 `wyckoff paper run`。",
+        }
     first = rows[0]["day"]
     index = index_closes(market, CSI300[0], first)
     csi = dict(zip(index["date"], index["close"], strict=True))

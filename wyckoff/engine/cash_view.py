@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,8 +25,18 @@ from wyckoff.engine.strategy import buyable, cents
 from wyckoff.engine.thresholds import EngineConfig
 from wyckoff.ledger.fees import BrokerFees, Fees, Side, fill_fees
 
-if TYPE_CHECKING:
-    from wyckoff.engine.backtest import Trade
+
+class Trade(Protocol):
+    """A trade as the backtest makes it (engine/backtest.py `Trade`): bought at `entry` (qfq)
+    on day index `entry_t`, sold at `exit` on `exit_t` for `reason`."""
+
+    code: str
+    entry_t: int
+    entry: float
+    exit_t: int | None
+    exit: float | None
+    reason: str
+
 
 COSTS_NOTE = "印花税和过户费按每笔成交当日的费率计（2023-08-28 前卖出印花税 0.1%，之后 0.05%）"
 
@@ -37,7 +47,8 @@ def engine_broker(cfg: EngineConfig) -> BrokerFees:
 
 
 def day_of(p: Panel, t: int) -> date:
-    return p.dates[t].astype("datetime64[D]").astype(date)
+    day: date = p.dates[t].astype("datetime64[D]").astype(date)
+    return day
 
 
 @dataclass
@@ -109,6 +120,7 @@ class CashBook:
         """Sell the holding of `code` at its trade's exit price, on its exit day."""
         held = self.holdings.pop(code)
         tr = held.trade
+        assert tr.exit is not None and tr.exit_t is not None, "only a closed trade is sold"
         value = held.value(tr.exit)
         booked = Booked("sell", held, value, self._fees("sell", value, day_of(p, tr.exit_t)))
         self.cash += value - booked.fees.total

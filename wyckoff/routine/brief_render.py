@@ -95,7 +95,10 @@ def paper_line(paper: dict[str, Any]) -> str:
     the CSI 300's over the same days."""
     beside = [
         f"{name} {pct(value, signed=True)}"
-        for name, value in (("真实账户", paper["real_return_pct"]), ("沪深300", paper["csi300_pct"]))
+        for name, value in (
+            ("真实账户", paper["real_return_pct"]),
+            ("沪深300", paper["csi300_pct"]),
+        )
         if value is not None
     ]
     same_days = f"；同期{'，'.join(beside)}" if beside else ""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from wyckoff import paper_store
 from wyckoff.cli.output import is_interactive, print_json, print_notice, print_table
 from wyckoff.store import Store
+
+if TYPE_CHECKING:
+    from wyckoff.agents.market_data import MarketData
 
 app = typer.Typer(
     help="纸面账户 / paper account: run, show, nav, reset（按默认策略每日模拟成交）.",
@@ -24,7 +27,7 @@ def _store() -> Store:
     return Store.in_home(wyckoff_home())
 
 
-def _market():
+def _market() -> MarketData:
     from wyckoff.agents.market_data import MarketData
     from wyckoff.config import load_config, wyckoff_home
 
@@ -188,7 +191,9 @@ def _print_book(book: dict[str, Any]) -> None:
             [_fill_row(f) for f in book["last_fills"]],
         )
     for order in book["last_unfilled"]:
-        print_notice(f"{day_text(last)} 未成交：{order['code']} {order['name']}，{order['reason']}。")
+        print_notice(
+            f"{day_text(last)} 未成交：{order['code']} {order['name']}，{order['reason']}。"
+        )
 
 
 def _fill_row(fill: dict[str, Any]) -> list[Any]:
