@@ -90,3 +90,28 @@ def test_a_run_killed_mid_way_keeps_whole_days_and_the_next_run_completes_it(dem
         assert resumed[table] == uninterrupted[table]
     fills = [row[1:] for row in uninterrupted["paper_fills"]]  # ids may differ, nothing else
     assert [row[1:] for row in resumed["paper_fills"]] == fills
+
+
+def test_the_paper_nav_sits_beside_the_real_accounts_nav_over_the_same_days(demo_home):
+    days = market_days(demo_home, 6)
+    market = MarketStore.for_source(demo_home, "demo")
+    close = market.query_df(
+        "SELECT close FROM bars WHERE code = '000002' AND strftime(date, '%Y%m%d') = ?", [days[0]]
+    )["close"][0]
+    assert cli("portfolio", "cash", "100000").returncode == 0
+    bought = cli("portfolio", "buy", "000002", "1000", f"{close:.2f}", "--date", days[0])
+    assert bought.returncode == 0, bought.stderr
+    assert cli("paper", "reset", "--start", days[2]).returncode == 0
+    assert cli("paper", "run").returncode == 0
+    paper = json.loads(cli("paper", "nav", "--json").stdout)["days"]
+    real = {d["date"]: d for d in json.loads(cli("portfolio", "nav", "--json").stdout)["days"]}
+    assert [d["date"] for d in paper] == days[2:]
+    base = real[days[2]]["unit_value"]  # both measured from the paper account's first day
+    for day in paper:
+        assert day["real_nav_cents"] == real[day["date"]]["nav_cents"]
+        assert day["real_return_pct"] == round(
+            (real[day["date"]]["unit_value"] / base - 1) * 100, 2
+        )
+    assert paper[0]["real_return_pct"] == 0 and any(d["real_return_pct"] for d in paper)
+    table = cli("paper", "nav")
+    assert "▲ 真实账户" in table.stdout and "真实账户总资产" in table.stdout

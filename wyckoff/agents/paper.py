@@ -47,6 +47,7 @@ def reset_account(store: Store, source: str, capital_cents: int, start: str) -> 
 
 def run_paper(store: Store, market: MarketData, broker: BrokerFees) -> dict[str, Any]:
     """Book every stored trading day since the last run (the default strategy)."""
+    from wyckoff.agents.backtest import YEAR
     from wyckoff.engine.window import WARMUP_DAYS
 
     account = _account(store, market.source)
@@ -65,7 +66,8 @@ def run_paper(store: Store, market: MarketData, broker: BrokerFees) -> dict[str,
             f"行情历史不足：按策略决策需要此前 {WARMUP_DAYS} 个交易日的行情，"
             f"{dates[first]} 之前只有 {first} 个；用 `wyckoff paper reset --start` 选更晚的开始日期。"
         )
-    panel = market.panel(len(dates) - first + WARMUP_DAYS)
+    # rounded up to whole years as the backtest's latest window is: few sizes are cached
+    panel = market.panel(-(-(len(dates) - first + WARMUP_DAYS) // YEAR) * YEAR)
     return {"days": run_days(store, panel, broker), "last_date": todo[-1]}
 
 

@@ -71,18 +71,19 @@ def paper_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     first = rows[0]["day"]
     index = index_closes(market, CSI300[0], first)
     csi = dict(zip(index["date"], index["close"], strict=True))
-    real = _real_units(store, market)
-    real_base = next((real[r["day"]] for r in rows if r["day"] in real), None)
+    real = _real_days(store, market)
+    real_base = next((real[r["day"]]["unit_value"] for r in rows if r["day"] in real), None)
     days = []
     for row in rows:
-        unit = real.get(row["day"])
+        same_day = real.get(row["day"], {})
         days.append(
             {
                 "date": row["day"],
                 "nav_cents": row["nav_cents"],
                 "cash_cents": row["cash_cents"],
                 "return_pct": _pct(row["nav_cents"], account["capital_cents"]),
-                "real_return_pct": _pct(unit, real_base),
+                "real_nav_cents": same_day.get("nav_cents"),
+                "real_return_pct": _pct(same_day.get("unit_value"), real_base),
                 "csi300_pct": _pct(csi.get(row["day"]), csi.get(first)),
             }
         )
@@ -94,15 +95,15 @@ def paper_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     return {"account": account, "days": days, "note": " ".join(notes) or None}
 
 
-def _real_units(store: Store, market: MarketStore) -> dict[str, float]:
-    """The real account's time-weighted unit value by day (empty without fills)."""
+def _real_days(store: Store, market: MarketStore) -> dict[str, dict[str, Any]]:
+    """The real account's days (NAV, time-weighted unit value) by date (none without fills)."""
     from wyckoff.agents.corporate_actions import as_caught_up
     from wyckoff.agents.ledger_nav import daily_nav
 
     if not portfolio_store.fills(store):
         return {}
     nav = as_caught_up(store, market, None, lambda: daily_nav(store, market))
-    return {d["date"]: d["unit_value"] for d in nav["days"]}
+    return {d["date"]: d for d in nav["days"]}
 
 
 def _pct(value: float | None, base: float | None) -> float | None:

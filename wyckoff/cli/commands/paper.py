@@ -254,12 +254,13 @@ def _print_nav_table(days: list[dict[str, Any]]) -> None:
 
     print_table(
         "纸面账户每日净值",
-        ["日期", "总资产", "纸面收益", "真实账户", "沪深300"],
+        ["日期", "纸面总资产", "纸面收益", "真实账户总资产", "真实账户收益", "沪深300"],
         [
             [
                 day_text(d["date"]),
                 yuan(d["nav_cents"]),
                 pct(d["return_pct"]),
+                "-" if d["real_nav_cents"] is None else yuan(d["real_nav_cents"]),
                 pct(d["real_return_pct"]),
                 pct(d["csi300_pct"]),
             ]
