@@ -8,7 +8,7 @@ import signal
 import sqlite3
 
 from tests.cli_runner import cli
-from tests.conftest import cli_process
+from tests.conftest import cli_process, spawn_cli
 from wyckoff.agents.market_data import DEMO_NOTE
 from wyckoff.engine.market_store import MarketStore
 
@@ -115,3 +115,19 @@ def test_the_paper_nav_sits_beside_the_real_accounts_nav_over_the_same_days(demo
     assert paper[0]["real_return_pct"] == 0 and any(d["real_return_pct"] for d in paper)
     table = cli("paper", "nav")
     assert "▲ 真实账户" in table.stdout and "真实账户总资产" in table.stdout
+
+
+def test_two_runs_at_once_book_each_day_once(demo_home):
+    days = market_days(demo_home, 8)
+    assert cli("paper", "reset", "--start", days[0]).returncode == 0
+    runs = [spawn_cli("paper", "run") for _ in range(2)]
+    for run in runs:
+        _, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+    booked = state(demo_home)
+    assert [row[0] for row in booked["paper_nav"]] == days
+    assert cli("paper", "reset", "--yes", "--start", days[0]).returncode == 0
+    assert cli("paper", "run").returncode == 0
+    alone = state(demo_home)
+    assert [r[1:] for r in booked["paper_fills"]] == [r[1:] for r in alone["paper_fills"]]
+    assert booked["paper_nav"] == alone["paper_nav"]

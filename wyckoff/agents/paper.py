@@ -81,7 +81,9 @@ def run_days(store: Store, p: Panel, broker: BrokerFees, rules: Rules | None = N
     booked = []
     for t, day in enumerate(p.dates):
         if _due(account, stored(str(day))):
-            booked.append(book_day(store, p, t, broker, rules))
+            done = book_day(store, p, t, broker, rules)
+            if done is not None:
+                booked.append(done)
             crash_point("paper-day")
     return booked
 
@@ -104,27 +106,24 @@ def _account(store: Store, source: str) -> dict[str, Any]:
     return account
 
 
-def book_day(store: Store, p: Panel, t: int, broker: BrokerFees, rules: Rules) -> dict:
-    """Day t in one transaction: the open's buys, the bar's sells, the next open's orders."""
-    account = paper_store.account(store) or {}
+def book_day(store: Store, p: Panel, t: int, broker: BrokerFees, rules: Rules) -> dict | None:
+    """Day t in one write transaction (read inside it, so two runs at once take turns): the
+    open's buys, the bar's sells, the next open's orders and the NAV; None when another run
+    booked the day first."""
     day = stored(str(p.dates[t]))
-    positions = paper_store.positions(store)
-    held = [_trade(p, position) for position in positions]
-    book = CashBook(account["cash_cents"], rules.top_n, broker, rules.cfg)
-    for trade, position in zip(held, positions, strict=True):
-        book.holdings[trade.code] = Holding.of(p, trade, position["shares"])
-    pending = paper_store.pending_orders(store)
-    listed = set(p.codes)
-    orders = [p.column(o["code"]) for o in pending if o["code"] in listed]
-    decided = strategy_day(p, t, held, orders, rules)
-    bought, unfilled = _buys(p, book, decided)
-    costs = {position["code"]: position["cost_cents"] for position in positions}
-    sold = [book.sell(p, trade.code) for trade in decided.exited if trade.code in book.holdings]
     with store.transaction():
+        account = paper_store.account(store)
+        if account is None or not _due(account, day):
+            return None
+        positions = paper_store.positions(store)
+        pending = paper_store.pending_orders(store)
+        book, decided = _decide(p, t, account, positions, pending, broker, rules)
+        bought, unfilled = _buys(p, book, decided)
+        costs = {position["code"]: position["cost_cents"] for position in positions}
+        sold = [book.sell(p, tr.code) for tr in decided.exited if tr.code in book.holdings]
         for order in pending:
-            reason = unfilled.get(
-                order["code"], None if order["code"] in listed else "行情库没有这只股票"
-            )
+            listed = order["code"] in p.codes
+            reason = unfilled.get(order["code"], None if listed else "行情库没有这只股票")
             status = "filled" if order["code"] in bought else "unfilled"
             paper_store.close_order(store, order["id"], status, day, reason)
         for booking in bought.values():
@@ -138,6 +137,24 @@ def book_day(store: Store, p: Panel, t: int, broker: BrokerFees, rules: Rules) -
         paper_store.write_day(store, day, book.cash)
         crash_point("paper-day-written")  # killed before the commit: the day is not booked
     return {"date": day, "bought": len(bought), "sold": len(sold), "nav_cents": nav}
+
+
+def _decide(
+    p: Panel,
+    t: int,
+    account: dict[str, Any],
+    positions: list[dict[str, Any]],
+    pending: list[dict[str, Any]],
+    broker: BrokerFees,
+    rules: Rules,
+) -> tuple[CashBook, Day]:
+    """The book as of the last close, and what the strategy does on day t with it."""
+    held = [_trade(p, position) for position in positions]
+    book = CashBook(account["cash_cents"], rules.top_n, broker, rules.cfg)
+    for trade, position in zip(held, positions, strict=True):
+        book.holdings[trade.code] = Holding.of(p, trade, position["shares"])
+    orders = [p.column(o["code"]) for o in pending if o["code"] in p.codes]
+    return book, strategy_day(p, t, held, orders, rules)
 
 
 def _trade(p: Panel, position: dict[str, Any]) -> Trade:
