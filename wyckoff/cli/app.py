@@ -32,6 +32,7 @@ COMMANDS = {
     "model": "wyckoff.cli.commands.model:app",
     "mcp": "wyckoff.cli.commands.mcp:app",
     "portfolio": "wyckoff.cli.commands.portfolio:app",
+    "paper": "wyckoff.cli.commands.paper:app",
     "session": "wyckoff.cli.commands.session:app",
     "trace": "wyckoff.cli.commands.trace:app",
     "tail": "wyckoff.cli.commands.tail:app",

@@ -207,7 +207,6 @@ class EngineConfig:
     friction_per_side: float = tunable(0.005, 0, 0.1)
     commission: float = tunable(0.0002, 0, 0.1)
     commission_min: float = tunable(5.0, 0, 1000)
-    stamp_duty: float = tunable(0.0005, 0, 0.1)
     start_cash: float = tunable(100_000.0, 1, 1e12)
     risk_free: float = tunable(0.02, -0.1, 1)
 
