@@ -431,6 +431,7 @@ MIGRATIONS: tuple[str, ...] = (
         )
     ) AS keyed WHERE fills.id = keyed.id;
     CREATE UNIQUE INDEX fills_import_key ON fills (import_key)
+    """,
     # 18: the paper account (#36): a second book that follows the default strategy day by day,
     # in its own tables so no reader of the real portfolio can mistake a paper holding for a
     # real one. Days are YYYYMMDD as the ledger's; money in cents; `source` the market it
