@@ -119,6 +119,8 @@ class EngineConfig:
     pullback_min: float = 0.05
     pullback_max: float = 0.20
     pullback_volume: float = 0.6
+    trigger_max_share: float = 0.05  # one trigger fires on at most this share of the day's market
+    trigger_min_cap: int = 3  # ... but may always fire on this many stocks (a tiny panel)
     # Signal lifetimes, in trading days after the screen date
     ttl_spring: int = 3
     ttl_lps: int = 5
