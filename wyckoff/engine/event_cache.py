@@ -130,9 +130,9 @@ def cached_events(
         events = Events.joined([kept, (detect or in_process())(p, ranges, cfg)])
         version = store_version(store_path)
         write_copy(folder, version, lambda staging: _write(staging, p, cfg, events))
-    computed = sum(b - a + 1 for a, b in ranges)
     selected = events.between(p.dates[start_t], p.dates[end_t])
-    return selected, {"days_computed": computed, "days_reused": len(selected.days) - computed}
+    reused = int(np.isin(selected.days, kept.days).sum())
+    return selected, {"days_computed": sum(b - a + 1 for a, b in ranges), "days_reused": reused}
 
 
 def _config_key(cfg: EngineConfig) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 
 from wyckoff.engine.benchmark import CSI300
 from wyckoff.engine.funnel import run_funnel
+from wyckoff.engine.indicators import percentile_rank
 from wyckoff.engine.limits import cannot_buy
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.regime import market_regime
@@ -330,3 +331,37 @@ def daily_share(p: Panel, events: Events, limit: float) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def group_keys(p: Panel, events: Events, by: str, cap: np.ndarray | None = None) -> np.ndarray:
+    """Each event's group: its signal date's year, the regime on its signal day, or its
+    stock's market-cap third among the stocks traded that day (`cap` (T, N); 小/中/大)."""
+    if by == "year":
+        return events.date.astype("datetime64[Y]").astype(str)
+    if by == "regime":
+        day = np.searchsorted(events.days, events.date)
+        return np.array(REGIMES, dtype=object)[events.regimes[day]].astype(str)
+    if cap is None:
+        raise ValueError("no market caps")
+    t, column = np.searchsorted(p.dates, events.date), _columns(p, events.code)
+    thirds = np.full(len(t), "未知", dtype=object)
+    for day in np.unique(t):
+        ranks = percentile_rank(np.asarray(cap[day], dtype=float))
+        mine = t == day
+        rank = ranks[column[mine]]
+        thirds[mine] = np.where(
+            np.isnan(rank),
+            "未知",
+            np.where(rank <= 100 / 3, "小", np.where(rank <= 200 / 3, "中", "大")),
+        )
+    return thirds.astype(str)
+
+
+def grouped(
+    events: Events, outcomes: Outcomes, cfg: EngineConfig, keys: np.ndarray
+) -> list[dict[str, Any]]:
+    """`summarize` per group, groups in sorted order."""
+    return [
+        {"group": str(key), "signals": summarize(events, outcomes, cfg, keys == key)}
+        for key in sorted(set(keys.tolist()))
+    ]
