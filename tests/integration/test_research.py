@@ -1,0 +1,95 @@
+"""`wyckoff research signals` on the demo store: its JSON, the demo label, the events CSV
+re-derived from the stored bars, and the cache (reused, then extended by new days)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+from wyckoff.engine.event_cache import cache_folder
+from wyckoff.engine.market_store import MarketStore
+
+HORIZON_KEYS = {"mean_return", "excess_vs_market", "excess_vs_csi300", "hit_rate", "t_stat"}
+
+
+def demo_days(home: Path) -> list[str]:
+    store = MarketStore.for_source(home, "demo")
+    return [str(d)[:10] for d in store.bar_dates()["date"]]
+
+
+def run_json(*args: str) -> dict:
+    result = cli("research", "signals", "--horizons", "2,5", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_demo_study_reports_every_signal_labels_the_demo_and_writes_auditable_events(
+    demo_home: Path, tmp_path: Path
+):
+    days = demo_days(demo_home)
+    events_file = tmp_path / "events.csv"
+    out = run_json("--start", days[-12], "--events-out", str(events_file))
+    assert "演示数据" in out["data_note"] and out["source"] == "demo"
+    names = [s["signal"] for s in out["signals"]]
+    assert names[:6] == ["spring", "lps", "evr", "sos", "compression", "pullback"]
+    assert "funnel" in names
+    for record in out["signals"]:
+        assert {"signal", "events", "unbuyable"} <= set(record)
+        assert HORIZON_KEYS | {"dates"} <= set(record["2"]) and HORIZON_KEYS <= set(record["5"])
+        assert record["max_daily_share"] <= 0.05
+    assert sum(s["events"] for s in out["signals"]) > 0
+
+    with events_file.open(encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0][:8] == [
+        "signal", "code", "signal_date", "entry_date", "entry_price", "h", "exit_date", "return",
+    ]  # fmt: skip
+    done = next(dict(zip(rows[0], row, strict=True)) for row in rows[1:] if row[-1] == "ok")
+    panel = MarketStore.for_source(demo_home, "demo").load_panel(len(days))
+    j = panel.codes.index(done["code"])
+    entry_t, exit_t = days.index(done["entry_date"]), days.index(done["exit_date"])
+    assert days.index(done["signal_date"]) + 1 == entry_t
+    assert float(done["entry_price"]) == pytest.approx(panel.open[entry_t, j], abs=1e-4)
+    expected = panel.close[exit_t, j] / panel.open[entry_t, j] - 1
+    assert float(done["return"]) == pytest.approx(expected, abs=1e-6)
+    assert len(rows) - 1 >= sum(s["events"] for s in out["signals"])  # every event has a row
+
+    text = cli("research", "signals", "--start", days[-12], "--by", "cap")
+    assert text.returncode == 0, text.stderr
+    assert "演示数据" in text.stdout and "无法按市值分组" in text.stdout
+    assert "t 值" in text.stdout and "超额(全市场)" in text.stdout
+
+
+def test_a_second_run_reuses_the_cache_and_a_later_end_computes_only_the_new_days(
+    demo_home: Path,
+):
+    days = demo_days(demo_home)
+    start, first_end = days[-15], days[-8]
+    early = run_json("--start", start, "--end", first_end)
+    assert early["cache"] == {"days_computed": 8, "days_reused": 0}
+    again = run_json("--start", start, "--end", first_end)
+    assert again["cache"] == {"days_computed": 0, "days_reused": 8}
+    assert again["signals"] == early["signals"]
+    stored = (cache_folder(MarketStore.for_source(demo_home, "demo").path) / "events.npz").stat()
+
+    extended = run_json("--start", start)
+    assert extended["cache"] == {"days_computed": 7, "days_reused": 8}
+    assert (
+        cache_folder(MarketStore.for_source(demo_home, "demo").path) / "events.npz"
+    ).stat().st_mtime_ns != stored.st_mtime_ns
+    shutil.rmtree(cache_folder(MarketStore.for_source(demo_home, "demo").path))
+    fresh = run_json("--start", start)
+    assert fresh["cache"] == {"days_computed": 15, "days_reused": 0}
+    assert fresh["signals"] == extended["signals"]  # extending gives what computing anew gives
+
+
+def test_bad_horizons_and_a_start_inside_the_warm_up_are_one_chinese_sentence(demo_home: Path):
+    bad = cli("research", "signals", "--horizons", "5,x")
+    assert bad.returncode == 2 and "--horizons" in bad.stderr and "Traceback" not in bad.stderr
+    early = cli("research", "signals", "--start", demo_days(demo_home)[3])
+    assert early.returncode != 0 and "预热" in early.stderr and "Traceback" not in early.stderr
