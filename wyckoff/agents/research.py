@@ -15,9 +15,13 @@ from wyckoff.agents.market_data import MarketData
 from wyckoff.cli.tools import ToolContext, ToolFailure
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from wyckoff.config import SweepConfig
+    from wyckoff.engine.event_cache import Detector
     from wyckoff.engine.event_study import Events, Outcomes
     from wyckoff.engine.panel import Panel
+    from wyckoff.engine.thresholds import EngineConfig
 
 LOCAL_DAYS = 120  # fewer signal days to detect than this: in this process (no cluster start-up)
 CSV_HEADER = [
@@ -122,7 +126,7 @@ def signal_window(panel: Panel, start: str | None, end: str | None) -> tuple[int
     return first, last
 
 
-def _detector(context: ToolContext, where: SweepConfig):
+def _detector(context: ToolContext, where: SweepConfig) -> Detector:
     """Detection in this process for a few days, else on Dask: the user's cluster when they
     chose one, else a local cluster of worker processes."""
     from wyckoff.engine.event_cache import in_process, on_cluster
@@ -133,7 +137,7 @@ def _detector(context: ToolContext, where: SweepConfig):
             "逐日检测信号", f"{done}/{total} 个交易日", 0.05 + 0.9 * done / max(total, 1)
         )
 
-    def detect(panel, ranges, cfg):
+    def detect(panel: Panel, ranges: list[tuple[int, int]], cfg: EngineConfig) -> Events:
         days = sum(b - a + 1 for a, b in ranges)
         if where.cluster is None and days < LOCAL_DAYS:
             return in_process(progress)(panel, ranges, cfg)
@@ -144,7 +148,9 @@ def _detector(context: ToolContext, where: SweepConfig):
     return detect
 
 
-def _groups(market, panel, events, outcomes, by: str, cfg) -> dict[str, Any]:
+def _groups(
+    market: MarketData, panel: Panel, events: Events, outcomes: Outcomes, by: str, cfg: EngineConfig
+) -> dict[str, Any]:
     from wyckoff.engine.event_study import group_keys, grouped
 
     cap = None
@@ -181,7 +187,9 @@ def write_events(path: Path, panel: Panel, events: Events, outcomes: Outcomes) -
         raise ToolFailure(describe_os_error(exc, "写入", path) + "请换一个可写的位置。") from None
 
 
-def _event_rows(k, signal_names, events, outcomes, dates) -> list[list[Any]]:
+def _event_rows(
+    k: int, signal_names: np.ndarray, events: Events, outcomes: Outcomes, dates: np.ndarray
+) -> list[list[Any]]:
     head = [signal_names[k], events.code[k], str(events.date[k])]
     if not outcomes.entered[k]:
         return [[*head, "", "", "", "", "", "pending"]]

@@ -44,7 +44,7 @@ def in_process(progress: DaysDone | None = None) -> Detector:
     """Detection in this process, day after day."""
 
     def detect(p: Panel, ranges: list[tuple[int, int]], cfg: EngineConfig) -> Events:
-        total, parts = _days(ranges), []
+        total, parts = _days(ranges), list[Events]()
         for start, end in ranges:
             done = sum(part.days.size for part in parts)
             tick = (
@@ -217,7 +217,8 @@ def signal_records(
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
         if saved.get("version") == version and saved.get("config") == _config_key(cfg):
-            return saved["records"]
+            records: dict[str, Any] = saved["records"]
+            return records
     except (OSError, ValueError):
         pass
     p = load_panel()

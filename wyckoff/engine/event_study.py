@@ -340,7 +340,8 @@ def group_keys(p: Panel, events: Events, by: str, cap: np.ndarray | None = None)
         return events.date.astype("datetime64[Y]").astype(str)
     if by == "regime":
         day = np.searchsorted(events.days, events.date)
-        return np.array(REGIMES, dtype=object)[events.regimes[day]].astype(str)
+        names: np.ndarray = np.array(REGIMES)[events.regimes[day]]
+        return names
     if cap is None:
         raise ValueError("no market caps")
     t, column = np.searchsorted(p.dates, events.date), _columns(p, events.code)
