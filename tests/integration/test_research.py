@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli
-from wyckoff.engine.event_cache import cache_folder
+from wyckoff.engine.event_cache import cache_folder, signal_records
 from wyckoff.engine.market_store import MarketStore
 
 HORIZON_KEYS = {"mean_return", "excess_vs_market", "excess_vs_csi300", "hit_rate", "t_stat"}
@@ -59,10 +59,15 @@ def test_the_demo_study_reports_every_signal_labels_the_demo_and_writes_auditabl
     assert float(done["return"]) == pytest.approx(expected, abs=1e-6)
     assert len(rows) - 1 >= sum(s["events"] for s in out["signals"])  # every event has a row
 
-    text = cli("research", "signals", "--start", days[-12], "--by", "cap")
+    page = tmp_path / "study.html"
+    text = cli("research", "signals", "--start", days[-12], "--by", "cap", "--html", str(page))
     assert text.returncode == 0, text.stderr
     assert "演示数据" in text.stdout and "无法按市值分组" in text.stdout
     assert "t 值" in text.stdout and "超额(全市场)" in text.stdout
+    assert "本次计算 0 个信号日" in text.stdout  # the JSON run above cached every day
+    html = page.read_text(encoding="utf-8")
+    assert "演示数据" in html and html.count("<table>") == 4  # 5, 20, 60 days + the daily shares
+    assert "<script" not in html and "http" not in html  # self-contained
 
 
 def test_a_second_run_reuses_the_cache_and_a_later_end_computes_only_the_new_days(
@@ -93,3 +98,22 @@ def test_bad_horizons_and_a_start_inside_the_warm_up_are_one_chinese_sentence(de
     assert bad.returncode == 2 and "--horizons" in bad.stderr and "Traceback" not in bad.stderr
     early = cli("research", "signals", "--start", demo_days(demo_home)[3])
     assert early.returncode != 0 and "预热" in early.stderr and "Traceback" not in early.stderr
+
+
+def test_signal_records_are_cached_per_store_version(demo_home: Path):
+    """What section 2 reads beside every signal: computed once per store version, then read
+    without loading the market."""
+    store = MarketStore.for_source(demo_home, "demo")
+    panel = store.load_panel(len(demo_days(demo_home)))
+
+    def first_day(p):
+        return len(p.dates) - 8
+
+    records = signal_records(store.path, lambda: panel, first_day)
+    assert [r["signal"] for r in records["signals"]][:2] == ["spring", "lps"]
+    assert set(records["signals"][0]) >= {"events", "5", "20", "60"}
+
+    def no_load():
+        raise AssertionError("the cached records were not used")
+
+    assert signal_records(store.path, no_load, first_day) == records
