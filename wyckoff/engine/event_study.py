@@ -80,10 +80,9 @@ class Events:
         )
 
     def between(self, first: np.datetime64, last: np.datetime64) -> Events:
-        keep, day_keep = (
-            (self.date >= first) & (self.date <= last),
-            ((self.days >= first) & (self.days <= last)),
-        )
+        """The events and days from `first` to `last`."""
+        keep = (self.date >= first) & (self.date <= last)
+        day_keep = (self.days >= first) & (self.days <= last)
         return Events(
             self.signal[keep],
             self.date[keep],
