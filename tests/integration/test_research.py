@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tests.conftest import cli
@@ -117,3 +119,23 @@ def test_signal_records_are_cached_per_store_version(demo_home: Path):
         raise AssertionError("the cached records were not used")
 
     assert signal_records(store.path, no_load, first_day) == records
+
+
+def test_a_new_trading_day_is_the_only_day_computed_and_completes_pending_horizons(
+    demo_home: Path,
+):
+    days = demo_days(demo_home)
+    before = run_json("--start", days[-6])
+    assert before["cache"] == {"days_computed": 6, "days_reused": 0}
+    pending = {s["signal"]: s["2"]["complete"] for s in before["signals"]}
+
+    store = MarketStore.for_source(demo_home, "demo")  # a sync brings one more day
+    new_day = (np.datetime64(days[-1]) + np.timedelta64(3, "D")).astype(str)
+    for table in ("bars", "index_bars"):
+        last = store.query_df(f"SELECT * FROM {table} WHERE date = ?", [days[-1]])
+        store.upsert(table, last.assign(date=pd.Timestamp(new_day)))
+    after = run_json("--start", days[-6])
+    assert after["cache"] == {"days_computed": 1, "days_reused": 6}
+    assert after["period"]["end"] == new_day
+    completed = {s["signal"]: s["2"]["complete"] for s in after["signals"]}
+    assert sum(completed.values()) > sum(pending.values())  # day -2's events now have h = 2
