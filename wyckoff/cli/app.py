@@ -27,6 +27,7 @@ COMMANDS = {
     "brief": "wyckoff.cli.commands.brief:brief",
     "web": "wyckoff.cli.commands.web:web",
     "backtest": "wyckoff.cli.commands.sweep:backtest_app",
+    "research": "wyckoff.cli.commands.research:app",
     "data": "wyckoff.cli.commands.market:data_app",
     "memory": "wyckoff.cli.commands.memory:app",
     "model": "wyckoff.cli.commands.model:app",

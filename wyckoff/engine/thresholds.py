@@ -137,6 +137,9 @@ class EngineConfig:
     pullback_min: float = tunable(0.05, 0, 1)
     pullback_max: float = tunable(0.20, 0, 1)
     pullback_volume: float = tunable(0.6, 0, 100)
+    # one trigger fires on at most this share of the day's market ...
+    trigger_max_share: float = tunable(0.05, 0.001, 1)
+    trigger_min_cap: int = tunable(3, 0, 100)  # ... but may always fire on this many stocks
     # Signal lifetimes, in trading days after the screen date
     ttl_spring: int = tunable(3, 1, 250)
     ttl_lps: int = tunable(5, 1, 250)
