@@ -119,6 +119,10 @@ class EngineConfig:
     pullback_min: float = 0.05
     pullback_max: float = 0.20
     pullback_volume: float = 0.6
+    # The strategy's entries: the triggered stocks (False) or the quiet uptrends (True), and
+    # the turnover quantile of the tradable universe a quiet uptrend stays under
+    quiet_trend: bool = False
+    quiet_turnover_quantile: float = 0.5
     # Signal lifetimes, in trading days after the screen date
     ttl_spring: int = 3
     ttl_lps: int = 5
