@@ -28,7 +28,8 @@ class SweepParams(BaseModel):
         description=(
             "参数网格：参数名 -> 取值列表、{start, stop, step} 区间（含 stop）或单个值。"
             "离场参数 hold_days / top_n / stop_loss_pct / take_profit_pct / trailing，"
-            "以及任何 EngineConfig 阈值（如 rs10_min）"
+            "以及任何 EngineConfig 阈值（如 rs10_min）；每个参数的取值有范围"
+            "（如 hold_days 1–250、top_n 1–100），超出范围的网格被拒绝"
         )
     )
     start: str | None = Field(default=None, description="开始日期 YYYY-MM-DD")
