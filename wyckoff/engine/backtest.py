@@ -241,7 +241,13 @@ def _picks(
     """The stocks to buy at t+1's open: none when the regime gate forbids buying."""
     if regime_gate and not market_regime(p, t)["buy_allowed"]:
         return []
-    return pick_order(run_funnel(p, t, cfg), allowed, top_n)
+    return [j for j in entry_order(p, t, run_funnel(p, t, cfg), cfg) if allowed[j]][:top_n]
+
+
+def entry_order(p: Panel, t: int, result: FunnelResult, cfg: EngineConfig) -> list[int]:
+    """The stocks the strategy would buy on day t's signal, best first: the funnel's
+    triggered stocks, or with `cfg.quiet_trend` the quiet uptrends (docs/strategy.md)."""
+    return quiet_trend(p, t, result, cfg) if cfg.quiet_trend else ranked_triggers(result)
 
 
 def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[int]:
@@ -254,6 +260,23 @@ def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[in
 def ranked_triggers(result: FunnelResult) -> list[int]:
     fired = np.flatnonzero(result.layer4)
     return [int(j) for j in sorted(fired, key=lambda j: (-result.score[j], j))]
+
+
+def quiet_trend(p: Panel, t: int, result: FunnelResult, cfg: EngineConfig) -> list[int]:
+    """Uptrends with no supply: stocks in the funnel's trend or momentum channel whose
+    turnover that day is at or under the tradable universe's `quiet_turnover_quantile`, by
+    the funnel's composite score. A markup on quiet volume, not a climax: on ten real years
+    the hot-volume breakouts the triggers buy reverted, the quiet trends did not."""
+    trending = result.channels["trend"] | result.channels["momentum"]
+    if p.turnover_rate is None or not trending.any():
+        return []
+    turnover = p.turnover_rate[t]
+    universe = result.layer1 & ~np.isnan(turnover)
+    if not universe.any():
+        return []
+    ceiling = np.quantile(turnover[universe], cfg.quiet_turnover_quantile)
+    quiet = np.flatnonzero(trending & (np.nan_to_num(turnover, nan=np.inf) <= ceiling))
+    return [int(j) for j in sorted(quiet, key=lambda j: (-result.score[j], j))]
 
 
 @dataclass
@@ -276,7 +299,7 @@ def compute_signals(
     ranked = []
     for t in range(start_t, end_t):
         gated = regime_gate and not market_regime(p, t)["buy_allowed"]
-        ranked.append([] if gated else ranked_triggers(run_funnel(p, t, cfg)))
+        ranked.append([] if gated else entry_order(p, t, run_funnel(p, t, cfg), cfg))
     return Signals(start_t, ranked)
 
 

@@ -140,6 +140,10 @@ class EngineConfig:
     # one trigger fires on at most this share of the day's market ...
     trigger_max_share: float = tunable(0.05, 0.001, 1)
     trigger_min_cap: int = tunable(3, 0, 100)  # ... but may always fire on this many stocks
+    # The strategy's entries: the triggered stocks (False) or the quiet uptrends (True), and
+    # the turnover quantile of the tradable universe a quiet uptrend stays under
+    quiet_trend: bool = tunable(False, False, True)
+    quiet_turnover_quantile: float = tunable(0.5, 0.05, 1)
     # Signal lifetimes, in trading days after the screen date
     ttl_spring: int = tunable(3, 1, 250)
     ttl_lps: int = tunable(5, 1, 250)
