@@ -39,7 +39,9 @@ STOCK_SOURCE_COLUMNS = {
 }
 
 
-def write_stocks(con: duckdb.DuckDBPyConnection, folder: Path, out: Path, start: str, end: str) -> int:
+def write_stocks(
+    con: duckdb.DuckDBPyConnection, folder: Path, out: Path, start: str, end: str
+) -> int:
     columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in STOCK_SOURCE_COLUMNS.items()) + "}"
     con.execute(
         f"""
@@ -57,7 +59,9 @@ def write_stocks(con: duckdb.DuckDBPyConnection, folder: Path, out: Path, start:
     return con.execute(f"SELECT count(*) FROM read_csv('{out}')").fetchone()[0]
 
 
-def write_index(con: duckdb.DuckDBPyConnection, source: Path, out: Path, start: str, end: str) -> int:
+def write_index(
+    con: duckdb.DuckDBPyConnection, source: Path, out: Path, start: str, end: str
+) -> int:
     con.execute(
         f"""
         COPY (
