@@ -56,6 +56,7 @@ BENCHMARKS = (
     Benchmark("funnel.py", "完整漏斗 ≤ 3 s；单只诊断 ≤ 10 ms", quick_args=None),
     Benchmark("backtest.py", "250 日回测 ≤ 60 s", quick_args=None),
     Benchmark("triggers.py", "一个触发信号在平常日子里命中 ≤ 5% 的股票", quick_args=None),
+    Benchmark("event_study.py", "十年全市场（4,800 × 2,500）两核数分钟内", quick_args=None),
     Benchmark("demo_build.py", "峰值内存远低于 1 GB", quick_args=None),
     Benchmark(
         "web.py",

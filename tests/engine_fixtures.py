@@ -85,6 +85,34 @@ def make_panel(
     )
 
 
+def sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
+    """The target fires SOS on day DAYS - 1; day DAYS is tradable ("open"), locked limit-up
+    ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
+    may be suspended for `suspended_days` more days (no bars) while the market goes on."""
+    close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
+    close[-2] = round(close[-3] * 1.07, 2)
+    volume = np.full(DAYS + 1, 1e7)
+    volume[-2] = 4e7
+    up_limit = np.floor(close[-2] * 110 + 0.5) / 100  # the exchange's limit price
+    close[-1] = {"locked": up_limit, "limit_open": round(close[-2] * 1.06, 2)}.get(
+        next_bar, round(close[-2] * 1.02, 2)
+    )
+    open_ = np.concatenate([[close[0]], close[:-1]])
+    open_[-1] = {"locked": up_limit, "limit_open": up_limit}.get(
+        next_bar, round(close[-2] * 1.01, 2)
+    )
+    high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
+    if next_bar == "locked":
+        high[-1] = low[-1] = close[-1]
+    if next_bar == "limit_open":
+        high[-1] = open_[-1]
+    gap = np.full(suspended_days, np.nan)
+    close, volume, high, low, open_ = (
+        np.concatenate([a, gap]) for a in (close, volume, high, low, open_)
+    )
+    return make_panel(close, volume, high=high, low=low, open_=open_)
+
+
 def store_from_panel(
     home: Path, panel: Panel, source: str = "tushare", adj_factor: np.ndarray | None = None
 ) -> MarketStore:
@@ -146,10 +174,11 @@ def bars_panel(
     list_status: str = "L",
     start: str = "2025-03-03",
     list_date: str = "20100104",
+    dates: list[str] | None = None,
 ) -> Panel:
     """A few days of bars for a few stocks, rows = days (NaN = no bar: suspended or gone),
-    on consecutive calendar days from `start`. Open, high and low default to the close:
-    one-price bars."""
+    on consecutive calendar days from `start` (or on `dates`). Open, high and low default to
+    the close: one-price bars."""
     closes = np.array(close, dtype=float)
     days = len(closes)
     stocks = pd.DataFrame(
@@ -164,7 +193,11 @@ def bars_panel(
         },
         index=list(codes),
     )
-    dates = np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    dates = (
+        np.array(dates, dtype="datetime64[D]")
+        if dates
+        else np.arange(np.datetime64(start), np.datetime64(start) + days).astype("datetime64[D]")
+    )
     traded = ~np.isnan(closes)
     stocks["last_trade_date"] = [  # as a store knows it: the last bar of each stock
         str(dates[np.flatnonzero(traded[:, j])[-1]]) if traded[:, j].any() else None

@@ -1,5 +1,6 @@
-"""Loopback stand-ins for the push services: an HTTP server that records each POST and
-answers like the service (or refuses), and a small SMTP server with STARTTLS and AUTH PLAIN."""
+"""Loopback stand-ins for the push services: an HTTP server that records each request and
+answers like the service (or refuses, or redirects), one that answers a byte a second, and
+a small SMTP server with STARTTLS and AUTH PLAIN."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Received:
 class PushServer:
     reply: dict = field(default_factory=lambda: {"errcode": 0, "code": 0, "ok": True})
     status: int = 200
+    location: str | None = None  # sent as the Location header (a redirect)
     received: list[Received] = field(default_factory=list)
 
     def __enter__(self) -> PushServer:
@@ -38,15 +40,19 @@ class PushServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 parts = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 owner.received.append(Received(parts.path, query, dict(self.headers), body))
                 payload = json.dumps(owner.reply).encode()
                 self.send_response(owner.status)
+                if owner.location:
+                    self.send_header("Location", owner.location)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            do_GET = do_PUT = do_POST  # a followed redirect may come as any of them
 
             def log_message(self, *args) -> None:
                 pass
@@ -61,6 +67,48 @@ class PushServer:
 
     def url(self, path: str = "/hook/TOKEN-abc123") -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+
+class DripServer:
+    """Answers a byte a second (`answer`, about 40 s in all) after reading the request, or at
+    once for a protocol where the server speaks first (SMTP): each byte renews a per-read
+    timeout, so only a deadline for the whole exchange ends the wait."""
+
+    HTTP = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"  # 40 bytes
+    SMTP = b"220 localhost ESMTP, one byte a second\r\n"
+
+    def __init__(self, answer: bytes = HTTP, speaks_first: bool = False) -> None:
+        self.answer, self.speaks_first = answer, speaks_first
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook/TOKEN-abc123"
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        with conn:
+            if not self.speaks_first:
+                conn.recv(65_536)
+            for byte in self.answer:
+                if self.stopped.wait(1.0):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:  # the client gave up
+                    return
+
+    def __enter__(self) -> DripServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.listener.close()
 
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path]:

@@ -43,6 +43,7 @@ class Fill(TypedDict):
     dividend_tax_cents: int
     realized_cents: int | None
     source: str
+    import_key: str | None  # a broker import's key for the fill (broker_export.Delivery.key)
 
 
 class Change(TypedDict):
@@ -143,6 +144,19 @@ def add_fill(store: Store, fill: dict[str, Any]) -> int:
         [fill.get(c, 0 if c == "dividend_tax_cents" else None) for c in columns],
     )
     return int(cursor.lastrowid or 0)
+
+
+def imported_keys(store: Store, keys: list[str]) -> set[str]:
+    """Those of `keys` a fill already has: rows of an export booked before."""
+    found: set[str] = set()
+    for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+        part = keys[start : start + 500]
+        rows = store.conn.execute(
+            f"SELECT import_key FROM fills WHERE import_key IN ({', '.join('?' for _ in part)})",
+            part,
+        )
+        found.update(row[0] for row in rows)
+    return found
 
 
 def delete_fills(store: Store, ids: list[int]) -> None:

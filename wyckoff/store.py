@@ -417,7 +417,72 @@ MIGRATIONS: tuple[str, ...] = (
         )
     )
     """,
-    # 17: the scorecard (#36): every piece of advice as it was given (kind, stock, as-of day,
+    # 17: a broker import's key per fill (broker_export.Delivery.key), so importing the same
+    # rows again books nothing. Fills imported before are keyed by their fields, numbered in
+    # the order they were booked; fills typed in by hand have none
+    """
+    ALTER TABLE fills ADD COLUMN import_key TEXT;
+    UPDATE fills SET import_key = keyed.key FROM (
+        SELECT id, identity || ' #' || row_number() OVER (PARTITION BY identity ORDER BY id) AS key
+        FROM (
+            SELECT id, trade_date || ' ' || coalesce(trade_time, '-') || ' ' || code || ' '
+                || side || ' ' || shares || ' ' || price_mills || ' ' || value_cents AS identity
+            FROM fills WHERE source = 'import'
+        )
+    ) AS keyed WHERE fills.id = keyed.id;
+    CREATE UNIQUE INDEX fills_import_key ON fills (import_key)
+    """,
+    # 18: the paper account (#36): a second book that follows the default strategy day by day,
+    # in its own tables so no reader of the real portfolio can mistake a paper holding for a
+    # real one. Days are YYYYMMDD as the ledger's; money in cents; `source` the market it
+    # follows (a switch of `data use` does not mix two markets in one account).
+    """
+    CREATE TABLE paper_account (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        source TEXT NOT NULL,
+        capital_cents INTEGER NOT NULL,
+        cash_cents INTEGER NOT NULL,
+        start_date TEXT NOT NULL,
+        last_date TEXT
+    );
+    CREATE TABLE paper_positions (
+        code TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        shares INTEGER NOT NULL,
+        entry_date TEXT NOT NULL,
+        cost_cents INTEGER NOT NULL
+    );
+    CREATE TABLE paper_fills (
+        id INTEGER PRIMARY KEY,
+        trade_date TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT NOT NULL,
+        side TEXT NOT NULL,
+        shares INTEGER NOT NULL,
+        price_cents INTEGER NOT NULL,
+        value_cents INTEGER NOT NULL,
+        commission_cents INTEGER NOT NULL,
+        stamp_cents INTEGER NOT NULL,
+        transfer_cents INTEGER NOT NULL,
+        realized_cents INTEGER,
+        reason TEXT NOT NULL
+    );
+    CREATE TABLE paper_orders (
+        id INTEGER PRIMARY KEY,
+        decided_date TEXT NOT NULL,
+        code TEXT NOT NULL,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        fill_date TEXT,
+        reason TEXT
+    );
+    CREATE TABLE paper_nav (
+        day TEXT PRIMARY KEY,
+        nav_cents INTEGER NOT NULL,
+        cash_cents INTEGER NOT NULL
+    );
+    """,
+    # 19: the scorecard (#36): every piece of advice as it was given (kind, stock, as-of day,
     # buy/sell/avoid, the market store it was given on), never updated; its entry at the
     # next open and its outcome per horizon, each row written once when its days have come
     """

@@ -4,6 +4,7 @@ indicators need loaded before it; when the store lacks days it names them (issue
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,8 +57,19 @@ def test_a_sweep_and_its_walk_forward_run_the_window_asked_for_beside_the_market
     tests = [f["out_of_sample"] for f in folds]  # each fold over its own test window
     assert tests[0]["csi300_return_pct"] != tests[1]["csi300_return_pct"]
     assert all(t["excess_market_pct"] is not None for t in tests)
+    summary = json.loads(walked.stdout)["summary"]
+    excess = [t["excess_csi300_pct"] for t in tests]
+    assert summary["mean_excess_csi300_pct"] == round(sum(excess) / 2, 2)
+    assert summary["std_excess_csi300_pct"] == round(abs(excess[0] - excess[1]) / 2**0.5, 2)
+    assert summary["positive_excess_folds"] == sum(1 for x in excess if x > 0)
     text = cli(*args, "--workers", "1", "--walk-forward", "20:10").stdout
-    assert "样本外沪深300%" in text and "样本外跑赢同期沪深300的有" in text
+    assert "样本外沪深300%" in text and "样本外全市场%" in text
+    assert f"第 2 段（{dates[330]} 至 {dates[339]}）：样本内选中 hold_days=" in text
+    assert (
+        f"，沪深300 {tests[1]['csi300_return_pct']:+.1f}%，超额 {excess[1]:+.1f} 个百分点" in text
+    )
+    assert f"样本外超额（对沪深300）平均 {summary['mean_excess_csi300_pct']:+.2f} 个百分点" in text
+    assert f"样本外跑赢同期沪深300的有 {summary['positive_excess_folds']} / 2 段" in text
 
 
 def test_missing_warm_up_or_missing_days_are_named_in_one_sentence(long_store):
@@ -93,3 +105,18 @@ def test_a_store_that_can_sync_is_told_how_many_days_to_sync():
         backtest_window(days, str(days[100]), None)
     # back from the latest day: the 290 days from the start, and 250 before it
     assert "运行 `wyckoff data sync --days 540` 补齐，或把开始日期改为" in missing.value.message
+
+
+def test_an_import_store_is_told_to_import_earlier_bars_not_to_sync(home):
+    ping_an = Path(__file__).parent.parent / "data" / "000001_2016.csv"  # 2016 only
+    assert cli("data", "import", str(ping_an)).returncode == 0
+    early = cli("backtest", "--start", "2016-03-01")
+    assert early.returncode == 1 and "Traceback" not in early.stderr
+    assert "data sync" not in early.stderr  # an import store cannot be synced
+    assert "用 `wyckoff data import` 导入 2016-01-04 之前的行情补齐" in early.stderr
+    short = cli("backtest")  # a year of bars: no room for the warm-up and a window
+    assert short.returncode == 1 and "data sync" not in short.stderr
+    assert "行情历史不足" in short.stderr and "`wyckoff data import`" in short.stderr
+    late = cli("backtest", "--start", "2016-10-10", "--end", "2016-11-30")  # bars end 10-28
+    assert "data sync" not in late.stderr
+    assert "用 `wyckoff data import` 导入 2016-10-28 之后的行情" in late.stderr

@@ -257,13 +257,15 @@ def demo_as_files(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("demo-files")
     store = ensure_demo(folder / "home", limit=400)
     stocks, indices = folder / "stocks.parquet", folder / "indices.csv"
+    renamed = _renamed_on(store)
     with duckdb.connect(str(store.path), read_only=True) as conn:
         conn.execute(
             f"""COPY (SELECT b.code || CASE WHEN b.code LIKE '6%' THEN '.SH' ELSE '.SZ' END AS code,
                 b.date, b.open, b.high, b.low, b.close,
                 COALESCE(lag(b.close) OVER (PARTITION BY b.code ORDER BY b.date), b.open)
                     AS pre_close,
-                b.volume, b.amount, s.name
+                b.volume, b.amount,
+                s.name || CASE WHEN b.date < DATE '{renamed}' THEN '{FORMER}' ELSE '' END AS name
             FROM bars b JOIN stocks s USING (code)) TO '{stocks}' (FORMAT parquet)"""
         )
         conn.execute(
@@ -271,6 +273,13 @@ def demo_as_files(tmp_path_factory) -> tuple[Path, Path]:
             f" volume, amount FROM index_bars) TO '{indices}' (HEADER)"
         )
     return stocks, indices
+
+
+FORMER = "（旧）"  # every demo stock is renamed (its name loses this) 15 days before the end
+
+
+def _renamed_on(store: MarketStore) -> str:
+    return str(store.bar_dates()["date"].iloc[-15].date())
 
 
 def test_screen_analyze_and_backtest_work_on_an_imported_parquet_market(home, demo_as_files):
@@ -288,6 +297,12 @@ def test_screen_analyze_and_backtest_work_on_an_imported_parquet_market(home, de
     backtest = cli("backtest", "--start", start, "--json")
     assert backtest.returncode == 0, backtest.stderr
     assert json.loads(backtest.stdout)["trades"] > 0
+    # each trade names the stock as it was called on its entry day, not today
+    renamed = _renamed_on(MarketStore.for_source(home, "import"))
+    trades = json.loads(backtest.stdout)["trade_list"]
+    before = [t for t in trades if t["entry_date"] < renamed]
+    assert before and all(t["name"].endswith(FORMER) for t in before)
+    assert not any(t["name"].endswith(FORMER) for t in trades if t["entry_date"] >= renamed)
     status = json.loads(cli("data", "status", "--json").stdout)
     assert status["source"] == "import" and status["indices"] == 6
 
@@ -311,9 +326,9 @@ def test_a_second_import_adds_to_the_first(home):
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ("600000,2025-03-06,5,5,5,5,5,100,500", "第 4 行与第 5 行重复（600000 2025-03-06）"),
+        ("600000,2025-03-06,5,5,5,5,5,100,500", "第 5 行与第 4 行重复（600000 2025-03-06）"),
         ("600000,2025-02-30,5,5,5,5,5,100,500", "第 5 行的日期是 '2025-02-30'，无法识别"),
-        ("600000,2025-03-07,5,5,5,-5,5,100,500", "第 5 行的 close 是 '-5'：应为正数"),
+        ("600000,2025-03-07,5,5,5,-5,5,100,500", "第 5 行的 close 是 '-5'：应为大于 0"),
         ("600000,2025-03-07,5,5,5,5,5,,500", "第 5 行的 volume 为空"),
         ("60000X,2025-03-07,5,5,5,5,5,100,500", "第 5 行的代码 '60000X' 无效"),
     ],
@@ -394,3 +409,29 @@ def test_a_window_starting_on_an_ex_date_keeps_the_stored_reference_price(tmp_pa
     store.write({"bars": later}, derive_price=True)
     factors = store.execute("SELECT adj_factor FROM bars ORDER BY date")
     assert [f for (f,) in factors] == pytest.approx([1, 1, 2, 2, 2.12, 2.12])
+
+
+def test_a_renamed_stock_is_named_as_it_was_called_on_each_date(home):
+    names = ["美讯股份", "美讯股份", "ST美讯", "ST美讯", "*ST美讯"]
+    rows = [f"600000,2015-03-0{2 + k},5,5,5,5,5,100,500,{name}" for k, name in enumerate(names)]
+    header = f"{','.join(STOCK_COLUMNS)},name"
+    path = home.parent / "renamed.csv"
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    assert _import(path).returncode == 0
+    store = MarketStore.for_source(home, "import")
+    changes = store.execute("SELECT CAST(start_date AS VARCHAR), name FROM names ORDER BY 1")
+    assert changes == [
+        ("2015-03-02", "美讯股份"),
+        ("2015-03-04", "ST美讯"),
+        ("2015-03-06", "*ST美讯"),
+    ]
+    stocks = store.load_panel(5).stock_list
+    on = [
+        stocks.name_on(0, day) for day in ("2015-02-27", "2015-03-03", "2015-03-05", "2015-03-09")
+    ]
+    assert on == ["美讯股份", "美讯股份", "ST美讯", "*ST美讯"]
+    # a later file that corrects two days' names: the runs are rebuilt from every stored day
+    path.write_text("\n".join([header, *(r.replace("ST美讯", "美讯股份") for r in rows[2:4])]))
+    assert _import(path).returncode == 0
+    changes = store.execute("SELECT CAST(start_date AS VARCHAR), name FROM names ORDER BY 1")
+    assert changes == [("2015-03-02", "美讯股份"), ("2015-03-06", "*ST美讯")]

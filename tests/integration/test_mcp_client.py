@@ -4,9 +4,11 @@ MCP server (tests/mcp_notes_server.py, built with the same `mcp` package)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -14,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NETGUARD, add_scripted_model, cli, marked_data
+from tests.conftest import NETGUARD, add_scripted_model, cli, marked_data, spawn_cli
 from tests.model_servers import Reply
+from tests.processes import eventually
 
 NOTES_SERVER = str(Path(__file__).parent.parent / "mcp_notes_server.py")
+HOSTILE_SERVER = str(Path(__file__).parent.parent / "mcp_hostile_server.py")
 BROKEN = "import sys; sys.exit(3)"
 SILENT = "import time; time.sleep(120)"
 
@@ -186,6 +190,42 @@ def test_cancelling_a_call_cancels_it_on_the_server(home, tmp_path):
             break
         time.sleep(0.1)
     assert notes.read_text(encoding="utf-8") == "cancelled\n"
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_one_ctrl_c_while_a_servers_tool_hangs_ends_ask_and_the_server(
+    openai_server, home, tmp_path
+):
+    # the server's tool blocks its event loop (deaf to the cancel and to its closed input)
+    # and the server ignores SIGTERM: what a hung server looks like from outside
+    added = cli(
+        "mcp", "add", "hostile", "--trust", "--", sys.executable, HOSTILE_SERVER, str(tmp_path)
+    )
+    assert added.returncode == 0, added.stderr
+    add_scripted_model(openai_server)
+    openai_server.script(Reply(tool_calls=[("hostile__hang", {"code": "600519"})]))
+    asking = spawn_cli("ask", "查一下", "--no-memory")
+    try:
+        assert eventually(lambda: (tmp_path / "hanging").exists(), timeout=60), "never called"
+        server = int((tmp_path / "pid").read_text())
+        asking.send_signal(signal.SIGINT)  # once
+        pressed = time.monotonic()
+        _, err = asking.communicate(timeout=30)
+        took = time.monotonic() - pressed
+        assert asking.returncode == 130 and "已取消" in err and "Traceback" not in err
+        assert took < 3  # asked for 2 s; closing the hung server took 4 s before
+        assert eventually(lambda: not alive(server), timeout=1)
+    finally:
+        asking.kill()
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
 
 
 def test_a_broken_mcp_json_is_reported_and_the_session_goes_on(openai_server, home):

@@ -8,13 +8,15 @@ import base64
 import hashlib
 import hmac
 import json
+import socket
+import time
 
 import pytest
 
 from tests.cli_runner import cli
 from tests.integration.test_brief import hold
 from tests.integration.test_portfolio_check import demo_codes
-from tests.push_servers import PushServer, SmtpServer, self_signed_certificate
+from tests.push_servers import DripServer, PushServer, SmtpServer, self_signed_certificate
 from wyckoff.routine.notify import split
 
 SECRET = "SECsecret-value-0123456789"
@@ -180,3 +182,94 @@ def test_a_hostile_service_echoing_the_key_back_never_gets_it_shown(home):
         sent = cli("notify", "test", "wx", env=env)
     assert sent.returncode == 1 and "93000 invalid webhook key ***" in sent.stderr
     no_secret_in(sent.stdout, sent.stderr)
+
+
+# --- hostile webhooks: a slow answer, a redirect, an address that is not a web hook ---------
+
+
+@pytest.mark.parametrize("kind", ["webhook", "email"])
+def test_a_service_dripping_its_answer_fails_within_the_deadline(home, monkeypatch, kind):
+    if kind == "email":
+        monkeypatch.setattr("wyckoff.routine.mail.DEADLINE_S", 2.0)
+        server = DripServer(DripServer.SMTP, speaks_first=True)
+        url, says = f"smtp://me@127.0.0.1:{server.port}?to=you@example.cn", "2 秒内没有完成发送"
+    else:
+        monkeypatch.setattr("wyckoff.routine.notify.DEADLINE_S", 2.0)
+        server = DripServer()
+        url, says = server.url(), "hook（webhook）在 2 秒内没有完成推送"
+    with server:
+        env = channel("hook", kind, url, secret=True)
+        started = time.monotonic()
+        sent = cli("notify", "test", "hook", env=env)
+        took = time.monotonic() - started
+    assert sent.returncode == 1 and says in sent.stderr
+    assert took < 15  # the answer drips for 40 s
+    assert "已推送" not in sent.stderr and "Traceback" not in sent.stderr
+
+
+@pytest.fixture
+def connections(monkeypatch) -> list[str]:
+    """Every host this process looks up or connects to (seen before the loopback guard
+    refuses any other)."""
+    attempted: list[str] = []
+    guarded_connect, guarded_lookup = socket.socket.connect, socket.getaddrinfo
+
+    def connect(sock, address):
+        attempted.append(str(address[0]))
+        return guarded_connect(sock, address)
+
+    def getaddrinfo(host, *args, **kwargs):
+        attempted.append(str(host))
+        return guarded_lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return attempted
+
+
+def test_a_redirect_to_another_port_is_not_followed(home, connections):
+    elsewhere = PushServer()
+    with elsewhere, PushServer(status=302, location=elsewhere.url("/collect")) as hook:
+        env = channel("hook", "webhook", hook.url())
+        sent = cli("notify", "test", "hook", env=env)
+    assert sent.returncode == 1 and "返回了重定向（HTTP 302）：推送不跟随重定向" in sent.stderr
+    assert len(hook.received) == 1 and elsewhere.received == []
+    no_secret_in(sent.stderr)
+
+
+def test_a_redirect_to_the_cloud_metadata_address_is_never_tried(home, connections):
+    metadata = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+    with PushServer(status=302, location=metadata) as hook:
+        env = channel("hook", "webhook", hook.url())
+        sent = cli("notify", "test", "hook", env=env)
+    assert "169.254.169.254" not in connections and "127.0.0.1" in connections
+    assert sent.returncode == 1 and "推送不跟随重定向" in sent.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("file:///etc/passwd", "用的是 file 协议：推送只接受 https:// 地址"),
+        ("ftp://example.com/hook", "用的是 ftp 协议：推送只接受 https:// 地址"),
+        ("http://example.com/hook", "example.com 要用 https://"),
+    ],
+)
+def test_notify_add_refuses_an_address_that_is_not_https(home, url, says):
+    added = cli("notify", "add", "x", "--kind", "webhook", "--url-env", "X_URL", env={"X_URL": url})
+    assert added.returncode == 2 and says in added.stderr
+    assert added.stderr.startswith("错误：没有添加渠道 x：X_URL 里的地址")
+    assert added.stderr.count("\n") == 1 and "Traceback" not in added.stderr
+    assert json.loads(cli("notify", "list", "--json").stdout)["channels"] == []
+
+
+def test_an_address_changed_after_notify_add_is_checked_at_each_push(home):
+    local = {"X_URL": "http://127.0.0.1:9/hook"}  # http to this machine is accepted
+    assert (
+        cli("notify", "add", "x", "--kind", "webhook", "--url-env", "X_URL", env=local).returncode
+        == 0
+    )
+    sent = cli("notify", "test", "x", env={"X_URL": "file:///etc/passwd"})
+    assert (
+        sent.returncode == 1 and "推送失败：渠道 x：X_URL 里的地址用的是 file 协议" in sent.stderr
+    )
+    assert "已推送" not in sent.stderr and "root:" not in sent.stderr + sent.stdout

@@ -5,6 +5,7 @@ workspace, chmod outside, the network. Real bwrap, real Landlock, real processes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -47,7 +48,7 @@ def landlock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Listener:
-    """A daemon's socket (Unix or TCP on loopback) that records who connects."""
+    """A daemon's socket (Unix or TCP on loopback) that records who connects and what they send."""
 
     def __init__(self, family: int, address) -> None:
         self.sock = socket.socket(family, socket.SOCK_STREAM)
@@ -55,6 +56,7 @@ class Listener:
         self.sock.listen(8)
         self.sock.settimeout(0.2)
         self.connections = 0
+        self.received = b""
         self.stopped = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -65,7 +67,15 @@ class Listener:
             except OSError:
                 continue
             self.connections += 1
-            conn.close()
+            with conn:
+                conn.settimeout(1)
+                with contextlib.suppress(OSError):
+                    while data := conn.recv(4096):
+                        self.received += data
+
+    @property
+    def port(self) -> int:
+        return self.sock.getsockname()[1]
 
     def close(self) -> None:
         self.stopped = True
@@ -256,7 +266,7 @@ def test_chmod_and_touch_outside_the_workspace_fail(home, ws, outside):
 
 @needs_bwrap
 def test_the_network_is_refused_unless_the_approval_allows_it(home, ws, tcp_server):
-    address = f"127.0.0.1:{tcp_server.sock.getsockname()[1]}"
+    address = f"127.0.0.1:{tcp_server.port}"
     assert "不能联网" in describe(home, "exec_command", command=connect(address))
     refused = result(call(home, "exec_command", command=connect(address)))
     assert "ConnectionRefusedError" in refused["stderr"]  # it ran, in a network of its own
@@ -296,7 +306,7 @@ def test_an_unknown_sandbox_setting_is_one_sentence_and_runs_nothing(home, ws, m
 
 def test_landlock_confines_writes_signals_and_tcp(home, ws, outside, landlock, tcp_server):
     sibling = subprocess.Popen(["sleep", "300"])
-    address = f"127.0.0.1:{tcp_server.sock.getsockname()[1]}"
+    address = f"127.0.0.1:{tcp_server.port}"
     command = (
         f"echo in > inside.txt; echo out > {outside}/escaped.txt; kill -9 {sibling.pid}; "
         f"{connect(address)}; echo done"

@@ -251,11 +251,18 @@ def test_the_after_close_preset_runs_its_steps_and_saves_the_brief_without_chann
     day = last_market_day(demo_home)
     cli("alert", "add", "volume", "--scope", "market", "--threshold", "1.5")
     cli("schedule", "add", "after-close")
+    assert cli("paper", "reset", "--start", day.isoformat()).returncode == 0
     ran = run_due(day, "15:41")
     assert ran.returncode == 0, ran.stderr
     (run,) = runs()
-    assert run["status"] == "ok" and run["detail"].startswith("4 步全部完成")
+    assert run["status"] == "ok" and run["detail"].startswith("5 步全部完成")
+    log = (demo_home / "schedule" / "logs" / f"after-close-{day.isoformat()}.log").read_text()
+    assert "$ wyckoff paper run" in log
+    paper = json.loads(cli("paper", "nav", "--json").stdout)
+    assert [d["date"] for d in paper["days"]] == [day.strftime("%Y%m%d")]  # booked by the step
     saved = json.loads((demo_home / "briefs" / f"{day.isoformat()}.json").read_text())
+    assert saved["paper"]["date"] == day.isoformat()  # the brief, a later step, shows it
+    assert "## 纸面账户" in (demo_home / "briefs" / f"{day.isoformat()}.md").read_text()
     history = json.loads(cli("alert", "history", "--json").stdout)["alerts"]
     assert history and [a["message"] for a in saved["alerts"]] == [a["message"] for a in history]
 

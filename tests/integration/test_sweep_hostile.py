@@ -173,6 +173,34 @@ def test_a_huge_grid_is_refused_before_any_list_of_values_is_built(home, tmp_pat
     assert peak < 10 * 2**20, f"{peak / 2**20:.0f} MB allocated to refuse a grid"
 
 
+# --- every grid value within its parameter's range: refused before any work ------------------
+
+OUT_OF_RANGE = [
+    (f"hold_days = [{10**30}]", f"参数 hold_days 的取值 {10**30} 超出范围：应在 1 到 250 之间"),
+    ("top_n = [0, 3]", "参数 top_n 的取值 0 超出范围：应在 1 到 100 之间"),
+    (
+        "stop_loss_pct = { start = 50, stop = 150, step = 50 }",
+        "stop_loss_pct 的取值 150.0 超出范围",
+    ),
+    ("rs10_min = [1e6]", "参数 rs10_min 的取值 1000000.0 超出范围：应在 -100 到 100 之间"),
+    ("ttl_sos = [100000]", "参数 ttl_sos 的取值 100000 超出范围：应在 1 到 250 之间"),
+    ("rps_gate_b = [[80, 500]]", "参数 rps_gate_b 的第 2 项 500.0 超出范围：应在 0 到 100 之间"),
+    ('main_st_limit_change = ["2999-01-01"]', "main_st_limit_change 的取值 '2999-01-01' 超出范围"),
+    ("main_st_limit_change = [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]", "类型不对"),
+]
+
+
+@pytest.mark.parametrize(("text", "phrase"), OUT_OF_RANGE, ids=lambda v: v[:24])
+def test_a_grid_value_outside_its_range_is_refused_before_any_work(
+    home, tmp_path, install_demo, text, phrase
+):
+    install_demo(home, 60)  # a market the sweep could run on (hold_days 10**30 ran for 34 s)
+    grid = tmp_path / "grid.toml"
+    grid.write_text(text + "\n", encoding="utf-8")
+    assert phrase in one_sentence(cli("backtest", "sweep", str(grid)))
+    assert "还没有参数扫描记录" in cli("backtest", "sweeps").stdout
+
+
 def nested(depth: int) -> str:
     return '{"grid": {"hold_days": ' + "[" * depth + "]" * depth + "}}"
 
@@ -188,8 +216,16 @@ def nested(depth: int) -> str:
         ('{"grid": {"stop_loss_pct": {"start": 1, "stop": Infinity, "step": 1}}}', "inf 或 nan"),
         (nested(500), "嵌套超过 32 层"),  # parses, then overflowed the redaction: a traceback
         (nested(100_000), "嵌套超过 32 层"),  # did not parse: the whole ask failed
+        (
+            f'{{"grid": {{"hold_days": [{10**30}]}}}}',
+            f"hold_days 的取值 {10**30} 超出范围：应在 1 到 250",
+        ),
+        (
+            '{"grid": {"rps_gate_a": [[65, 70, 500]]}}',
+            "rps_gate_a 的第 3 项 500.0 超出范围：应在 -100 到 100",
+        ),
     ],
-    ids=["tiny-step", "nan-list", "inf-range", "500-deep", "100k-deep"],
+    ids=["tiny-step", "nan-list", "inf-range", "500-deep", "100k-deep", "hold-1e30", "slope-500"],
 )
 def test_a_model_sending_a_bad_grid_gets_one_sentence_back(home, openai_server, arguments, phrase):
     add_scripted_model(openai_server)

@@ -11,16 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli
-from tests.engine_fixtures import DAYS, bars_panel, make_panel, store_from_panel
+from tests.engine_fixtures import DAYS, bars_panel, make_panel, sos_then, store_from_panel
 from wyckoff.engine.backtest import (
     Trade,
     _exits,
     _trade_row,
-    cash_portfolio,
     pick_order,
     run_backtest,
     simple_view,
 )
+from wyckoff.engine.cash_view import cash_portfolio
 from wyckoff.engine.demo import build_demo_market
 from wyckoff.engine.panel import Panel, panel_from_long
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig, limit_pct
@@ -74,43 +74,15 @@ def test_entries_happen_at_the_next_days_open(demo_panel, full_backtest):
         )
 
 
-def _sos_then(next_bar: str, suspended_days: int = 0) -> Panel:
-    """The target fires SOS on day DAYS - 1; day DAYS is tradable ("open"), locked limit-up
-    ("locked") or opens at the up limit and trades below it ("limit_open"); then the target
-    may be suspended for `suspended_days` more days (no bars) while the market goes on."""
-    close = np.full(DAYS + 1, 10.0) * (1 + 0.002 * np.sin(np.arange(DAYS + 1)))
-    close[-2] = round(close[-3] * 1.07, 2)
-    volume = np.full(DAYS + 1, 1e7)
-    volume[-2] = 4e7
-    up_limit = np.floor(close[-2] * 110 + 0.5) / 100  # the exchange's limit price
-    close[-1] = {"locked": up_limit, "limit_open": round(close[-2] * 1.06, 2)}.get(
-        next_bar, round(close[-2] * 1.02, 2)
-    )
-    open_ = np.concatenate([[close[0]], close[:-1]])
-    open_[-1] = {"locked": up_limit, "limit_open": up_limit}.get(
-        next_bar, round(close[-2] * 1.01, 2)
-    )
-    high, low = np.maximum(open_, close) * 1.01, np.minimum(open_, close) * 0.99
-    if next_bar == "locked":
-        high[-1] = low[-1] = close[-1]
-    if next_bar == "limit_open":
-        high[-1] = open_[-1]
-    gap = np.full(suspended_days, np.nan)
-    close, volume, high, low, open_ = (
-        np.concatenate([a, gap]) for a in (close, volume, high, low, open_)
-    )
-    return make_panel(close, volume, high=high, low=low, open_=open_)
-
-
 def test_a_bar_locked_limit_up_cannot_be_bought():
-    tradable = run_backtest(_sos_then("open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
+    tradable = run_backtest(sos_then("open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert [t["code"] for t in tradable["trade_list"]] == ["600000"]
-    locked = run_backtest(_sos_then("locked", 1), DAYS - 1, DAYS + 1, regime_gate=False)
+    locked = run_backtest(sos_then("locked", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in locked["signals"][0]["codes"] and locked["trade_list"] == []
 
 
 def test_no_buy_on_the_last_day_a_zero_day_trade():
-    result = run_backtest(_sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
+    result = run_backtest(sos_then("open"), DAYS - 1, DAYS, regime_gate=False)
     assert "600000" in result["signals"][0]["codes"]
     assert result["trades"] == 0 and result["trade_list"] == []
 
@@ -178,8 +150,9 @@ def test_simple_and_compounding_views_on_a_two_trade_example_worked_by_hand():
     # day1 -0.4975%, day2 mean(5%, -0.4975%), day3 mean(4.2381%, -2.5%), day4 -3.0513%
     assert simple["total_return_pct"] == pytest.approx(-0.43, abs=0.01)
     cash = cash_portfolio(panel, trades, 0, 5, 2, DEFAULT_CONFIG)
-    # buy 5,000 甲 (fee 10) and 2,400 乙 (fee 9.60); sell with commission and 0.05% stamp duty
-    assert cash["final_equity"] == pytest.approx(102_509.98, abs=0.01)
+    # buy 5,000 甲 (fee 10) and 2,400 乙 (fee 9.60); sell with commission and 0.05% stamp duty;
+    # the 2025 transfer fee of 0.001% on each fill: 0.50 + 0.48 + 0.55 + 0.46
+    assert cash["final_equity"] == pytest.approx(102_507.99, abs=0.01)
     assert cash["total_return_pct"] == pytest.approx(2.51, abs=0.01)
 
 
@@ -187,17 +160,20 @@ def test_lots_of_100_and_the_commission_minimum():
     panel = _two_trade_panel()
     cfg = EngineConfig(start_cash=10_000)
     cash = cash_portfolio(panel, [Trade("600001", 1, 10.0, 3, 11.0)], 0, 5, 3, cfg)
-    # budget 3,333.33 -> 300 shares (not 333); fee 0.60 -> minimum 5; sell 3,300: fee 5 + duty 1.65
-    assert cash["final_equity"] == pytest.approx(10_000 - 3000 - 5 + 3300 - 5 - 1.65, abs=0.001)
+    # budget 3,333.33 -> 300 shares (not 333); fee 0.60 -> minimum 5; sell 3,300: fee 5 + duty 1.65;
+    # transfer fee 0.001%: 0.03 on each side
+    assert cash["final_equity"] == pytest.approx(
+        10_000 - 3000 - 5 - 0.03 + 3300 - 5 - 1.65 - 0.03, abs=0.001
+    )
 
 
 def test_an_open_at_the_up_limit_is_not_bought():
-    result = run_backtest(_sos_then("limit_open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
+    result = run_backtest(sos_then("limit_open", 1), DAYS - 1, DAYS + 1, regime_gate=False)
     assert "600000" in result["signals"][0]["codes"] and result["trade_list"] == []
 
 
 def test_a_holding_suspended_at_the_end_is_marked_at_its_last_close_and_flagged():
-    panel = _sos_then("open", suspended_days=3)
+    panel = sos_then("open", suspended_days=3)
     result = run_backtest(panel, DAYS - 1, DAYS + 3, top_n=1, regime_gate=False)
     json.dumps(result, allow_nan=False)  # valid JSON: no NaN anywhere
     (trade,) = result["trade_list"]
@@ -222,7 +198,24 @@ def test_the_cash_view_marks_a_suspended_holding_at_its_last_close():
     cash = cash_portfolio(panel, [Trade("600000", 1, 10.0, 5, 12.5)], 0, 5, 1, DEFAULT_CONFIG)
     # 9,900 shares (9,998 fit with the fee, in lots of 100); the only dip is the buy's fee
     assert cash["max_drawdown_pct"] == 0.02
-    assert cash["final_equity"] == pytest.approx(100_000 + 9_900 * 2.5 - 19.80 - 24.75 - 61.88)
+    # commission 19.80 and 24.75, stamp duty 61.88, transfer fee 0.99 and 1.24
+    assert cash["final_equity"] == pytest.approx(
+        100_000 + 9_900 * 2.5 - 19.80 - 24.75 - 61.88 - 0.99 - 1.24
+    )
+
+
+def test_the_cash_view_charges_each_sell_the_stamp_duty_and_transfer_fee_of_its_date():
+    days = ["2015-06-01", "2015-06-02", "2015-06-03", "2024-06-03", "2024-06-04", "2024-06-05"]
+    panel = bars_panel([[10, 10]] * 6, codes=("600000", "600001"), dates=days)
+    trades = [Trade("600000", 1, 10.0, 2, 10.0), Trade("600001", 3, 10.0, 4, 10.0)]
+    cash = cash_portfolio(panel, trades, 0, 5, 1, DEFAULT_CONFIG)
+    # 2015: 9,900 shares (10,000 do not fit with the fees); commission 19.80 each way, transfer
+    # fee 0.002% = 1.98 each way, stamp duty on the sell 0.1% = 99.00
+    after_2015 = 100_000 - 99_000 - 19.80 - 1.98 + 99_000 - 19.80 - 99.00 - 1.98
+    # 2024: 9,900 shares again; transfer fee 0.001% = 0.99 each way, stamp duty 0.05% = 49.50
+    after_2024 = after_2015 - 99_000 - 19.80 - 0.99 + 99_000 - 19.80 - 49.50 - 0.99
+    assert cash["final_equity"] == pytest.approx(after_2024, abs=0.001)
+    assert "成交当日的费率" in cash["label"]
 
 
 def test_a_delisted_holding_leaves_at_its_last_price():
@@ -333,8 +326,8 @@ def test_star_buys_need_200_shares_then_go_by_single_shares():
     panel = bars_panel([[50], [50], [50], [55]], codes=("688001",), board="star")
     trades = [Trade("688001", 1, 50.0, 3, 55.0)]
     cash = cash_portfolio(panel, trades, 0, 3, 1, EngineConfig(start_cash=15_000))
-    # 299 shares (not 200): fee 5 each way, stamp duty 8.22 on 16,445
-    assert cash["final_equity"] == pytest.approx(15_000 + 299 * 5 - 10 - 8.22)
+    # 299 shares (not 200): fee 5 each way, stamp duty 8.22 on 16,445, transfer fee 0.15 + 0.16
+    assert cash["final_equity"] == pytest.approx(15_000 + 299 * 5 - 10 - 8.22 - 0.31)
     poor = cash_portfolio(panel, trades, 0, 3, 1, EngineConfig(start_cash=9_000))
     assert poor["skipped_for_cash"] == 1 and poor["final_equity"] == 9_000  # 179 < 200
 
@@ -404,8 +397,8 @@ def test_a_10_for_10_bonus_issue_does_not_halve_the_cash_account(home):
     assert panel.raw_close[2, 0] == pytest.approx(10.0) and panel.close[2, 0] == pytest.approx(5.0)
     cash = cash_portfolio(panel, [Trade("600000", 2, 5.0, 7, 5.0)], 0, 9, 1, DEFAULT_CONFIG)
     # 9,900 shares at 10.00 (99,000 + 19.80 fee), 19,800 shares at 5.00 after the ex-date:
-    # sold for 99,000 less 19.80 commission and 49.50 stamp duty
-    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50)
+    # sold for 99,000 less 19.80 commission and 49.50 stamp duty; 0.99 transfer fee each way
+    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50 - 1.98)
     assert cash["total_return_pct"] == -0.09 and cash["max_drawdown_pct"] < 0.1
 
 
@@ -414,5 +407,5 @@ def test_a_cash_dividend_stays_in_the_cash_account(home):
     cash = cash_portfolio(panel, [Trade("600000", 2, 9.5, 7, 9.5)], 0, 9, 1, DEFAULT_CONFIG)
     # 9,900 shares at 10.00; from the ex-date 94,050 in shares plus 4,950 of dividend, kept in
     # the holding (reinvested at 9.50), so the sale is 99,000 less commission and stamp duty
-    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50)
+    assert cash["final_equity"] == pytest.approx(100_000 - 19.80 - 19.80 - 49.50 - 1.98)
     assert cash["max_drawdown_pct"] < 0.1

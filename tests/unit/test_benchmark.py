@@ -74,3 +74,63 @@ def test_the_backtest_command_puts_the_strategy_beside_the_market(demo_home):
     assert f"同期基准（{payload['period']['start']} ~ {payload['period']['end']}）" in text
     assert f"{side}沪深300（{csi300['return_pct']:+.2f}%）" in text
     assert "不是指数" in text  # the demo store has no 中证全指: says what it uses instead
+
+
+def _fold(test: tuple[str, str], params: dict, inside: float, outside: dict) -> dict:
+    return {
+        "test": {"start": test[0], "end": test[1]},
+        "params": params,
+        "in_sample": {"cash_return_pct": inside},
+        "out_of_sample": outside,
+    }
+
+
+def _out(cash: float, csi300: float, market: float, drawdown: float, trades: int) -> dict:
+    return {
+        "cash_return_pct": cash,
+        "csi300_return_pct": csi300,
+        "market_return_pct": market,
+        "excess_csi300_pct": round(cash - csi300, 2),
+        "cash_max_drawdown_pct": drawdown,
+        "trades": trades,
+    }
+
+
+def test_each_fold_gets_a_sentence_and_the_folds_a_mean_spread_and_count_worked_by_hand():
+    from wyckoff.engine.walk_forward import fold_sentence, walk_forward_summary
+
+    folds = [
+        _fold(
+            ("2016-01-05", "2016-12-30"),
+            {"hold_days": 20, "top_n": 3, "trailing": True},
+            30.0,
+            _out(-4.2, -11.3, -8.0, 14.6, 41),
+        ),
+        _fold(
+            ("2017-01-03", "2017-12-29"),
+            {"hold_days": 10, "top_n": 5, "trailing": True},
+            10.0,
+            _out(18.6, 21.6, 2.0, 9.0, 37),
+        ),
+        _fold(
+            ("2018-01-02", "2018-12-28"),
+            {"hold_days": 5, "top_n": 3, "trailing": True},
+            2.0,
+            _out(-20.1, -25.3, -28.0, 30.2, 52),
+        ),
+    ]
+    assert fold_sentence(1, folds[0], ["hold_days", "top_n"]) == (
+        "第 1 段（2016-01-05 至 2016-12-30）：样本内选中 hold_days=20、top_n=3；样本外复利 -4.2%，"
+        "沪深300 -11.3%，超额 +7.1 个百分点，全市场 -8.0%，最大回撤 14.6%，交易 41 笔。"
+    )
+    # excess +7.1, -3.0, +5.2: mean 3.1; deviations 4, -6.1, 2.1: variance (16 + 37.21 + 4.41) / 2
+    summary = walk_forward_summary(folds)
+    assert summary == {
+        "folds": 3,
+        "mean_excess_csi300_pct": 3.1,
+        "std_excess_csi300_pct": round((57.62 / 2) ** 0.5, 2),  # 5.37
+        "positive_excess_folds": 2,
+        "mean_in_sample_return_pct": 14.0,
+        "mean_out_of_sample_return_pct": round((-4.2 + 18.6 - 20.1) / 3, 2),
+    }
+    assert summary["std_excess_csi300_pct"] == 5.37

@@ -3,9 +3,12 @@ and exit decisions taken on the stop that is actually reported."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from tests.engine_fixtures import DAYS, make_panel, series
 from wyckoff.engine.health import diagnose
-from wyckoff.engine.strategy import holding_action, size_position
+from wyckoff.engine.strategy import cents, holding_action, size_position
+from wyckoff.ledger.money import half_up
 
 
 def test_a_risk_budget_that_divides_exactly_buys_every_lot():
@@ -46,3 +49,11 @@ def test_the_exit_decision_uses_the_tightened_stop():
     looser = diagnose(panel, "600000", cost=10, own_stop=12.0)
     assert holding_action(looser, 1_000)["action"] != "EXIT"
     assert looser["stop"]["stop"] == engine_stop
+
+
+def test_half_a_cent_rounds_up_as_the_ledger_rounds():
+    # Python's round() and Decimal's default go to the even cent: 10.005 -> 10.00, 0.125 -> 0.12
+    for yuan, expected in [(10.005, 1001), (0.125, 13), (0.135, 14), (2.5e-3, 0), (0.005, 1)]:
+        assert cents(yuan) == expected
+        assert cents(yuan) == half_up(Decimal(str(yuan)) * 100)
+    assert cents(9.2) == 920 and cents(-0.125) == -13

@@ -309,3 +309,17 @@ def test_alert_rules_and_the_watchlist_change_through_a_confirmed_plan(
     page.click("#add-watch button[type=submit]")
     page.click("#plan #execute")
     expect(page.locator("main table")).to_contain_text("000002 万科A")
+
+
+def test_the_portfolio_page_shows_the_paper_account_beside_the_csi300(
+    web, browser_page: Page
+) -> None:
+    assert cli("paper", "reset", "--start", demo_day(10)).returncode == 0
+    assert cli("paper", "run").returncode == 0
+    page = browser_page
+    page.goto(f"{web.base}/portfolio?token={web.token}")
+    expect(page.locator("#paper-last")).to_contain_text("同期沪深300")
+    expect(page.locator("#paper-last")).to_contain_text(day_text(demo_day(0)))
+    expect(page.locator("#paper-chart canvas").first).to_be_visible()
+    assert [n for n in painted(page, "#paper-chart") if n > 500]
+    expect(page.locator("h2", has_text="纸面账户")).to_be_visible()

@@ -193,3 +193,15 @@ def test_stock_pages_read_the_bundled_stock_list_once_per_process(demo_home) -> 
         watching[0] = False
     assert codes == ["000002", "000001", "000001"]
     assert len(opened) <= 1, opened  # it was read twice per stock page
+
+
+def test_the_portfolio_page_carries_the_paper_account_as_the_cli_gives_it(web) -> None:
+    assert cli("paper", "reset", "--start", demo_day(5)).returncode == 0
+    assert cli("paper", "run").returncode == 0
+    paper = web.login().get("/api/portfolio").json()["paper"]
+    nav = json.loads(cli("paper", "nav", "--json").stdout)
+    book = json.loads(cli("paper", "show", "--json").stdout)
+    assert paper["data_note"] == nav.pop("data_note") == book.pop("data_note")  # labelled demo
+    nav.pop("source"), book.pop("source")
+    assert paper["nav"] == nav and paper["book"]["account"] == book["account"]
+    assert len(nav["days"]) == 6 and nav["days"][-1]["csi300_pct"] is not None

@@ -169,3 +169,36 @@ def test_bad_ports_get_one_sentence(demo_home) -> None:
         port = web.base.rsplit(":", 1)[1]
         taken = cli_process("web", "--port", port, "--no-browser", env={"WYCKOFF_WEB_TOKEN": TOKEN})
     assert taken.returncode == 2 and "换一个 --port" in taken.stderr
+
+
+def post_paths(home) -> list[str]:
+    """Every address the app answers a POST on (each reads its body as JSON)."""
+    from starlette.routing import Route
+
+    from wyckoff.web.app import create_app
+    from wyckoff.web.chat import ChatRoom
+    from wyckoff.web.desk import Desk
+    from wyckoff.web.security import Guard
+
+    app = create_app(Guard(token=TOKEN, host="127.0.0.1", port=1), Desk(home), ChatRoom())
+    routes = app.app.routes
+    return [r.path for r in routes if isinstance(r, Route) and "POST" in (r.methods or ())]
+
+
+def test_a_100000_deep_json_body_is_a_400_with_one_sentence_everywhere(demo_home) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    paths = post_paths(demo_home)
+    assert "/api/memory/add" in paths and len(paths) > 10
+    with web_server() as web:
+        client = web.login()
+        csrf = {"x-csrf-token": web.csrf(client), "content-type": "application/json"}
+        for path in paths:
+            response = client.post(path, content=deep, headers=csrf)
+            assert response.status_code == 400, path
+            assert response.json() == {
+                "error": "请求内容的 JSON 嵌套太深，已拒绝：请发送普通的 JSON 对象。"
+            }
+        assert client.get("/api/memory").json()["memories"] == []  # nothing was added
+        web.process.terminate()
+        _, log = web.process.communicate(timeout=30)
+    assert "RecursionError" not in log and "Traceback" not in log

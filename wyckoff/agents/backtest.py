@@ -81,7 +81,7 @@ def backtest_span(context: ToolContext, start: str | None, end: str | None):
     context.progress("加载行情", market.source, 0.02)
     try:
         window = backtest_window(
-            market.bar_dates(), start, end, market.open_days(), can_sync=market.source != "demo"
+            market.bar_dates(), start, end, market.open_days(), source=market.source
         )
     except MissingHistory as exc:
         raise ToolFailure(exc.message) from None

@@ -23,6 +23,7 @@ from wyckoff.agents.portfolio_rules import (
     held_code,
     stock_names,
     validate_amount,
+    validate_basis,
     validate_date,
     validate_price,
     validate_shares,
@@ -80,6 +81,7 @@ class Portfolio:
             if before:
                 total = before["shares"] + shares
                 validate_shares(total)
+                validate_basis(shares, cost_price)
                 cost = (before["shares"] * before["cost_price"] + shares * cost_price) / total
                 after: Position = {
                     **before,
@@ -90,6 +92,7 @@ class Portfolio:
                     "booked_dt": _today(),
                 }
             else:
+                validate_basis(shares, cost_price)
                 after = {
                     "code": code,
                     "name": name,
@@ -131,6 +134,7 @@ class Portfolio:
             if buy_dt is not None:
                 after["buy_dt"] = validate_date(buy_dt)
             if shares is not None or cost_price is not None:  # as the user holds them today
+                validate_basis(after["shares"], after["cost_price"])
                 after["cost_cents"] = basis_cents(after["shares"], after["cost_price"])
                 after["booked_dt"] = _today()
             self._write(actor, "update", before, after)

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from wyckoff.agents.stock_lookup import StockNotResolved, normalize, resolve_stock
 from wyckoff.cli.output import local_today
 from wyckoff.errors import UsageError
+from wyckoff.ledger.money import MAX_CENTS, check_cents, check_shares
 
 if TYPE_CHECKING:
     from wyckoff.portfolio_store import Position
 
-MAX_SHARES = 10**12  # beyond any listed company's share count
-MAX_AMOUNT = 1e13  # prices and cash: beyond any real account
+MAX_AMOUNT = MAX_CENTS / 100  # prices and cash: beyond any real account
 FIRST_TRADING_DAY = date(1990, 12, 19)  # the Shanghai exchange opened
 
 
@@ -66,8 +66,12 @@ def validate_shares(shares: int) -> None:
     STAR market's steps of 1 leave odd lots (order sizes are checked on fills, in lots.py)."""
     if shares <= 0:
         raise PortfolioError(f"股数必须是正整数，收到 {shares}。")
-    if shares > MAX_SHARES:
-        raise PortfolioError(f"股数 {shares} 大得不合实际（上限 {MAX_SHARES:.0e} 股），请检查。")
+    check_shares(shares)
+
+
+def validate_basis(shares: int, cost_price: float) -> None:
+    """What a position cost in all (shares x cost price) stays within a real account."""
+    check_cents(round(shares * cost_price * 100), "持仓成本（股数 × 成本价）")
 
 
 def validate_price(price: float, label: str) -> None:

@@ -15,6 +15,7 @@ from wyckoff.cli.tools import ToolContext, ToolSpec
 from wyckoff.config import SweepConfig
 from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid
 from wyckoff.engine.sweep_store import save_sweep
+from wyckoff.engine.walk_forward import summary_sentence
 
 TOOL_GRID_CAP = 64  # the agent's default; the user may raise it
 RESULT_ROWS = 20  # ranked rows returned (all are saved)
@@ -28,7 +29,8 @@ class SweepParams(BaseModel):
         description=(
             "参数网格：参数名 -> 取值列表、{start, stop, step} 区间（含 stop）或单个值。"
             "离场参数 hold_days / top_n / stop_loss_pct / take_profit_pct / trailing，"
-            "以及任何 EngineConfig 阈值（如 rs10_min）"
+            "以及任何 EngineConfig 阈值（如 rs10_min）；每个参数的取值有范围"
+            "（如 hold_days 1–250、top_n 1–100），超出范围的网格被拒绝"
         )
     )
     start: str | None = Field(default=None, description="开始日期 YYYY-MM-DD")
@@ -99,13 +101,7 @@ def run_backtest_sweep(
 
 def summarize_sweep(result: dict[str, Any]) -> str:
     if "folds" in result:
-        outs = [f["out_of_sample"] for f in result["folds"]]
-        beaten = sum(1 for out in outs if (out["excess_csi300_pct"] or 0) > 0)
-        total = sum(out["cash_return_pct"] for out in outs)
-        return (
-            f"滚动检验 {len(outs)} 段，样本外复利收益合计 {total:+.2f}%，"
-            f"跑赢同期沪深300的 {beaten} 段"
-        )
+        return f"滚动检验 {len(result['folds'])} 段。" + summary_sentence(result["summary"])
     best = result["results"][0]["metrics"]
     return (
         f"{result['combinations']} 个组合，按 {result['metric']} 最优："

@@ -6,8 +6,13 @@ positions leave by stop, trailing stop, take-profit or time, never on a bar lock
 limit-down. A suspended holding keeps its last close and leaves on its first tradable day;
 a delisted one leaves at its last price; one still open at the end is marked at its last
 close and flagged. Views: simple (daily equal-weight returns summed, 0.5% friction per
-side) and a compounding cash portfolio (board order sizes, commission with a minimum,
-stamp duty on sells; holdings keep their bonus shares and dividends).
+side) and a compounding cash portfolio (engine/cash_view.py: board order sizes, commission
+with a minimum, stamp duty and transfer fee at the rates of each trade's date; holdings keep
+their bonus shares and dividends).
+
+`strategy_day` is one day of the strategy (buy yesterday's picks at the open, exits on the
+day's bar, today's picks): the backtest loops over it, the paper account (agents/paper.py)
+calls it once per day as the days arrive.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from wyckoff.engine.benchmark import benchmarks
+from wyckoff.engine.cash_view import cash_portfolio, max_drawdown
 from wyckoff.engine.funnel import FunnelResult, run_funnel
 from wyckoff.engine.limits import cannot_buy, locked
-from wyckoff.engine.panel import Panel, last_close, traded_ratio
+from wyckoff.engine.panel import Panel, last_close
 from wyckoff.engine.regime import market_regime
-from wyckoff.engine.strategy import affordable, buyable, cents, commission_cents, fee_cents
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 
 
@@ -56,6 +61,71 @@ def board_mask(p: Panel, board: str) -> np.ndarray:
     return np.ones(len(boards), dtype=bool) if board == "all" else boards == board
 
 
+@dataclass(frozen=True)
+class Rules:
+    """The strategy's parameters (`wyckoff backtest`'s defaults)."""
+
+    hold_days: int = 10
+    top_n: int = 3
+    board: str = "all"
+    stop_loss_pct: float = 8.0
+    take_profit_pct: float = 20.0
+    regime_gate: bool = True
+    trailing: bool = True
+    cfg: EngineConfig = DEFAULT_CONFIG
+
+
+@dataclass
+class Day:
+    """What the strategy did on one day: bought at the open (`entered`; `unfilled` are the
+    orders it did not fill, code -> why), sold on the day's bar (`exited`), still holds at the
+    close (`held`), and picks at the close to buy at the next open (`picks`, columns)."""
+
+    entered: list[Trade]
+    unfilled: dict[str, str]
+    exited: list[Trade]
+    held: list[Trade]
+    picks: list[int]
+
+
+def strategy_day(
+    p: Panel,
+    t: int,
+    held: list[Trade],
+    orders: list[int],
+    rules: Rules,
+    *,
+    decide: bool = True,
+    precomputed: Signals | None = None,
+    allowed: np.ndarray | None = None,
+) -> Day:
+    """Day t: yesterday's picks (`orders`) bought at t's open, then the exits on bar t, then
+    (when `decide`) the picks of t's close among the `allowed` columns (the board's by
+    default). Trades are closed in place."""
+    entered, unfilled = _entries(p, t, orders, held, rules.top_n, rules.cfg)
+    opened = held + entered
+    still_open = _exits(
+        p,
+        t,
+        opened,
+        rules.hold_days,
+        rules.stop_loss_pct,
+        rules.take_profit_pct,
+        rules.cfg,
+        rules.trailing,
+    )
+    exited = [trade for trade in opened if trade.exit_t == t]
+    picks: list[int] = []
+    if decide:
+        allowed = board_mask(p, rules.board) if allowed is None else allowed
+        picks = (
+            precomputed.picks(t, allowed, rules.top_n)
+            if precomputed is not None
+            else _picks(p, t, allowed, rules.top_n, rules.regime_gate, rules.cfg)
+        )
+    return Day(entered, unfilled, exited, still_open, picks)
+
+
 def run_backtest(
     p: Panel,
     start_t: int,
@@ -75,30 +145,30 @@ def run_backtest(
 ) -> dict[str, Any]:
     """`precomputed`, when given, are this cfg's and regime_gate's precomputed rankings (a sweep
     reuses them across exit parameters); otherwise the funnel runs day by day."""
+    rules = Rules(
+        hold_days, top_n, board, stop_loss_pct, take_profit_pct, regime_gate, trailing, cfg
+    )
     allowed = board_mask(p, board)
     trades: list[Trade] = []
-    open_trades: list[Trade] = []
+    held: list[Trade] = []
+    orders: list[int] = []
     signals: list[dict[str, Any]] = []
     for t in range(start_t, end_t + 1):
         if cancelled and cancelled():
             break
-        open_trades = _exits(
-            p, t, open_trades, hold_days, stop_loss_pct, take_profit_pct, cfg, trailing
+        day = strategy_day(
+            p, t, held, orders, rules, decide=t < end_t, precomputed=precomputed, allowed=allowed
         )
+        trades += day.entered
+        held = day.held
         if t >= end_t:
             break
-        if precomputed is None:
-            picks = _picks(p, t, allowed, top_n, regime_gate, cfg)
-        else:
-            picks = precomputed.picks(t, allowed, top_n)
-        signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in picks]})
-        if t + 1 < end_t:  # a buy at the last day's open could only be marked at its close
-            entered = _entries(p, t, picks, open_trades, top_n, cfg)
-            trades += entered
-            open_trades += entered
+        signals.append({"date": str(p.dates[t]), "codes": [p.codes[j] for j in day.picks]})
+        # a buy at the last day's open could only be marked at its close
+        orders = day.picks if t + 1 < end_t else []
         if progress:
             progress((t - start_t + 1) / max(end_t - start_t, 1))
-    for trade in open_trades:
+    for trade in held:
         _mark_at_end(p, end_t, trade)
     params = {
         "hold_days": hold_days,
@@ -114,17 +184,32 @@ def run_backtest(
 
 
 def _entries(
-    p: Panel, t: int, picks: list[int], open_trades: list[Trade], top_n: int, cfg: EngineConfig
-) -> list[Trade]:
-    """New trades at t+1's open for the picks not already held, while slots are free."""
-    held = {trade.code for trade in open_trades}
+    p: Panel, t: int, orders: list[int], held: list[Trade], top_n: int, cfg: EngineConfig
+) -> tuple[list[Trade], dict[str, str]]:
+    """New trades at t's open for the ordered stocks not already held, while slots are free;
+    and why each other order was not filled."""
+    held_codes = {trade.code for trade in held}
     entered: list[Trade] = []
-    for j in picks:
-        full = len(open_trades) + len(entered) >= top_n
-        if p.codes[j] in held or full or cannot_buy(p, t + 1, j, cfg):
-            continue
-        entered.append(Trade(p.codes[j], t + 1, float(p.open[t + 1, j])))
-    return entered
+    unfilled: dict[str, str] = {}
+    for j in orders:
+        code = p.codes[j]
+        why = unfilled_reason(p, t, j, cfg)
+        if code in held_codes:
+            why = "已持有"
+        elif len(held) + len(entered) >= top_n:
+            why = "仓位已满"
+        if why:
+            unfilled[code] = why
+        else:
+            entered.append(Trade(code, t, float(p.open[t, j])))
+    return entered, unfilled
+
+
+def unfilled_reason(p: Panel, t: int, j: int, cfg: EngineConfig) -> str | None:
+    """Why a buy at t's open cannot fill (停牌 or an open at the up limit), else None."""
+    if not cannot_buy(p, t, j, cfg):
+        return None
+    return "停牌，没有开盘价" if np.isnan(p.open[t, j]) else "开盘即涨停，排队买不进"
 
 
 def _report(
@@ -153,9 +238,16 @@ def _report(
 def _picks(
     p: Panel, t: int, allowed: np.ndarray, top_n: int, regime_gate: bool, cfg: EngineConfig
 ) -> list[int]:
+    """The stocks to buy at t+1's open: none when the regime gate forbids buying."""
     if regime_gate and not market_regime(p, t)["buy_allowed"]:
         return []
-    return pick_order(run_funnel(p, t, cfg), allowed, top_n)
+    return [j for j in entry_order(p, t, run_funnel(p, t, cfg), cfg) if allowed[j]][:top_n]
+
+
+def entry_order(p: Panel, t: int, result: FunnelResult, cfg: EngineConfig) -> list[int]:
+    """The stocks the strategy would buy on day t's signal, best first: the funnel's
+    triggered stocks, or with `cfg.quiet_trend` the quiet uptrends (docs/strategy.md)."""
+    return quiet_trend(p, t, result, cfg) if cfg.quiet_trend else ranked_triggers(result)
 
 
 def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[int]:
@@ -168,6 +260,23 @@ def pick_order(result: FunnelResult, allowed: np.ndarray, top_n: int) -> list[in
 def ranked_triggers(result: FunnelResult) -> list[int]:
     fired = np.flatnonzero(result.layer4)
     return [int(j) for j in sorted(fired, key=lambda j: (-result.score[j], j))]
+
+
+def quiet_trend(p: Panel, t: int, result: FunnelResult, cfg: EngineConfig) -> list[int]:
+    """Uptrends with no supply: stocks in the funnel's trend or momentum channel whose
+    turnover that day is at or under the tradable universe's `quiet_turnover_quantile`, by
+    the funnel's composite score. A markup on quiet volume, not a climax: on ten real years
+    the hot-volume breakouts the triggers buy reverted, the quiet trends did not."""
+    trending = result.channels["trend"] | result.channels["momentum"]
+    if p.turnover_rate is None or not trending.any():
+        return []
+    turnover = p.turnover_rate[t]
+    universe = result.layer1 & ~np.isnan(turnover)
+    if not universe.any():
+        return []
+    ceiling = np.quantile(turnover[universe], cfg.quiet_turnover_quantile)
+    quiet = np.flatnonzero(trending & (np.nan_to_num(turnover, nan=np.inf) <= ceiling))
+    return [int(j) for j in sorted(quiet, key=lambda j: (-result.score[j], j))]
 
 
 @dataclass
@@ -190,7 +299,7 @@ def compute_signals(
     ranked = []
     for t in range(start_t, end_t):
         gated = regime_gate and not market_regime(p, t)["buy_allowed"]
-        ranked.append([] if gated else ranked_triggers(run_funnel(p, t, cfg)))
+        ranked.append([] if gated else entry_order(p, t, run_funnel(p, t, cfg), cfg))
     return Signals(start_t, ranked)
 
 
@@ -297,11 +406,6 @@ def trade_statistics(trades: list[Trade], hold_days: int, cfg: EngineConfig) -> 
     }
 
 
-def _max_drawdown(curve: np.ndarray) -> float:
-    peaks = np.maximum.accumulate(curve)
-    return float(np.max(1 - curve / peaks)) if len(curve) else 0.0
-
-
 def simple_view(
     p: Panel, trades: list[Trade], start_t: int, end_t: int, cfg: EngineConfig
 ) -> dict[str, Any]:
@@ -338,88 +442,14 @@ def simple_view(
             "此后不再累计，收益记为 -100%。"
         )
     view["total_return_pct"] = round(float(curve[-1] - 1) * 100, 2)
-    view["max_drawdown_pct"] = round(_max_drawdown(curve) * 100, 2)
+    view["max_drawdown_pct"] = round(max_drawdown(curve) * 100, 2)
     return view
-
-
-def cash_portfolio(
-    p: Panel, trades: list[Trade], start_t: int, end_t: int, slots: int, cfg: EngineConfig
-) -> dict[str, Any]:
-    """A 100k cash account (in cents) with `slots` equal slots, the board's order sizes,
-    commission and stamp duty; holdings marked at their last close (suspended ones too).
-
-    Shares are bought at the price as traded on the entry day; from then on the holding is
-    valued on the qfq series scaled to that day (`Holding`), so bonus shares, 转增 and
-    splits keep its value and a cash dividend stays in it (reinvested on the ex-date)."""
-    cash = cents(cfg.start_cash)
-    holdings: dict[int, Holding] = {}
-    equity = []
-    skipped = 0
-    by_entry: dict[int, list[Trade]] = {}
-    for tr in trades:
-        by_entry.setdefault(tr.entry_t, []).append(tr)
-    for day in range(start_t, end_t + 1):
-        for key, held in list(holdings.items()):
-            if held.trade.exit_t == day:
-                value = held.value(held.trade.exit)
-                cash += value - commission_cents(value, cfg) - fee_cents(value, cfg.stamp_duty)
-                del holdings[key]
-        for tr in by_entry.get(day, []):
-            free = slots - len(holdings)
-            held = Holding.bought(p, tr, cash, free, cfg) if free > 0 else None
-            if held is None:
-                skipped += 1
-                continue
-            cost = held.value(tr.entry)
-            cash -= cost + commission_cents(cost, cfg)
-            holdings[id(tr)] = held
-        marked = sum(held.value(last_close(p, day, held.column)) for held in holdings.values())
-        equity.append((cash + marked) / 100)
-    curve = np.array(equity)
-    return {
-        "label": (
-            f"复利口径：{cfg.start_cash:,.0f} 元现金、{slots} 个等额仓位、100 股一手（科创板至少 "
-            f"{cfg.star_min_shares} 股）、佣金 {cfg.commission:.2%}（最低 {cfg.commission_min:g} 元）、"
-            f"卖出印花税 {cfg.stamp_duty:.2%}，不另计摩擦成本；送转股、拆股和现金分红计入持仓"
-        ),
-        "final_equity": round(float(curve[-1]), 2),
-        "total_return_pct": round(float(curve[-1] / cfg.start_cash - 1) * 100, 2),
-        "max_drawdown_pct": round(_max_drawdown(curve) * 100, 2),
-        "skipped_for_cash": skipped,
-    }
-
-
-@dataclass
-class Holding:
-    """Shares bought on the entry day, valued through the qfq series: `value(qfq_price)` is
-    shares x that price scaled by the entry day's ratio (as traded / qfq), what the holding is
-    worth with the bonus shares and reinvested dividends it has received since."""
-
-    trade: Trade
-    column: int
-    shares: int
-    ratio: float  # price as traded / qfq price on the entry day
-
-    @classmethod
-    def bought(cls, p: Panel, tr: Trade, cash: int, free: int, cfg: EngineConfig) -> Holding | None:
-        """An equal share of the cash over the free slots, fees included, in the board's
-        order sizes; None when not even one order fits."""
-        j = p.column(tr.code)
-        ratio = traded_ratio(p, tr.entry_t, j)
-        price = cents(tr.entry * ratio)
-        board = p.stocks["board"].iloc[j]
-        shares = buyable(min(cash // free // price, affordable(cash, price, cfg)), board, cfg)
-        return cls(tr, j, shares, ratio) if shares else None
-
-    def value(self, qfq_price: float) -> int:
-        """In cents: at the entry price exactly shares x the price paid."""
-        return self.shares * cents(qfq_price * self.ratio)
 
 
 def _trade_row(p: Panel, tr: Trade, cfg: EngineConfig) -> dict[str, Any]:
     return {
         "code": tr.code,
-        "name": p.stocks["name"].iloc[p.column(tr.code)],
+        "name": p.stock_list.name_on(p.column(tr.code), str(p.dates[tr.entry_t])),
         "entry_date": str(p.dates[tr.entry_t]),
         "exit_date": str(p.dates[tr.exit_t]),
         "entry": round(tr.entry, 2),

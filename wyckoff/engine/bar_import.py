@@ -2,33 +2,30 @@
 
 Stock files carry unadjusted prices with the exchange's reference prior close (the factors
 are derived from it, see adjustment.py), volume in shares and amount in CNY; optional
-per-date `name` (ST/*ST/退 are read from it) or `is_st` (1/0), `float_mv`/`total_mv` (CNY)
-and `turnover_rate` (%). Index files carry the same bars without `pre_close`. A file is checked
+per-date `name` (ST/*ST/退 are read from it) or `is_st` (1/0), `float_mv`/`total_mv` (CNY),
+`turnover_rate` (%), and `list_status`/`delist_date` (else inferred, see listing_status.py). Index files carry the same bars without `pre_close`. A file is checked
 whole before anything is written, and written in one transaction: a bad file changes
 nothing.
 """
 
 from __future__ import annotations
 
-import re
+import os
+import stat
 from pathlib import Path
 
 import pandas as pd
 
+from wyckoff.engine.bar_checks import PRICES, ImportFileError, checked_bars
+from wyckoff.engine.listing_status import given_status, infer_delistings
 from wyckoff.engine.market_store import MarketStore
 from wyckoff.engine.thresholds import board_of
-from wyckoff.errors import UsageError
+from wyckoff.errors import describe_os_error
 
-PRICES = ("open", "high", "low", "close")
 STOCK_COLUMNS = ("code", "date", *PRICES, "pre_close", "volume", "amount")
 INDEX_COLUMNS = ("code", "date", *PRICES, "volume", "amount")
 OPTIONAL_FACTS = ("float_mv", "total_mv", "turnover_rate")
 ST_FLAGS = {"1": True, "true": True, "0": False, "false": False}
-CODE = re.compile(r"^(?:(SH|SZ|BJ))?(\d{6})(?:\.(SH|SZ|BJ))?$")
-
-
-class ImportFileError(UsageError):
-    """The file cannot be imported; the message names the file, the row and what to do."""
 
 
 def import_bars(store: MarketStore, path: Path, index: bool = False) -> dict[str, int]:
@@ -41,16 +38,22 @@ def import_bars(store: MarketStore, path: Path, index: bool = False) -> dict[str
             f"{path.name} 缺少列：{', '.join(missing)}。{'指数' if index else '个股'}文件必需的列是 "
             f"{','.join(columns)}，没有写入任何数据。"
         )
-    bars = _checked(frame, columns, path.name, index)
+    bars = checked_bars(frame, columns, path.name, index)
     if index:
         written = store.write({"index_bars": bars})
         return {"index_bars": written, "indices": bars["code"].nunique()}
+    status = given_status(frame.assign(code=bars["code"]), bars["date"], path.name)
     traded = bars["volume"] > 0  # a suspended day has no bar, as in a sync
     bars, frame = bars[traded], frame[traded]
     facts = _daily_basic(frame, bars)
-    stocks = _stocks(frame, bars)
-    store.write({"bars": bars, "daily_basic": facts, "stocks": stocks}, derive_price=True)
-    return {"bars": len(bars), "stocks": len(stocks)}
+    stocks = _stocks(frame, bars, status)
+    inferred: list[int] = []
+    store.write(
+        {"bars": bars, "daily_basic": facts, "stocks": stocks},
+        derive_price=True,
+        then=lambda conn: inferred.append(infer_delistings(conn)),
+    )
+    return {"bars": len(bars), "stocks": len(stocks), "delisted_from_bars": inferred[0]}
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -58,8 +61,7 @@ def read_table(path: Path) -> pd.DataFrame:
     column names; DuckDB reads both, so no Parquet library is needed."""
     import duckdb
 
-    if not path.is_file():
-        raise ImportFileError(f"找不到文件 {path}：请检查路径。")
+    _readable_regular_file(path)
     reader = "read_parquet(?)" if path.suffix.lower() == ".parquet" else _CSV
     try:
         frame = duckdb.connect().execute(f"SELECT * FROM {reader}", [str(path)]).df()
@@ -72,77 +74,30 @@ def read_table(path: Path) -> pd.DataFrame:
     return frame
 
 
+def _readable_regular_file(path: Path) -> None:
+    """Refuse anything but a readable regular file, from its type alone: DuckDB would wait
+    forever on a FIFO and read /dev/zero without end."""
+    try:
+        kind = os.stat(path).st_mode
+        if stat.S_ISREG(kind):
+            path.open("rb").close()  # unreadable (permissions) is said here, in Chinese
+            return
+    except FileNotFoundError:
+        raise ImportFileError(f"找不到文件 {path}：请检查路径。") from None
+    except OSError as exc:
+        raise ImportFileError(describe_os_error(exc, "读取", path)) from None
+    if stat.S_ISDIR(kind):
+        what = "是一个文件夹：一次导入一个文件，请给出文件夹里 CSV 或 Parquet 文件的路径"
+    elif stat.S_ISFIFO(kind):
+        what = "是一个管道（FIFO），不是普通文件：请先把数据存成 CSV 或 Parquet 文件再导入"
+    elif stat.S_ISCHR(kind) or stat.S_ISBLK(kind):
+        what = "是一个设备，不是数据文件：请给出 CSV 或 Parquet 文件的路径"
+    else:
+        what = "不是普通文件：请给出 CSV 或 Parquet 文件的路径"
+    raise ImportFileError(f"{path} {what}。")
+
+
 _CSV = "read_csv(?, header = true, all_varchar = true, delim = ',')"
-
-
-def _checked(frame: pd.DataFrame, columns: tuple[str, ...], file: str, index: bool) -> pd.DataFrame:
-    """The required columns typed and checked; the first bad row stops the import."""
-    bars = pd.DataFrame({"code": [_code(v, row, file, index) for row, v in _rows(frame["code"])]})
-    bars["date"] = _dates(frame["date"], file)
-    for column in columns[2:]:
-        bars[column] = _numbers(frame[column], column, file)
-    duplicated = bars.duplicated(["code", "date"], keep=False)
-    if duplicated.any():
-        first, second = bars.index[duplicated][:2]
-        raise ImportFileError(
-            f"{file} 第 {_line(first)} 行与第 {_line(second)} 行重复（{bars['code'][first]} "
-            f"{bars['date'][first].date()}）：每个代码每天只能有一行，没有写入任何数据。"
-        )
-    return bars
-
-
-def _rows(values: pd.Series):
-    return zip(values.index, values, strict=True)
-
-
-def _line(row: int) -> int:
-    """The file line of a data row (line 1 is the header)."""
-    return int(row) + 2
-
-
-def _code(value, row: int, file: str, index: bool) -> str:
-    text = str(value).strip().upper() if pd.notna(value) else ""
-    if text.isdigit() and len(text) < 6:  # a Parquet integer lost its leading zeros
-        text = text.zfill(6)
-    match = CODE.match(text)
-    if not match:
-        raise ImportFileError(
-            f"{file} 第 {_line(row)} 行的代码 '{text}' 无效：应为 6 位数字，可带 .SH/.SZ/.BJ 后缀，没有写入任何数据。"
-        )
-    digits = match.group(2)
-    if not index:
-        return digits
-    exchange = match.group(1) or match.group(3) or ("SZ" if digits.startswith("399") else "SH")
-    return f"{digits}.{exchange}"
-
-
-def _dates(values: pd.Series, file: str) -> pd.Series:
-    text = values.astype(str).str.strip().str.replace(r"[/.]", "-", regex=True)
-    dates = pd.to_datetime(text, format="mixed", errors="coerce")
-    bad = dates.isna() | values.isna()
-    if bad.any():
-        row = bad.idxmax()
-        raise ImportFileError(
-            f"{file} 第 {_line(row)} 行的日期{_shown(values[row])}，无法识别：请用 YYYY-MM-DD 或 YYYYMMDD，没有写入任何数据。"
-        )
-    return dates.dt.normalize()
-
-
-def _shown(value) -> str:
-    return "为空" if pd.isna(value) or str(value).strip() == "" else f"是 '{value}'"
-
-
-def _numbers(values: pd.Series, column: str, file: str) -> pd.Series:
-    numbers = pd.to_numeric(values, errors="coerce")
-    positive = column in PRICES or column == "pre_close"
-    bad = numbers.isna() | (numbers <= 0 if positive else numbers < 0)
-    if bad.any():
-        row = bad.idxmax()
-        need = "正数（不复权价格）" if positive else "不小于 0 的数"
-        raise ImportFileError(
-            f"{file} 第 {_line(row)} 行的 {column} {_shown(values[row])}：应为{need}，没有写入任何数据。"
-        )
-    return numbers.astype(float)
 
 
 def _daily_basic(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
@@ -162,15 +117,13 @@ def _daily_basic(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
     return facts if len(facts.columns) > 2 else pd.DataFrame()
 
 
-def _stocks(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
-    """The stock list: each code's last name in the file (its code when the file has none);
-    a stock whose last name carries 退 is delisted (list_status D)."""
+def _stocks(frame: pd.DataFrame, bars: pd.DataFrame, status: pd.DataFrame) -> pd.DataFrame:
+    """The stock list: each code's last name in the file (its code when the file has none)
+    and the listing status the file gives (listing_status.py; the rest is inferred)."""
     named = bars.assign(name=frame["name"].astype("string") if "name" in frame else pd.NA)
     last = named.sort_values("date").groupby("code").last()
     name = last["name"].fillna(pd.Series(last.index, index=last.index))
-    status = None
-    if "name" in frame:
-        status = name.str.contains("退").map({True: "D", False: "L"})
+    status = status.reindex(last.index)
     return pd.DataFrame(
         {
             "code": last.index,
@@ -179,6 +132,6 @@ def _stocks(frame: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame:
             "board": [board_of(c) for c in last.index],
             "list_date": None,
             "is_st": name.str.upper().str.contains("ST").to_numpy(),
-            "list_status": None if status is None else status.to_numpy(),
+            **{column: status[column].to_numpy() for column in status.columns},
         }
     )

@@ -22,7 +22,7 @@ from wyckoff.engine.indicators import (
 )
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.thresholds import BENCHMARK, DEFAULT_CONFIG, TRADABLE_PREFIXES, EngineConfig
-from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
+from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS, detect_triggers
 
 CHANNEL_LABELS = {
     "momentum": "主升",
@@ -51,6 +51,8 @@ class FunnelResult:
     strength: np.ndarray
     score: np.ndarray
     sectors: list[dict[str, Any]] = field(default_factory=list)
+    # every trigger under its Layer-4 rules over the whole panel, before the Layer-3 limit
+    all_triggers: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def layer4(self) -> np.ndarray:
@@ -268,8 +270,8 @@ def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFI
     channels = {name: mask & l2 for name, mask in channels.items()}
     strength = stock_strength(f, l1)
     l3, sectors = layer3(p, l1, l2, strength, cfg)
-    triggers, scores = layer4(p, t, f, cfg, channels)
-    triggers = {name: mask & l3 for name, mask in triggers.items()}
+    all_triggers, scores = layer4(p, t, f, cfg, channels)
+    triggers = {name: mask & l3 for name, mask in all_triggers.items()}
     fired = np.zeros_like(l3)
     for mask in triggers.values():
         fired |= mask
@@ -291,15 +293,23 @@ def run_funnel(p: Panel, t: int | None = None, cfg: EngineConfig = DEFAULT_CONFI
         strength,
         score,
         sectors,
+        all_triggers,
     )
 
 
 def layer4(
-    p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig, channels: dict[str, np.ndarray]
+    p: Panel,
+    t: int,
+    f: SimpleNamespace,
+    cfg: EngineConfig,
+    channels: dict[str, np.ndarray],
+    detected: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Every trigger under its Layer-4 rules, for every stock (not yet limited to Layer 3):
     rejected above the bias200 cap (STAR board, trend channel or default), and a trend
-    pullback only counts for a stock in a trend channel."""
+    pullback only counts for a stock in a trend channel. `detected` is the triggers as
+    `detect_triggers` found them, capped against the whole market: a one-stock panel
+    passes its column of the market's (its own cross-section is one stock)."""
     trend = np.any(np.stack([channels[c] for c in TREND_CHANNELS]), axis=0)
     limit = np.where(
         f.board == "star",
@@ -308,14 +318,18 @@ def layer4(
     )
     with np.errstate(invalid="ignore"):
         allowed = ~(f.bias200 > limit)
-    triggers, scores = {}, {}
-    for name, detect in TRIGGERS.items():
-        fired, score = detect(p, t, f, cfg)
-        if name == "pullback":
-            fired = fired & trend
-        triggers[name] = fired & allowed
-        scores[name] = score
+    fired, scores = detected or detect_triggers(p, t, f, cfg)
+    triggers = {name: mask & allowed for name, mask in fired.items()}
+    triggers["pullback"] &= trend
     return triggers, scores
+
+
+def market_triggers(
+    p: Panel, t: int, cfg: EngineConfig
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """`detect_triggers` over the whole panel at day t, computed once per panel and day: what
+    a one-stock diagnosis reads its column of."""
+    return p.memo(("triggers", t, cfg), lambda: detect_triggers(p, t, features_at(p, t, cfg), cfg))
 
 
 def trigger_groups(result: FunnelResult, codes: list[str]) -> dict[str, list[str]]:

@@ -17,6 +17,7 @@ from wyckoff.engine.funnel import (
     in_delisting_period,
     layer2,
     layer4,
+    market_triggers,
 )
 from wyckoff.engine.indicators import features_at, nan_reduce, percentile_rank, ret
 from wyckoff.engine.panel import Panel
@@ -252,7 +253,13 @@ def diagnose(
     sos_fired, _ = TRIGGERS["sos"](one, t, f, cfg)
     channel_masks = layer2(one, f, cfg, t, sos_fired)
     channels = [name for name, mask in channel_masks.items() if mask[0]]
-    trigger_masks, _ = layer4(one, t, f, cfg, channel_masks)
+    j = p.column(code)
+    fired, scores = market_triggers(p, t, cfg)
+    detected = (
+        {name: mask[j : j + 1] for name, mask in fired.items()},
+        {name: score[j : j + 1] for name, score in scores.items()},
+    )
+    trigger_masks, _ = layer4(one, t, f, cfg, channel_masks, detected)
     triggers = [name for name, mask in trigger_masks.items() if mask[0]]
     stop = stop_in_force(stops(one, t, cfg), own_stop)
     exit_info = exit_status(p, code, t, stop["stop"], cfg)

@@ -8,7 +8,8 @@ price factor and share factor (see adjustment.py); panels are qfq-adjusted when 
 price x factor / latest factor, and volume by the share factor's inverse, so volumes stay
 comparable across a bonus issue or split but not scaled by cash dividends. A missing price
 factor takes the last known one of the stock. `daily_basic` holds the per-date facts: total and float market cap (CNY), turnover
-rate (%), the ST flag and (when the source gives it) the name of that day.
+rate (%), the ST flag and (when the source gives it) the name of that day; `names` keeps
+only the days a stock's name changed, so a trade list can name a stock as it was called then.
 
 Several processes share the file (the TUI open while `analyze` or `data sync` runs). DuckDB
 lets one process write or many read, so connections are read-only unless they write, each
@@ -23,7 +24,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,8 @@ CREATE TABLE IF NOT EXISTS stocks (
     code VARCHAR PRIMARY KEY, name VARCHAR, industry VARCHAR, board VARCHAR,
     list_date VARCHAR, is_st BOOLEAN, market_cap DOUBLE, source VARCHAR);
 ALTER TABLE stocks ADD COLUMN IF NOT EXISTS list_status VARCHAR;
+ALTER TABLE stocks ADD COLUMN IF NOT EXISTS delist_date VARCHAR;
+ALTER TABLE stocks ADD COLUMN IF NOT EXISTS status_source VARCHAR;
 CREATE TABLE IF NOT EXISTS bars (
     code VARCHAR, date DATE, open DOUBLE, high DOUBLE, low DOUBLE, close DOUBLE,
     volume DOUBLE, amount DOUBLE, adj_factor DOUBLE DEFAULT 1.0, source VARCHAR,
@@ -62,6 +65,8 @@ CREATE TABLE IF NOT EXISTS daily_basic (
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS float_mv DOUBLE;
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS is_st BOOLEAN;
 ALTER TABLE daily_basic ADD COLUMN IF NOT EXISTS name VARCHAR;
+CREATE TABLE IF NOT EXISTS names (
+    code VARCHAR, start_date DATE, name VARCHAR, PRIMARY KEY (code, start_date));
 CREATE TABLE IF NOT EXISTS trade_calendar (date DATE PRIMARY KEY, is_open BOOLEAN, source VARCHAR);
 CREATE TABLE IF NOT EXISTS sync_state (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
@@ -164,10 +169,16 @@ class MarketStore:
         """Insert or replace rows (by primary key) in one transaction."""
         return self.write({table: frame})
 
-    def write(self, frames: dict[str, pd.DataFrame], derive_price: bool | None = None) -> int:
+    def write(
+        self,
+        frames: dict[str, pd.DataFrame],
+        derive_price: bool | None = None,
+        then: Callable[[Any], None] | None = None,
+    ) -> int:
         """Insert or replace rows of several tables in one transaction (all or nothing);
         returns the rows written. When `derive_price` is not None, the factors of the stocks
-        whose bars were written are recomputed in the same transaction (`refresh_factors`)."""
+        whose bars were written are recomputed in the same transaction (`refresh_factors`);
+        `then(conn)` is a last step of the same transaction."""
         frames = {table: frame for table, frame in frames.items() if not frame.empty}
         if not frames:
             return 0
@@ -179,6 +190,11 @@ class MarketStore:
                     self._insert(conn, table, frame)
                 if derive_price is not None and "bars" in frames:
                     adjustment.refresh_factors(conn, frames["bars"]["code"].tolist(), derive_price)
+                basics = frames.get("daily_basic")
+                if basics is not None and "name" in basics:
+                    _refresh_names(conn, basics["code"].unique().tolist())
+                if then is not None:
+                    then(conn)
                 conn.execute("COMMIT")
             finally:
                 conn.close()  # without COMMIT the transaction is rolled back
@@ -303,14 +319,38 @@ class MarketStore:
         return panel_from_long(bars, stocks.set_index("code"), index_bars, self.source, caveats)
 
 
-# A delisted stock's final trading day (its last bar in the store), known to every window.
+# A delisted stock's final trading day (its last bar in the store, or a later delisting date
+# the import file gave: it is held suspended until then), known to every window,
+# and a renamed stock's names by date ("2015-01-05 美讯股份|2019-05-06 ST美讯", see
+# StockList.name_on).
 STOCKS_WITH_FINAL_DAY = """
 SELECT s.code, s.name, s.industry, s.board, s.list_date, s.is_st, s.market_cap, s.list_status,
-    CAST(f.final AS VARCHAR) AS last_trade_date
+    CAST(GREATEST(f.final, CAST(s.delist_date AS DATE)) AS VARCHAR) AS last_trade_date,
+    n.history AS name_history
 FROM stocks s LEFT JOIN (
     SELECT code, MAX(date) AS final FROM bars
     WHERE code IN (SELECT code FROM stocks WHERE list_status = 'D') GROUP BY code
-) f USING (code)"""
+) f USING (code) LEFT JOIN (
+    SELECT code, string_agg(strftime(start_date, '%Y-%m-%d') || ' ' || name, '|'
+        ORDER BY start_date) AS history
+    FROM names GROUP BY code HAVING COUNT(*) > 1
+) n USING (code)"""
+
+
+def _refresh_names(conn, codes: list[str]) -> None:
+    """The `names` table of `codes` rebuilt from their per-date names in daily_basic: one row
+    per run of days under one name (a few per stock against thousands of daily rows)."""
+    import pandas as pd
+
+    conn.register("written", pd.DataFrame({"code": codes}))
+    conn.execute("DELETE FROM names WHERE code IN (SELECT code FROM written)")
+    conn.execute(
+        """INSERT INTO names SELECT code, date, name FROM (
+            SELECT code, date, name, lag(name) OVER (PARTITION BY code ORDER BY date) AS before
+            FROM daily_basic WHERE name IS NOT NULL AND code IN (SELECT code FROM written))
+        WHERE before IS NULL OR before <> name"""
+    )
+    conn.unregister("written")
 
 
 def _fetch_bars(conn, window, end: str | None, codes: list[str] | None) -> dict[str, Any]:

@@ -67,6 +67,16 @@ class StockList:
         except ValueError:  # no such day
             return None
 
+    def name_on(self, j: int, day: str) -> str:
+        """Stock j's name on `day` (YYYY-MM-DD) where the store knows its names by date
+        (`name_history`), else its name today: a 2015 trade of today's ST美讯 was a trade of
+        美讯股份. Before its first known name, the first one."""
+        history = self.value(j, "name_history") if self.has("name_history") else None
+        if _unknown(history) or not history:
+            return str(self.value(j, "name"))
+        runs = [(run[:10], run[11:]) for run in str(history).split("|")]
+        return next((name for start, name in reversed(runs) if start <= day), runs[0][1])
+
     def row(self, j: int) -> StockList:
         """A list of stock j alone."""
         if self._frame is not None:

@@ -55,7 +55,7 @@ def cached(
     if value is None:
         value = load()
         if store_version(store_path) == version:  # not changed (synced, built) meanwhile
-            _write(folder, version, lambda staging: write(staging, value))
+            write_copy(folder, version, lambda staging: write(staging, value))
     return value
 
 
@@ -83,8 +83,8 @@ def _read(folder: Path, version: str, read: Callable[[], T]) -> T | None:
     return value
 
 
-def _write(folder: Path, version: str, write_files: Callable[[Path], object]) -> None:
-    """Best effort: a cache that cannot be written (disk full, read-only home) is skipped."""
+def write_copy(folder: Path, version: str, write_files: Callable[[Path], object]) -> None:
+    """`folder` written whole by `write_files(staging)` and renamed into place. Best effort: a cache that cannot be written (disk full, read-only home) is skipped."""
     staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     try:
         staging.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,9 @@ PRIORITY = {"EXIT": 0, "TRIM": 1, "HOLD": 2, "ATTACK": 3, "PROBE": 4, "WAIT": 5}
 
 
 def cents(yuan: float) -> int:
-    """A CNY amount as integer cents (through its decimal text, so 9.2 is 920, not 919)."""
-    return int((Decimal(str(yuan)) * 100).to_integral_value())
+    """A CNY amount as integer cents (through its decimal text, so 9.2 is 920, not 919),
+    half a cent rounded up as brokers and the ledger round (ledger/money.py)."""
+    return int((Decimal(str(yuan)) * 100).to_integral_value(ROUND_HALF_UP))
 
 
 def lots(shares: float, cfg: EngineConfig = DEFAULT_CONFIG) -> int:

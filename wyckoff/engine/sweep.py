@@ -26,6 +26,7 @@ from wyckoff.engine.benchmark import benchmark_names
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.sweep_grid import Grid
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
+from wyckoff.engine.walk_forward import fold_sentence, swept_names, walk_forward_summary
 from wyckoff.errors import UsageError, WyckoffError
 
 # Columns of a sweep result, in table order: trade statistics, both accounting views, then
@@ -474,19 +475,24 @@ def run_sweep(
             for c, fold in zip(best, folds, strict=True)
         ]
         outs = runner.results(tests)
+        chained = [
+            {
+                "train": _period(panel, fold.train),
+                "test": _period(panel, fold.test),
+                "params": fold_rows[c]["params"],
+                "in_sample": fold_rows[c]["metrics"],
+                "out_of_sample": out,
+            }
+            for fold, fold_rows, c, out in zip(folds, per_fold, best, outs, strict=True)
+        ]
+        swept = swept_names(summary["grid"])
+        for number, fold in enumerate(chained, 1):
+            fold["sentence"] = fold_sentence(number, fold, swept)
         return {
             **summary,
             "walk_forward": {"train_days": walk_forward[0], "test_days": walk_forward[1]},
-            "folds": [
-                {
-                    "train": _period(panel, fold.train),
-                    "test": _period(panel, fold.test),
-                    "params": fold_rows[c]["params"],
-                    "in_sample": fold_rows[c]["metrics"],
-                    "out_of_sample": out,
-                }
-                for fold, fold_rows, c, out in zip(folds, per_fold, best, outs, strict=True)
-            ],
+            "folds": chained,
+            "summary": walk_forward_summary(chained),
         }
 
 

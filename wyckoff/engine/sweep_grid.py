@@ -19,10 +19,11 @@ import reprlib
 import stat
 import tomllib
 from dataclasses import dataclass, fields
+from datetime import date
 from pathlib import Path
 from typing import Any
 
-from wyckoff.engine.thresholds import DEFAULT_CONFIG
+from wyckoff.engine.thresholds import DEFAULT_CONFIG, THRESHOLD_RANGES
 from wyckoff.errors import UsageError, describe_os_error
 
 # Exit parameters of run_backtest and their defaults: they never change the signals.
@@ -33,6 +34,15 @@ EXIT_DEFAULTS: dict[str, Any] = {
     "take_profit_pct": 20.0,
     "trailing": True,
 }
+# The values a sweep may try (inclusive); the engine's thresholds declare theirs in EngineConfig.
+EXIT_RANGES: dict[str, tuple[Any, Any]] = {
+    "hold_days": (1, 250),  # trading days: a year at most
+    "top_n": (1, 100),  # positions held at once
+    "stop_loss_pct": (0.1, 100),
+    "take_profit_pct": (0.1, 1000),
+    "trailing": (False, True),
+}
+RANGES = {**EXIT_RANGES, **THRESHOLD_RANGES}
 ENGINE_NAMES = tuple(f.name for f in fields(DEFAULT_CONFIG))
 MAX_COMBINATIONS = 5000  # the most any caller may allow; the agent's tool defaults to fewer
 GRID_FILE_MAX_BYTES = 64 * 1024  # a grid is a few lines; anything near this is not one
@@ -174,9 +184,22 @@ def _values(name: str, axis: list[Any] | Steps, default: Any) -> list[Any]:
     if not raw:
         raise UsageError(f"参数 {name} 的取值列表是空的，请至少给一个值。")
     values = [_typed(name, value, default) for value in raw]
-    if name in EXIT_DEFAULTS and name != "trailing" and any(v <= 0 for v in values):
-        raise UsageError(f"参数 {name} 的取值必须大于 0。")
+    for value in values:
+        _within_range(name, value)
     return list(dict.fromkeys(values))  # duplicates would only repeat work
+
+
+def _within_range(name: str, value: Any) -> None:
+    """Refuse a value outside the parameter's declared range (each item of a tuple)."""
+    low, high = RANGES[name]
+    items = zip(value, low, high, strict=True) if isinstance(value, tuple) else [(value, low, high)]
+    for place, (item, lo, hi) in enumerate(items, 1):
+        if not lo <= item <= hi:
+            which = f"第 {place} 项" if isinstance(value, tuple) else "取值"
+            raise UsageError(
+                f"参数 {name} 的{which} {reprlib.repr(item)} 超出范围：应在 {lo} 到 {hi} 之间（含两端），"
+                "请改正网格后重试。"
+            )
 
 
 def _steps(name: str, spec: dict[str, Any]) -> Steps:
@@ -201,6 +224,13 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+def _is_iso_date(text: str) -> bool:
+    try:
+        return date.fromisoformat(text).isoformat() == text
+    except ValueError:
+        return False
+
+
 def _typed(name: str, value: Any, default: Any) -> Any:
     """The value in the default's type; a tuple threshold takes a list of the same length."""
     numbers = value if isinstance(value, list) else [value]
@@ -216,6 +246,8 @@ def _typed(name: str, value: Any, default: Any) -> Any:
     elif isinstance(default, float):
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         value = float(value) if ok else value
+    elif isinstance(default, str):  # a rule's start date
+        ok = isinstance(value, str) and _is_iso_date(value)
     else:  # a tuple of numbers
         ok = isinstance(value, list) and len(value) == len(default)
         ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)

@@ -1,9 +1,11 @@
 """Every threshold of the Wyckoff engine in one object, with the documented defaults
-(ENGINE.md). A backtest may vary any of them with `dataclasses.replace`."""
+(ENGINE.md). A backtest may vary any of them with `dataclasses.replace`; a sweep may try the
+values of each threshold's range (inclusive; per item for a tuple), declared with it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 TRADABLE_PREFIXES = (
     "600",
@@ -33,156 +35,187 @@ MAIN_INDICES = {
 }
 
 
+# Ranges of the rule-change dates a sweep may try (ISO dates compare as text).
+FIRST_DAY, LAST_DAY = "1990-12-19", "2099-12-31"
+
+
+def tunable(default: Any, low: Any, high: Any) -> Any:
+    """A threshold's default and the range of values a sweep may try in its place."""
+    return field(default=default, metadata={"range": (low, high)})
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     # Layer 1 — tradable universe
-    min_market_cap: float = 3.5e9
-    min_market_cap_liquid: float = 1.0e9
-    liquid_turnover: float = 80e6
-    min_close: float = 2.0
-    min_turnover: float = 50e6
-    spiky_skew: float = 3.0
-    spiky_median_ratio: float = 0.45
-    spiky_days_above: float = 0.35
-    min_roe: float = -0.10
-    max_debt_ratio: float = 0.85
+    min_market_cap: float = tunable(3.5e9, 0, 1e13)
+    min_market_cap_liquid: float = tunable(1.0e9, 0, 1e13)
+    liquid_turnover: float = tunable(80e6, 0, 1e13)
+    min_close: float = tunable(2.0, 0, 10_000)
+    min_turnover: float = tunable(50e6, 0, 1e13)
+    spiky_skew: float = tunable(3.0, 0, 100)
+    spiky_median_ratio: float = tunable(0.45, 0, 1)
+    spiky_days_above: float = tunable(0.35, 0, 1)
+    min_roe: float = tunable(-0.10, -1, 1)
+    max_debt_ratio: float = tunable(0.85, 0, 2)
     # Layer 2 — RS gate
-    rs10_min: float = 2.0
-    rs3_min: float = 1.0
-    rs_relax_factor: float = 0.35
-    rs_relax_bench10: float = 0.04
-    rs_relax_bench3: float = 0.02
+    rs10_min: float = tunable(2.0, -100, 100)
+    rs3_min: float = tunable(1.0, -100, 100)
+    rs_relax_factor: float = tunable(0.35, 0, 1)
+    rs_relax_bench10: float = tunable(0.04, 0, 1)
+    rs_relax_bench3: float = tunable(0.02, 0, 1)
     # Layer 2 — structural bypass
-    bypass_rps120: float = 65
-    bypass_ret20: float = -0.04
-    bypass_ma50_distance: float = 0.12
-    bypass_drawdown60: float = 0.18
+    bypass_rps120: float = tunable(65, 0, 100)
+    bypass_ret20: float = tunable(-0.04, -1, 10)
+    bypass_ma50_distance: float = tunable(0.12, 0, 1)
+    bypass_drawdown60: float = tunable(0.18, 0, 1)
     # Layer 2 — momentum
-    momentum_bench3_drop: float = -0.02
-    momentum_bias200_max: float = 0.25
-    rps_gate_a: tuple[float, float, float] = (65, 70, 0.5)  # rps50, rps120, slope %/day
-    rps_gate_b: tuple[float, float] = (80, 50)  # rps120, rps50
-    rps_gate_c: tuple[float, float, float] = (1.5, 50, 55)  # slope, rps50, rps120
+    momentum_bench3_drop: float = tunable(-0.02, -1, 1)
+    momentum_bias200_max: float = tunable(0.25, -1, 10)
+    # rps50, rps120, slope %/day
+    rps_gate_a: tuple[float, float, float] = tunable((65, 70, 0.5), (0, 0, -100), (100, 100, 100))
+    rps_gate_b: tuple[float, float] = tunable((80, 50), (0, 0), (100, 100))  # rps120, rps50
+    # slope, rps50, rps120
+    rps_gate_c: tuple[float, float, float] = tunable((1.5, 50, 55), (-100, 0, 0), (100, 100, 100))
     # Layer 2 — ambush
-    ambush_bias200: float = 0.08
-    ambush_ret20_max: float = -0.03
-    ambush_rps50_max: float = 45
-    ambush_rps120_min: float = 70
-    ambush_rs10_min: float = -2
-    ambush_rs3_min: float = -8
+    ambush_bias200: float = tunable(0.08, -1, 10)
+    ambush_ret20_max: float = tunable(-0.03, -1, 10)
+    ambush_rps50_max: float = tunable(45, 0, 100)
+    ambush_rps120_min: float = tunable(70, 0, 100)
+    ambush_rs10_min: float = tunable(-2, -100, 100)
+    ambush_rs3_min: float = tunable(-8, -100, 100)
     # Layer 2 — accumulation / dry volume / divergence
-    low_position: float = 1.35
-    accumulation_range60: float = 0.30
-    accumulation_volume_ratio: float = 0.65
-    accumulation_ma_gap: float = 0.06
-    accumulation_test_band: float = 0.05  # phase B: lows within 5% of the base low ...
-    accumulation_tests: int = 3  # ... at least this many times
-    accumulation_hold: float = 0.97  # phase C: no low under base low x 0.97 in the last 20 bars
-    dry_volume_quantile: float = 0.05
-    divergence_low_position: float = 1.5
+    low_position: float = tunable(1.35, 0, 100)
+    accumulation_range60: float = tunable(0.30, 0, 10)
+    accumulation_volume_ratio: float = tunable(0.65, 0, 100)
+    accumulation_ma_gap: float = tunable(0.06, 0, 1)
+    # phase B: lows within 5% of the base low ...
+    accumulation_test_band: float = tunable(0.05, 0, 1)
+    accumulation_tests: int = tunable(3, 0, 60)  # ... at least this many times
+    # phase C: no low under base low x 0.97 in the last 20 bars
+    accumulation_hold: float = tunable(0.97, 0, 2)
+    dry_volume_quantile: float = tunable(0.05, 0, 1)
+    divergence_low_position: float = tunable(1.5, 0, 100)
     # Layer 2 — trend continuation / breakout
-    trend_rps120: float = 75
-    trend_drawdown60: float = 0.20
-    trend_volume_ratio: float = 0.7
-    breakout_rps50: float = 70
-    breakout_ret20: float = 0.15
-    breakout_volume_ratio: float = 1.3
-    sos_rps120: float = 30
+    trend_rps120: float = tunable(75, 0, 100)
+    trend_drawdown60: float = tunable(0.20, 0, 1)
+    trend_volume_ratio: float = tunable(0.7, 0, 100)
+    breakout_rps50: float = tunable(70, 0, 100)
+    breakout_ret20: float = tunable(0.15, -1, 10)
+    breakout_volume_ratio: float = tunable(1.3, 0, 100)
+    sos_rps120: float = tunable(30, 0, 100)
     # Layer 3 — sectors
-    sector_min_count: int = 3
-    sector_quantile: float = 0.70
-    sector_top_quantile: float = 0.90
-    top_sectors: int = 5
-    sector_strength_keep: float = 0.60
-    stock_strength_keep: float = 0.80
-    min_survivors: int = 3
+    sector_min_count: int = tunable(3, 1, 500)
+    sector_quantile: float = tunable(0.70, 0, 1)
+    sector_top_quantile: float = tunable(0.90, 0, 1)
+    top_sectors: int = tunable(5, 1, 100)
+    sector_strength_keep: float = tunable(0.60, 0, 1)
+    stock_strength_keep: float = tunable(0.80, 0, 1)
+    min_survivors: int = tunable(3, 0, 500)
     # Layer 4 — triggers
-    max_bias200: float = 0.25
-    max_bias200_star: float = 0.40
-    max_bias200_trend: float = 0.35
-    spring_range_cap: float = 0.60
-    spring_drift: float = 0.12
-    spring_volume_prior4: float = 1.3
-    spring_volume_prev: float = 1.15
-    lps_ma20_band: float = 0.02
-    lps_volume_ratio: float = 0.70  # median volume of the last 3 days / of the prior 60
-    lps_sos_window: int = 20  # the sign of strength came in these bars before the last 3
-    lps_sos_volume: float = 1.5  # its volume vs the range's median volume
-    lps_hold_band: float = 0.02  # the last 3 lows stay above the broken range top x 0.98
-    evr_volume: float = 1.8
-    evr_pct: float = 0.02
-    evr_turnover_rate: float = 0.015
-    sos_pct: float = 0.06
-    sos_volume: float = 3.0
-    compression_quantile: float = 0.20
-    compression_volume: float = 0.6
-    pullback_min: float = 0.05
-    pullback_max: float = 0.20
-    pullback_volume: float = 0.6
+    max_bias200: float = tunable(0.25, -1, 10)
+    max_bias200_star: float = tunable(0.40, -1, 10)
+    max_bias200_trend: float = tunable(0.35, -1, 10)
+    spring_range_cap: float = tunable(0.60, 0, 10)
+    spring_drift: float = tunable(0.12, 0, 1)
+    spring_volume_prior4: float = tunable(1.3, 0, 100)
+    spring_volume_prev: float = tunable(1.15, 0, 100)
+    lps_ma20_band: float = tunable(0.02, 0, 1)
+    # median volume of the last 3 days / of the prior 60
+    lps_volume_ratio: float = tunable(0.70, 0, 100)
+    # the sign of strength came in these bars before the last 3
+    lps_sos_window: int = tunable(20, 1, 250)
+    lps_sos_volume: float = tunable(1.5, 0, 100)  # its volume vs the range's median volume
+    # the last 3 lows stay above the broken range top x 0.98
+    lps_hold_band: float = tunable(0.02, 0, 1)
+    evr_volume: float = tunable(1.8, 0, 100)
+    evr_pct: float = tunable(0.02, 0, 1)
+    evr_turnover_rate: float = tunable(0.015, 0, 1)
+    sos_pct: float = tunable(0.06, 0, 1)
+    sos_volume: float = tunable(3.0, 0, 100)
+    compression_quantile: float = tunable(0.20, 0, 1)
+    compression_volume: float = tunable(0.6, 0, 100)
+    pullback_min: float = tunable(0.05, 0, 1)
+    pullback_max: float = tunable(0.20, 0, 1)
+    pullback_volume: float = tunable(0.6, 0, 100)
+    # one trigger fires on at most this share of the day's market ...
+    trigger_max_share: float = tunable(0.05, 0.001, 1)
+    trigger_min_cap: int = tunable(3, 0, 100)  # ... but may always fire on this many stocks
+    # The strategy's entries: the triggered stocks (False) or the quiet uptrends (True), and
+    # the turnover quantile of the tradable universe a quiet uptrend stays under
+    quiet_trend: bool = tunable(False, False, True)
+    quiet_turnover_quantile: float = tunable(0.5, 0.05, 1)
     # Signal lifetimes, in trading days after the screen date
-    ttl_spring: int = 3
-    ttl_lps: int = 5
-    ttl_evr: int = 3
-    ttl_sos: int = 5
-    ttl_compression: int = 10
-    ttl_pullback: int = 3
+    ttl_spring: int = tunable(3, 1, 250)
+    ttl_lps: int = tunable(5, 1, 250)
+    ttl_evr: int = tunable(3, 1, 250)
+    ttl_sos: int = tunable(5, 1, 250)
+    ttl_compression: int = tunable(10, 1, 250)
+    ttl_pullback: int = tunable(3, 1, 250)
     # Stops and exits
-    accumulation_stop: float = 0.93
-    trail_start: float = 0.15
-    breakdown_lookback: int = 60  # bars searched back for the range before a breakdown
-    trail_high: float = 0.90
-    trail_ma50: float = 0.98
-    hard_breach: float = 0.05
-    breach_closes: int = 2
-    breach_volume: float = 0.8
-    gap_skip_weekdays: int = 1  # skip stop checks on the first bar after this many skipped weekdays
-    distribution_bias200: float = 0.30
-    distribution_volume_ratio: float = 0.5
+    accumulation_stop: float = tunable(0.93, 0, 1)
+    trail_start: float = tunable(0.15, 0, 10)
+    # bars searched back for the range before a breakdown
+    breakdown_lookback: int = tunable(60, 1, 250)
+    trail_high: float = tunable(0.90, 0, 1)
+    trail_ma50: float = tunable(0.98, 0, 2)
+    hard_breach: float = tunable(0.05, 0, 1)
+    breach_closes: int = tunable(2, 1, 60)
+    breach_volume: float = tunable(0.8, 0, 100)
+    # skip stop checks on the first bar after this many skipped weekdays
+    gap_skip_weekdays: int = tunable(1, 0, 60)
+    distribution_bias200: float = tunable(0.30, -1, 10)
+    distribution_volume_ratio: float = tunable(0.5, 0, 100)
     # Holding health
-    danger_loss: float = 0.93
-    danger_ret10: float = -0.15
-    long_suspension_weekdays: int = 20  # a resumption after this long is a danger sign
-    resumption_watch_bars: int = 5  # ... for this many bars after it
-    warn_range60: float = 0.50
-    warn_stop_distance: float = 0.02
-    warn_loss: float = 0.05
-    warn_volume_ratio: float = 0.5
+    danger_loss: float = tunable(0.93, 0, 1)
+    danger_ret10: float = tunable(-0.15, -1, 1)
+    # a resumption after this long is a danger sign
+    long_suspension_weekdays: int = tunable(20, 1, 2500)
+    resumption_watch_bars: int = tunable(5, 0, 250)  # ... for this many bars after it
+    warn_range60: float = tunable(0.50, 0, 10)
+    warn_stop_distance: float = tunable(0.02, 0, 1)
+    warn_loss: float = tunable(0.05, 0, 1)
+    warn_volume_ratio: float = tunable(0.5, 0, 100)
     # Market regime
-    breadth_risk_off: float = 20
-    breadth_risk_on: float = 60
-    breadth_drop_risk_off: float = -10
-    crash_index_drop: float = -0.013
-    crash_small_cap_drop: float = -0.025
-    crash_breadth: float = 15
-    repair_index_rebound: float = 0.008
-    repair_small_cap_rebound: float = 0.015
-    regime_index_drop3: float = -0.03
-    regime_day_drop: float = -0.03  # the market's one-day fall that rules out buying
+    breadth_risk_off: float = tunable(20, 0, 100)
+    breadth_risk_on: float = tunable(60, 0, 100)
+    breadth_drop_risk_off: float = tunable(-10, -100, 100)
+    crash_index_drop: float = tunable(-0.013, -1, 1)
+    crash_small_cap_drop: float = tunable(-0.025, -1, 1)
+    crash_breadth: float = tunable(15, 0, 100)
+    repair_index_rebound: float = tunable(0.008, 0, 1)
+    repair_small_cap_rebound: float = tunable(0.015, 0, 1)
+    regime_index_drop3: float = tunable(-0.03, -1, 1)
+    # the market's one-day fall that rules out buying
+    regime_day_drop: float = tunable(-0.03, -1, 1)
     # Sizing
-    hard_stop: float = 0.08
-    atr_stop_multiple: float = 2.0
-    risk_probe: float = 0.008
-    risk_attack: float = 0.012
-    budget_probe: float = 0.10
-    budget_attack: float = 0.20
-    lot: int = 100
-    star_min_shares: int = 200  # STAR: a buy is >= 200 shares, then any whole share
+    hard_stop: float = tunable(0.08, 0, 1)
+    atr_stop_multiple: float = tunable(2.0, 0, 20)
+    risk_probe: float = tunable(0.008, 0, 1)
+    risk_attack: float = tunable(0.012, 0, 1)
+    budget_probe: float = tunable(0.10, 0, 1)
+    budget_attack: float = tunable(0.20, 0, 1)
+    lot: int = tunable(100, 1, 10_000)
+    # STAR: a buy is >= 200 shares, then any whole share
+    star_min_shares: int = tunable(200, 1, 10_000)
     # Daily price limits (fractions of the previous close); dates are when a rule took effect
-    limit_main: float = 0.10
-    limit_growth: float = 0.20  # ChiNext and STAR, ST included
-    limit_bse: float = 0.30
-    limit_st_main_before: float = 0.05  # main-board ST/*ST until the 2026 rule change
-    main_st_limit_change: str = "2026-07-06"  # SSE/SZSE 2026 trading rules: main-board ST 10%
-    chinext_20pct_from: str = "2020-08-24"  # ChiNext registration reform (10% / ST 5% before)
-    main_registration_from: str = "2023-04-10"  # main-board listings under full registration
-    new_listing_free_days: int = 5  # no limit on a registered listing's first days
+    limit_main: float = tunable(0.10, 0, 1)
+    limit_growth: float = tunable(0.20, 0, 1)  # ChiNext and STAR, ST included
+    limit_bse: float = tunable(0.30, 0, 1)
+    # main-board ST/*ST until the 2026 rule change
+    limit_st_main_before: float = tunable(0.05, 0, 1)
+    # SSE/SZSE 2026 trading rules: main-board ST 10%
+    main_st_limit_change: str = tunable("2026-07-06", FIRST_DAY, LAST_DAY)
+    # ChiNext registration reform (10% / ST 5% before)
+    chinext_20pct_from: str = tunable("2020-08-24", FIRST_DAY, LAST_DAY)
+    # main-board listings under full registration
+    main_registration_from: str = tunable("2023-04-10", FIRST_DAY, LAST_DAY)
+    new_listing_free_days: int = tunable(5, 0, 250)  # no limit on a registered listing's first days
     # Backtest
-    friction_per_side: float = 0.005
-    commission: float = 0.0002
-    commission_min: float = 5.0
-    stamp_duty: float = 0.0005
-    start_cash: float = 100_000.0
-    risk_free: float = 0.02
+    friction_per_side: float = tunable(0.005, 0, 0.1)
+    commission: float = tunable(0.0002, 0, 0.1)
+    commission_min: float = tunable(5.0, 0, 1000)
+    start_cash: float = tunable(100_000.0, 1, 1e12)
+    risk_free: float = tunable(0.02, -0.1, 1)
 
     def signal_ttl(self, trigger: str) -> int:
         """How many trading days a pending signal of this trigger stays valid."""
@@ -190,6 +223,9 @@ class EngineConfig:
 
 
 DEFAULT_CONFIG = EngineConfig()
+THRESHOLD_RANGES: dict[str, tuple[Any, Any]] = {
+    f.name: f.metadata["range"] for f in fields(EngineConfig)
+}
 
 
 def board_of(code: str) -> str:

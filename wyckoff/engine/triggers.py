@@ -3,6 +3,11 @@
 Each returns (fired: bool array, score: float array) for every stock at day index t.
 Volume is read relative to the market's activity that day (`Panel.relative_volume`): a
 stock's event is volume out of line with the market, not the market's own surge or lull.
+
+`detect_triggers` runs them all and caps each to a share of the day's traded market, the
+strongest by its score (docs/engine.md): a test relative to a stock's own past fires on
+much of the market at once when the whole market moves alike (a quiet market compresses
+everything), and a signal on a large share of the market is no stock's signal.
 """
 
 from __future__ import annotations
@@ -199,6 +204,42 @@ def signal_expiry(trigger: str, as_of: str, open_days: np.ndarray, cfg: EngineCo
     return str(trading_day_after(np.datetime64(as_of, "D"), cfg.signal_ttl(trigger), open_days))
 
 
+def detect_triggers(
+    p: Panel, t: int, f: SimpleNamespace, cfg: EngineConfig
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every trigger at day t over the panel's stocks (fired masks, scores), each kept to
+    its `trigger_cap` strongest stocks of the day."""
+    limit = trigger_cap(p, t, cfg)
+    fired, scores = {}, {}
+    for name, detect in TRIGGERS.items():
+        mask, score = detect(p, t, f, cfg)
+        fired[name], scores[name] = strongest(mask, score, STRONGER[name], limit), score
+    return fired, scores
+
+
+def trigger_cap(p: Panel, t: int, cfg: EngineConfig) -> int:
+    """How many stocks one trigger may fire on at day t: `trigger_max_share` of the stocks
+    with a bar that day, never fewer than `trigger_min_cap` (a share of a handful of
+    stocks is not a share of a market)."""
+    traded = int(np.count_nonzero(~np.isnan(p.close[t])))
+    return max(int(cfg.trigger_max_share * traded), cfg.trigger_min_cap)
+
+
+def strongest(fired: np.ndarray, score: np.ndarray, stronger: int, limit: int) -> np.ndarray:
+    """`fired` kept to its `limit` strongest stocks: by score in the direction `stronger`
+    (+1: higher is stronger), an unknown score last, ties by column (the code order)."""
+    columns = np.flatnonzero(fired)
+    if len(columns) <= limit:
+        return fired
+    key = np.nan_to_num(-stronger * score[columns], nan=np.inf)
+    kept = np.zeros_like(fired)
+    kept[columns[np.argsort(key, kind="stable")[:limit]]] = True
+    return kept
+
+
+# Which way each trigger's score is stronger: Spring's recovery %, EVR's and SOS's volume
+# ratios higher; LPS's and compression's volume ratios, the pullback's down/up volume lower.
+STRONGER = {"spring": 1, "lps": -1, "evr": 1, "sos": 1, "compression": -1, "pullback": -1}
 TRIGGERS = {
     "spring": spring,
     "lps": lps,

@@ -5,14 +5,27 @@ the header names each broker uses. Nothing here touches the portfolio."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from wyckoff.errors import UsageError, describe_os_error
-from wyckoff.ledger.money import amount_cents, decimal_of, half_up, price_mills
+from wyckoff.ledger.money import (
+    MAX_PRICE,
+    amount_cents,
+    check_cents,
+    check_shares,
+    decimal_of,
+    half_up,
+    price_mills,
+    trade_value_cents,
+)
 
 Broker = Literal["ths", "eastmoney", "tdx", "auto"]
 BROKER_NAMES = {"ths": "同花顺", "eastmoney": "东方财富", "tdx": "通达信"}
@@ -33,6 +46,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "stamp": ("印花税",),
     "transfer": ("过户费",),
     "net": ("发生金额", "清算金额", "收付金额"),
+    "trade_id": ("成交编号",),  # the broker's number of one fill
+    "order_id": ("合同编号", "委托编号"),  # of the order: one order may fill several times
 }
 HOLDINGS = ("code", "shares", "cost")
 DELIVERIES = ("date", "code", "side", "quantity", "price")
@@ -43,6 +58,7 @@ MARKS = {
     "tdx": ("证券数量", "买卖标志", "可卖数量"),
 }
 BIFF = b"\xd0\xcf\x11\xe0"  # a real Excel 97-2003 file (an OLE2 container)
+MAX_BYTES = 20 * 2**20  # 20 MB: some 100,000 fills, far more than years of any account
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,31 @@ class Delivery:
     commission_cents: int | None
     stamp_cents: int | None
     transfer_cents: int | None
+    trade_id: str | None = None  # 成交编号
+    order_id: str | None = None  # 合同编号
+    occurrence: int = 1  # the n-th row of the file with this identity
+    same_as: int | None = None  # the line of the first such row, for a repeated one
+
+    @property
+    def identity(self) -> str:
+        """What makes this fill this fill: the broker's 成交编号 on its day, else every field
+        of the row (with the 合同编号 when the file has one)."""
+        if self.trade_id:
+            return f"成交编号 {self.date} {self.code} {self.trade_id}"
+        amount = self.value_cents
+        if amount is None:
+            amount = trade_value_cents(self.shares, self.price_mills)
+        fields = (
+            f"{self.date} {self.time or '-'} {self.code} {self.side}"
+            f" {self.shares} {self.price_mills} {amount}"
+        )
+        return f"{fields} 合同编号 {self.order_id}" if self.order_id else fields
+
+    @property
+    def key(self) -> str:
+        """The fill's import key: its identity and which occurrence of it in the file, so
+        a second import of the same rows finds them booked."""
+        return f"{self.identity} #{self.occurrence}"
 
 
 @dataclass
@@ -99,18 +140,28 @@ def read_export(path: Path, broker: Broker = "auto") -> Export:
                 _add_delivery(export, number, row)
         except UsageError as exc:
             raise UsageError(f"{path.name} 第 {number} 行：{exc.message}") from None
+    export.deliveries = _numbered(export.deliveries)
     return export
 
 
+def _numbered(deliveries: list[Delivery]) -> list[Delivery]:
+    """Each row with its occurrence among rows of the same identity (and the first's line)."""
+    count: Counter[str] = Counter()
+    first_line: dict[str, int] = {}
+    numbered = []
+    for row in deliveries:
+        identity = row.identity
+        count[identity] += 1
+        first = first_line.setdefault(identity, row.line)
+        repeated = count[identity] > 1
+        numbered.append(
+            replace(row, occurrence=count[identity], same_as=first if repeated else None)
+        )
+    return numbered
+
+
 def _text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"找不到文件 {path}：请检查路径和文件名。") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} 是一个文件夹：请给出券商导出的持仓或交割单文件。") from None
-    except OSError as exc:
-        raise UsageError(describe_os_error(exc, "读取文件", path)) from None
+    raw = _read_regular(path)
     if raw.startswith(BIFF) or raw.startswith(b"PK\x03\x04"):
         raise UsageError(
             f"{path.name} 是 Excel 二进制表格，读不了：请在券商软件里导出为 TXT/CSV，"
@@ -122,6 +173,63 @@ def _text(path: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("gb18030", errors="replace")  # GBK and its superset
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of `path`, a regular file of at most MAX_BYTES. Opened without blocking and
+    checked after opening, so a FIFO, a device (/dev/zero) or a folder is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise UsageError(f"找不到文件 {path}：请检查路径和文件名。") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a Unix socket
+            _check_regular(path, os.stat(path))
+        raise UsageError(describe_os_error(exc, "读取文件", path)) from None
+    try:
+        _check_regular(path, os.fstat(fd))
+        raw = _read_at_most(fd, MAX_BYTES + 1)  # the file may have grown since fstat
+    except OSError as exc:
+        raise UsageError(describe_os_error(exc, "读取文件", path)) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        _too_big(path)
+    return raw
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(limit - size, 2**20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _check_regular(path: Path, status: os.stat_result) -> None:
+    mode = status.st_mode
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{path} 是一个文件夹：请给出券商导出的持仓或交割单文件。")
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise UsageError(
+            f"{path} 是管道或套接字，不是文件：请先把券商导出保存为文件，再导入这个文件。"
+        )
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise UsageError(f"{path} 是设备，不是文件：请给出券商导出的持仓或交割单文件。")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{path} 不是普通文件：请给出券商导出的持仓或交割单文件。")
+    if status.st_size > MAX_BYTES:
+        _too_big(path)
+
+
+def _too_big(path: Path) -> None:
+    raise UsageError(
+        f"{path} 大于券商导出文件的上限 {MAX_BYTES // 2**20} MB："
+        "请确认选对了文件，或按时间段分开导出再逐个导入。"
+    )
 
 
 def _header(lines: list[str], path: Path) -> tuple[int, dict[str, int]]:
@@ -186,15 +294,17 @@ def _code(text: str) -> str:
 def _add_holding(export: Export, number: int, row: dict[str, str]) -> None:
     code = _code(row["code"])
     shares = decimal_of(row["shares"], "股票余额")
+    check_shares(int(shares), "股票余额")
     if not shares:  # a position sold out today stays listed with 0 until settlement
         export.skipped.append(f"第 {number} 行 {code}：股票余额 0（已清仓），按不持有处理")
         return
     if shares < 0 or shares != shares.to_integral_value():
         raise UsageError(f"股票余额 {row['shares']} 不是正整数股。")
-    cost = decimal_of(row["cost"], "成本价")
-    export.holdings.append(
-        Holding(code, row.get("name", ""), int(shares), half_up(shares * cost * 100))
-    )
+    cost = decimal_of(row["cost"], "成本价")  # negative once profits taken exceed the cost
+    if abs(cost) > MAX_PRICE:
+        raise UsageError(f"成本价 {row['cost']} 大得不合实际，请检查。")
+    cents = check_cents(half_up(shares * cost * 100), "持仓成本（股票余额 × 成本价）")
+    export.holdings.append(Holding(code, row.get("name", ""), int(shares), cents))
 
 
 def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:
@@ -204,6 +314,8 @@ def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:
     if side is None:  # 红利入账, 银行转证券, 利息归本 ...
         export.skipped.append(f"第 {number} 行 {row['side'] or '（空）'}：不是买卖，未导入")
         return
+    shares, mills = _shares(row["quantity"], "成交数量"), price_mills(row["price"], "成交价格")
+    trade_value_cents(shares, mills)  # an absurd amount is refused here, by its line
     export.deliveries.append(
         Delivery(
             line=number,
@@ -212,12 +324,14 @@ def _add_delivery(export: Export, number: int, row: dict[str, str]) -> None:
             code=_code(row["code"]),
             name=row.get("name", ""),
             side=side,
-            shares=_shares(row["quantity"], "成交数量"),
-            price_mills=price_mills(row["price"], "成交价格"),
+            shares=shares,
+            price_mills=mills,
             value_cents=_money(row.get("value"), "成交金额"),
             commission_cents=_money(row.get("commission"), "佣金"),
             stamp_cents=_money(row.get("stamp"), "印花税"),
             transfer_cents=_money(row.get("transfer"), "过户费"),
+            trade_id=row.get("trade_id") or None,
+            order_id=row.get("order_id") or None,
         )
     )
 
@@ -226,7 +340,7 @@ def _shares(text: str, label: str) -> int:
     number = abs(decimal_of(text, label))  # some exports sign a sell's quantity
     if number != number.to_integral_value() or not number:
         raise UsageError(f"{label} {text} 不是正整数股。")
-    return int(number)
+    return check_shares(int(number), label)
 
 
 def _money(text: str | None, label: str) -> int | None:

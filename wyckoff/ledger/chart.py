@@ -1,8 +1,8 @@
-"""A small text chart of two return series (%) over the same days, for the terminal."""
+"""A small text chart of two or three return series (%) over the same days, for the terminal."""
 
 from __future__ import annotations
 
-MARKS = ("●", "○")  # the first series, the second; "◉" where both fall on one cell
+MARKS = ("●", "○", "▲")  # the first series, the second, the third; "◉" where two share a cell
 BOTH = "◉"
 
 

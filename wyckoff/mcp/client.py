@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import signal
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -178,10 +179,12 @@ def remove_server(home: Path, name: str) -> None:
 
 @asynccontextmanager
 async def open_session(entry: ServerEntry, home: Path):
-    """An initialised ClientSession to one server; its stderr goes to logs/mcp-NAME.log."""
+    """(an initialised ClientSession to one server, the pid of its process if it is a stdio
+    server); its stderr goes to logs/mcp-NAME.log."""
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
+    pid = None
     async with AsyncExitStack() as stack:
         if entry.url:
             import httpx2
@@ -206,11 +209,27 @@ async def open_session(entry: ServerEntry, home: Path):
             params = StdioServerParameters(
                 command=command[0], args=command[1:], env=server_environment(entry, home)
             )
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=log))
+            transport = stdio_client(params, errlog=log)
+            read, write = await stack.enter_async_context(transport)
+            pid = server_pid(transport)
         session = await stack.enter_async_context(ClientSession(read, write))
         with anyio.fail_after(entry.timeout_s):
             await session.initialize()
-        yield session
+        yield session, pid
+
+
+def server_pid(transport: Any) -> int | None:
+    """The pid of a stdio server. The SDK has no way to ask: its transport keeps the process
+    in a local variable of the generator behind the context manager."""
+    frame = getattr(getattr(transport, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    return getattr(process, "pid", None)
+
+
+def end_process_group(pid: int) -> None:
+    """SIGKILL a stdio server and whatever it started (the SDK starts it as a group leader)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def server_environment(entry: ServerEntry, home: Path) -> dict[str, str]:
@@ -254,14 +273,18 @@ class RemoteServers:
         self.portal = self._portal_context.__enter__()
         self._open: list[Any] = []
         self.sessions: dict[str, Any] = {}
+        self.pids: dict[str, int] = {}
+        self.unanswered: dict[concurrent.futures.Future, str] = {}  # call -> its server
         atexit.register(self.close)
 
     def connect(self, entry: ServerEntry) -> list[Any]:
         """Open the session and list its tools; raises whatever went wrong."""
         context = self.portal.wrap_async_context_manager(open_session(entry, self.home))
-        session = context.__enter__()
+        session, pid = context.__enter__()
         self._open.append(context)
         self.sessions[entry.name] = session
+        if pid is not None:
+            self.pids[entry.name] = pid
         return self.portal.call(partial(_bounded, entry.timeout_s, list_all_tools, session))
 
     def call(self, server: str, tool: str, args: dict[str, Any], context: ToolContext) -> Any:
@@ -270,16 +293,24 @@ class RemoteServers:
         pending = self.portal.start_task_soon(
             partial(_bounded, CALL_TIMEOUT_S, session.call_tool, tool, args)
         )
+        self.unanswered[pending] = server  # a cancelled call stays: the server may be hung
         while not concurrent.futures.wait([pending], timeout=0.05).done:
             if context.cancelled():
                 pending.cancel()  # the SDK tells the server (notifications/cancelled)
                 raise ToolFailure("已被用户取消。")
+        del self.unanswered[pending]
         try:
             return pending.result()
         except Exception as exc:  # a foreign server can fail in any way
             raise call_failure(server, exc) from None
 
     def close(self) -> None:
+        """Close every session. A stdio server that never answered a call (cancelled by the
+        user, or still running as the process ends) may be hung: deaf to the cancel, to its
+        closed input and to SIGTERM. It is killed first instead of being given the SDK's
+        grace periods (2 s + 2 s), so `ask` ends at once after a Ctrl+C."""
+        for server in set(self.unanswered.values()) & self.pids.keys():
+            end_process_group(self.pids[server])
         for context in reversed(self._open):
             with contextlib.suppress(Exception):  # a server that died cannot be closed more
                 context.__exit__(None, None, None)

@@ -40,7 +40,7 @@ def build_brief(
     from wyckoff.agents.portfolio import PortfolioParams, portfolio_tool
     from wyckoff.agents.screening import ScreenParams, screen_stocks
     from wyckoff.routine.alerts import check, history
-    from wyckoff.routine.brief_account import account
+    from wyckoff.routine.brief_account import account, paper
 
     market = MarketData.from_context(context)
     if day is not None and market.panel().as_of != day:
@@ -67,6 +67,7 @@ def build_brief(
         "tail_checks": _tail_checks(context, overview["as_of"]),
         "scorecard": _scorecard(context, overview["as_of"], overview["source"] == "demo"),
         "account": account(context.store, market.store) if context.store is not None else None,
+        "paper": paper(context.store, market.store) if context.store is not None else None,
         "data_caveats": screen.get("data_caveats") or [],
     }
     if overview.get("data_note"):

@@ -1,8 +1,9 @@
-"""The brief's account section, for users who record fills (`portfolio buy/sell` or an
+"""The brief's account sections. The real one, for users who record fills (`portfolio buy/sell` or an
 imported 交割单): today's NAV and its change from the day before, realized and unrealized
 P&L, and the NAV's return beside the CSI 300 for the chart. Read-only: the ledger's own
 report functions (agents/ledger_report.py) on the book as `portfolio show/nav` will have it,
-ex-dates not booked yet included (booked in a transaction that is rolled back)."""
+ex-dates not booked yet included (booked in a transaction that is rolled back). The paper
+account's (`paper`), when there is one: its NAV beside the real account and the CSI 300."""
 
 from __future__ import annotations
 
@@ -59,3 +60,27 @@ def account(store: Store, market: MarketStore) -> dict[str, Any] | None:
             "csi300_pct": today["csi300_pct"],
         }
     return summary
+
+
+def paper(store: Store, market: MarketStore) -> dict[str, Any] | None:
+    """The paper account's latest day beside the real account and the CSI 300 (its return
+    since it started), or None when there is no paper account or it booked no day yet."""
+    from wyckoff import paper_store
+    from wyckoff.agents.paper_views import paper_nav
+
+    if paper_store.account(store) is None:
+        return None
+    report = paper_nav(store, market)
+    if not report["days"]:
+        return None
+    last, account = report["days"][-1], report["account"]
+    return {
+        "date": day_text(last["date"]),
+        "since": day_text(report["days"][0]["date"]),
+        "capital_cents": account["capital_cents"],
+        "nav_cents": last["nav_cents"],
+        "return_pct": last["return_pct"],
+        "real_return_pct": last["real_return_pct"],
+        "csi300_pct": last["csi300_pct"],
+        "source": account["source"],
+    }

@@ -90,6 +90,25 @@ def account_lines(account: dict[str, Any]) -> list[str]:
     return lines
 
 
+def paper_line(paper: dict[str, Any]) -> str:
+    """The paper account's NAV and its return since it started, beside the real account's and
+    the CSI 300's over the same days."""
+    beside = [
+        f"{name} {pct(value, signed=True)}"
+        for name, value in (
+            ("真实账户", paper["real_return_pct"]),
+            ("沪深300", paper["csi300_pct"]),
+        )
+        if value is not None
+    ]
+    same_days = f"；同期{'，'.join(beside)}" if beside else ""
+    return (
+        f"纸面账户（默认策略，起始 {yuan(paper['capital_cents'])}）{paper['date']} 净值 "
+        f"{yuan(paper['nav_cents'])}，自 {paper['since']} 以来 {pct(paper['return_pct'], signed=True)}"
+        f"{same_days}"
+    )
+
+
 def scorecard_title(card: dict[str, Any]) -> str:
     return "计分卡（演示行情，合成数据）" if card["demo"] else "计分卡"
 
@@ -131,6 +150,8 @@ def to_markdown(brief: dict[str, Any]) -> str:
     lines += ["", f"现金 {brief['cash']:,.2f}，总资产 {brief['equity']:,.2f}", ""]
     if brief.get("account"):
         lines += ["## 账户", *[f"- {line}" for line in account_lines(brief["account"])], ""]
+    if brief.get("paper"):
+        lines += ["## 纸面账户", f"- {paper_line(brief['paper'])}", ""]
     lines.append("## 候选（触发信号）")
     lines += [f"- {candidate_line(c)}" for c in brief["candidates"]] or ["今天没有触发信号的候选。"]
     lines += ["", "## 提醒"]
@@ -183,6 +204,8 @@ def to_html(brief: dict[str, Any]) -> str:
     if brief.get("account"):
         account = brief["account"]
         parts += ["<h2>账户</h2>", _list(account_lines(account)), nav_svg(account["curve"])]
+    if brief.get("paper"):
+        parts += ["<h2>纸面账户</h2>", _list([paper_line(brief["paper"])])]
     parts.append("<h2>候选（触发信号）</h2>")
     parts += [
         f'<div class="card">{escape(candidate_line(c))}{kline_svg(c["chart"])}</div>'

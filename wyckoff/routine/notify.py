@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -38,7 +39,7 @@ LIMITS = {
     "telegram": ("chars", 4_096),
     "webhook": ("bytes", 60_000),
 }
-TIMEOUT_S = 15
+DEADLINE_S = 20.0  # for a whole request: connect, send and the reply
 MIN_TOKEN_CHARS = 8  # shorter URL parts ("robot", "send", "hook") are not secrets
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CHANNEL_NAME = re.compile(r"^[\w-]{1,32}$")
@@ -78,6 +79,38 @@ class Channel:
         return f"{parts.scheme}://{parts.hostname or ''}/***"
 
 
+def url_problem(kind: str, url: str) -> str | None:
+    """What is wrong with `url` as the address of a `kind` channel (a phrase), or None.
+    Pushes go out over https only; plain http only to this machine (a local relay)."""
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), parts.hostname or ""
+    uses = f"用的是 {scheme} 协议" if scheme else "没有写协议"
+    if kind == "email":
+        if scheme in ("smtps", "smtp"):
+            return None
+        return f"{uses}：邮件渠道要写成 smtps://… 或 smtp://…"
+    if scheme in ("https", "http") and not host:
+        return "没有主机名"
+    if scheme == "https":
+        return None
+    if scheme == "http" and is_loopback(host):
+        return None
+    if scheme == "http":
+        return (
+            f"是 http:// 明文地址：只有发往本机（127.0.0.1、localhost）时可用，{host} 要用 https://"
+        )
+    return f"{uses}：推送只接受 https:// 地址（本机中转可用 http://127.0.0.1）"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 # --- channels in the db -------------------------------------------------------------------------
 
 
@@ -93,6 +126,10 @@ def add_channel(
             raise UsageError(
                 f"{option} 要的是环境变量的名字（如 FEISHU_WEBHOOK），不是地址或密钥本身。"
             )
+    url = os.environ.get(url_env, "").strip()  # checked again at each push (set later, changed)
+    problem = url_problem(kind, url) if url else None
+    if problem:
+        raise UsageError(f"没有添加渠道 {name}：{url_env} 里的地址{problem}。")
     with store.transaction():
         notify_store.write(store, name, kind, url_env, secret_env)
     return Channel(name, kind, url_env, secret_env)
@@ -145,6 +182,9 @@ def push(targets: list[Channel], title: str, text: str) -> list[dict[str, Any]]:
 def send(channel: Channel, title: str, text: str) -> int:
     """Deliver `text` through the channel; how many messages it took."""
     url, secret = channel.url(), channel.secret()
+    problem = url_problem(channel.kind, url)  # a channel saved before the rule, or changed
+    if problem:
+        raise NotifyError(f"渠道 {channel.name}：{channel.url_env} 里的地址{problem}，没有推送。")
     if channel.kind == "email":
         from wyckoff.routine.mail import send_mail
 
@@ -196,32 +236,59 @@ def _post_part(channel: Channel, url: str, secret: str | None, title: str, text:
 
 
 def _post(channel: Channel, url: str, payload: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    import urllib.error
-    import urllib.request
+    """POST `payload` within DEADLINE_S in all; a redirect is refused, never followed (it
+    could point anywhere: another host, this machine, a cloud metadata address)."""
+    import http.client
 
-    request = urllib.request.Request(
-        url,
-        data=payload,
-        method="POST",
-        headers={"Content-Type": "application/json; charset=utf-8", **headers},
+    from wyckoff import net_deadline
+
+    parts = urlsplit(url)
+    connection_class = (
+        net_deadline.DeadlineHTTPSConnection
+        if parts.scheme == "https"
+        else net_deadline.DeadlineHTTPConnection
     )
+    named = f"渠道 {channel.name}（{channel.kind}）"
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise NotifyError(f"{named}的地址端口无效：检查 {channel.url_env}。") from None
+    connection = connection_class(parts.hostname or "", port, DEADLINE_S)
+    try:
+        with net_deadline.deadline(connection.watch, DEADLINE_S):
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            connection.request(
+                "POST",
+                target,
+                body=payload,
+                headers={"Content-Type": "application/json; charset=utf-8", **headers},
+            )
+            response = connection.getresponse()
             text = response.read(65_536).decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
+    except (OSError, http.client.HTTPException) as exc:
+        if connection.watch.shut:
+            raise _too_slow(named) from None
+        raise NotifyError(mask(f"{named}连不上：{exc}。", channel)) from None
+    finally:
+        connection.close()
+    if connection.watch.shut:  # the reply may have ended early because the deadline cut it
+        raise _too_slow(named)
+    if 300 <= response.status < 400:
         raise NotifyError(
-            f"渠道 {channel.name}（{channel.kind}）拒绝了推送：HTTP {exc.code}。"
-        ) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise NotifyError(
-            mask(f"渠道 {channel.name}（{channel.kind}）连不上：{reason}。", channel)
-        ) from None
+            f"{named}的地址返回了重定向（HTTP {response.status}）：推送不跟随重定向，"
+            f"请把 {channel.url_env} 改成服务给出的最终地址。"
+        )
+    if response.status >= 400:
+        raise NotifyError(f"{named}拒绝了推送：HTTP {response.status}。")
     try:
         reply = json.loads(text) if text.strip() else {}
     except ValueError:
         reply = {}
     return reply if isinstance(reply, dict) else {}
+
+
+def _too_slow(named: str) -> NotifyError:
+    return NotifyError(f"{named}在 {DEADLINE_S:g} 秒内没有完成推送，已放弃：检查服务是否正常。")
 
 
 def _check_reply(channel: Channel, reply: dict[str, Any]) -> None:

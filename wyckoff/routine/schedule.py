@@ -31,10 +31,17 @@ if TYPE_CHECKING:
     from wyckoff.store import Store
 
 PRESETS: dict[str, tuple[str, list[list[str]]]] = {
-    # 15:40: sync -> screen (saved to the history) -> alerts -> brief -> push
+    # 15:40: sync -> screen (saved to the history) -> the paper account's day -> alerts ->
+    # brief -> push
     "after-close": (
         "15:40",
-        [["data", "sync"], ["screen"], ["alert", "check"], ["brief", "--push", "all"]],
+        [
+            ["data", "sync"],
+            ["screen"],
+            ["paper", "run"],
+            ["alert", "check"],
+            ["brief", "--push", "all"],
+        ],
     ),
     "tail": ("14:45", [["tail", "--push", "all"]]),  # the tail-session check (#27)
     "pre-open": ("08:45", [["alert", "history"], ["brief", "--push", "all"]]),

@@ -13,12 +13,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from wyckoff.errors import WyckoffError
+from wyckoff.errors import UsageError, WyckoffError
 from wyckoff.web import routine
 from wyckoff.web.chat import ChatRoom
 from wyckoff.web.desk import Desk
@@ -191,16 +191,12 @@ def _json(work: Any) -> Any:
     """An API endpoint: `work(request, body)` in a worker thread; a WyckoffError becomes its
     Chinese sentence with 400, anything else one sentence with 500 (never a traceback)."""
 
-    async def endpoint(request: Request) -> JSONResponse:
-        body: dict[str, Any] = {}
-        if request.method == "POST":
-            try:
-                parsed = await request.json()
-            except ValueError:
-                return JSONResponse({"error": "请求内容不是 JSON。"}, status_code=400)
-            body = parsed if isinstance(parsed, dict) else {}
+    async def endpoint(request: Request) -> Response:
         try:
+            body = await _posted_object(request)
             result = await run_in_threadpool(work, request, body)
+        except ClientDisconnect:  # closed before its body arrived (connections.py): no reader
+            return Response(status_code=400)
         except WyckoffError as exc:
             return JSONResponse({"error": exc.message}, status_code=400)
         except Exception as exc:
@@ -215,6 +211,20 @@ def _json(work: Any) -> Any:
     return endpoint
 
 
+async def _posted_object(request: Request) -> dict[str, Any]:
+    """A POST's JSON object (`{}` for a GET or another JSON value): every endpoint reads its
+    body here."""
+    if request.method != "POST":
+        return {}
+    try:
+        parsed = await request.json()
+    except ValueError:
+        raise UsageError("请求内容不是 JSON：请从读盘室页面里操作。") from None
+    except RecursionError:  # json gives up on nesting deeper than Python's recursion limit
+        raise UsageError("请求内容的 JSON 嵌套太深，已拒绝：请发送普通的 JSON 对象。") from None
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def _days(request: Request) -> int:
     try:
         return min(max(int(request.query_params.get("days", "160")), 20), 500)
@@ -223,8 +233,6 @@ def _days(request: Request) -> int:
 
 
 def _int(value: Any) -> int:
-    from wyckoff.errors import UsageError
-
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -13,11 +13,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wyckoff.agents.portfolio import PortfolioError
 from wyckoff.cli.tools import ToolContext, ToolFailure
 from wyckoff.errors import UsageError
+
+if TYPE_CHECKING:
+    from wyckoff.engine.market_store import MarketStore
+    from wyckoff.store import Store
 
 SCREEN_ROWS = 20
 RANGE_DAYS = 60  # the trading range the Spring trigger tests a break of: 60 closes to t-2
@@ -200,7 +204,8 @@ class Desk:
 
     def _ledger(self) -> dict[str, Any]:
         """P&L per position and in total (`portfolio show --json`) and the daily NAV beside
-        the CSI 300 (`portfolio nav --json`), after the held stocks' ex-dates are applied."""
+        the CSI 300 (`portfolio nav --json`), after the held stocks' ex-dates are applied;
+        the paper account's book and NAV (`paper show/nav --json`) when there is one."""
         from wyckoff.agents.corporate_actions import catch_up
         from wyckoff.agents.ledger_nav import daily_nav
         from wyckoff.agents.ledger_report import open_market, profit_and_loss
@@ -213,7 +218,8 @@ class Desk:
                 catch_up(store, market)
                 nav = daily_nav(store, market)
             pnl = profit_and_loss(store, market)
-        return {"pnl": {**pnl, "note": missing}, "nav": nav}
+            paper = _paper(store, market)
+        return {"pnl": {**pnl, "note": missing}, "nav": nav, "paper": paper}
 
     def plan(self, form: dict[str, Any]) -> dict[str, Any]:
         """The portfolio change the form asks for, as a sentence to confirm; nothing is
@@ -348,3 +354,18 @@ def _sentence(exc: Exception) -> str:
     if isinstance(exc, WyckoffError | ToolFailure):
         return exc.message
     return f"内部错误（{type(exc).__name__}）：请重试，或在终端运行 wyckoff screen 查看详情。"
+
+
+def _paper(store: Store, market: MarketStore | None) -> dict[str, Any] | None:
+    """The paper account's book and NAV beside the real account and the CSI 300, as
+    `paper show --json` and `paper nav --json` give them (with the demo note); None without
+    a paper account or a market."""
+    from wyckoff import paper_store
+    from wyckoff.agents.market_data import DEMO_NOTE
+    from wyckoff.agents.paper_views import paper_book, paper_nav
+
+    account = paper_store.account(store)
+    if account is None or market is None:
+        return None
+    demo = {"data_note": DEMO_NOTE} if account["source"] == "demo" else {}
+    return {"book": paper_book(store, market), "nav": paper_nav(store, market), **demo}

@@ -196,6 +196,8 @@ def _with_headers(send: Any, cacheable: bool) -> Any:
 
 
 async def _plain(send: Any, status: int, text: str) -> None:
+    """A refusal, and the connection closed after it: no body of the refused request is read
+    (a slow client holds nothing)."""
     body = text.encode()
     await send(
         {
@@ -204,6 +206,7 @@ async def _plain(send: Any, status: int, text: str) -> None:
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
                 *SECURITY_HEADERS,
             ],
         }

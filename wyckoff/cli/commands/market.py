@@ -484,6 +484,7 @@ def import_file(
 
     from wyckoff.config import config_lock, load_config, save_config, wyckoff_home
     from wyckoff.engine.bar_import import import_bars
+    from wyckoff.engine.listing_status import DELISTED_AFTER_DAYS
     from wyckoff.engine.market_store import MarketStore
 
     home = wyckoff_home()
@@ -494,6 +495,12 @@ def import_file(
         f"已导入 {what} {written.get('bars', written.get('index_bars'))} 条"
         f"（{written.get('stocks', written.get('indices'))} 个代码）到导入行情库。"
     )
+    if written.get("delisted_from_bars"):
+        print_notice(
+            f"行情库中有 {written['delisted_from_bars']} 只股票的日线比最后一天早 "
+            f"{DELISTED_AFTER_DAYS} 个交易日以上就停止，按在最后一根 K 线退市处理；"
+            "文件中的 list_status / delist_date 列可更正（见 docs/data.md）。"
+        )
     with config_lock(home):
         config = load_config(home)
         switched = config.data.source != "import"

@@ -346,25 +346,40 @@ def import_file(
         typer.Option("--broker", help="ths（同花顺）、eastmoney（东方财富）、tdx（通达信）或 auto"),
     ] = "auto",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="只预览改动，不写入")] = False,
+    keep_duplicates: Annotated[
+        bool,
+        typer.Option(
+            "--keep-duplicates", help="交割单里完全相同的几行确是几笔成交时，全部导入（默认跳过）"
+        ),
+    ] = False,
 ) -> None:
-    """导入券商持仓或交割单（先列出改动；可 undo）/ import a broker export."""
+    """导入券商持仓或交割单（先列出改动；已导入过的成交不重复记；可 undo）/ import a broker export."""
     from pathlib import Path
 
-    from wyckoff.agents.broker_import import describe_import, import_export
+    from wyckoff.agents.broker_import import all_imported_before, describe_import, import_export
     from wyckoff.errors import UsageError
     from wyckoff.ledger.broker_export import BROKER_NAMES, read_export
 
     if broker not in (*BROKER_NAMES, "auto"):
         raise UsageError(f"不认识券商 {broker}：可用 ths、eastmoney、tdx 或 auto。")
+    name = Path(file).name
     export = read_export(Path(file).expanduser(), broker)
     try:
-        result = import_export(_ledger(), export, _today(), dry_run)
+        result = import_export(_ledger(), export, _today(), dry_run, keep_duplicates)
     except UsageError as exc:
-        raise UsageError(f"{Path(file).name} {exc.message}（没有导入任何内容）") from None
-    for line in describe_import(result, export, Path(file).name):
+        raise UsageError(f"{name} {exc.message}（没有导入任何内容）") from None
+    sentence = all_imported_before(result, export, name)
+    if sentence:
+        print_notice(sentence)
+        return
+    for line in describe_import(result, export, name):
         typer.echo(line)
-    print_notice(
-        "以上是预览，没有写入（去掉 --dry-run 即导入）。"
-        if dry_run
-        else "已导入；`wyckoff portfolio undo` 可整体撤销这次导入。"
-    )
+    print_notice(_import_outcome(result, dry_run))
+
+
+def _import_outcome(result: dict, dry_run: bool) -> str:
+    if dry_run:
+        return "以上是预览，没有写入（去掉 --dry-run 即导入）。"
+    if result["kind"] == "deliveries" and not result["booked"]:
+        return "没有记录任何成交。"
+    return "已导入；`wyckoff portfolio undo` 可整体撤销这次导入。"

@@ -14,6 +14,7 @@ from wyckoff.cli.commands.market import JsonOption, _call, _context, _note, _par
 from wyckoff.cli.output import print_json, print_notice, print_table
 from wyckoff.engine.sweep_grid import MAX_COMBINATIONS, parse_grid, read_grid_file
 from wyckoff.engine.sweep_store import list_sweeps
+from wyckoff.engine.walk_forward import summary_sentence, swept_names
 from wyckoff.errors import UsageError
 
 if TYPE_CHECKING:
@@ -219,8 +220,7 @@ def _params_text(params: dict[str, Any]) -> str:
 
 
 def _swept(result: dict[str, Any]) -> list[str]:
-    """The parameters that take more than one value (the rest are the same in every row)."""
-    return [name for name, values in result["grid"].items() if len(values) > 1]
+    return swept_names(result["grid"])
 
 
 def _print_ranking(result: dict[str, Any], top: int) -> None:
@@ -273,6 +273,7 @@ def _print_folds(result: dict[str, Any]) -> None:
         f"滚动检验 {result['walk_forward']['train_days']}:{result['walk_forward']['test_days']}："
         f"训练窗口选 {label} 最优组合，下一测试窗口样本外检验",
         [
+            "#",
             "训练",
             "测试",
             "所选参数",
@@ -281,10 +282,12 @@ def _print_folds(result: dict[str, Any]) -> None:
             "样本内复利%",
             "样本外复利%",
             "样本外沪深300%",
+            "样本外全市场%",
             "样本外超额%",
         ],
         [
             [
+                number,
                 f"{f['train']['start']}~{f['train']['end']}",
                 f"{f['test']['start']}~{f['test']['end']}",
                 _params_text({n: f["params"][n] for n in _swept(result)}),
@@ -293,19 +296,15 @@ def _print_folds(result: dict[str, Any]) -> None:
                 f["in_sample"]["cash_return_pct"],
                 f["out_of_sample"]["cash_return_pct"],
                 f["out_of_sample"]["csi300_return_pct"],
+                f["out_of_sample"]["market_return_pct"],
                 f["out_of_sample"]["excess_csi300_pct"],
             ]
-            for f in folds
+            for number, f in enumerate(folds, 1)
         ],
     )
-    inside = sum(f["in_sample"]["cash_return_pct"] for f in folds) / len(folds)
-    outside = sum(f["out_of_sample"]["cash_return_pct"] for f in folds) / len(folds)
-    beaten = sum(1 for f in folds if (f["out_of_sample"]["excess_csi300_pct"] or 0) > 0)
-    typer.echo(
-        f"平均每段复利收益：样本内 {inside:.2f}%，样本外 {outside:.2f}%"
-        "（样本外明显更差说明参数可能过拟合）；"
-        f"样本外跑赢同期沪深300的有 {beaten} / {len(folds)} 段"
-    )
+    for fold in folds:
+        typer.echo(fold["sentence"])
+    typer.echo(summary_sentence(result["summary"]))
 
 
 def _heatmap_axes(spec: str | None, grid: dict[str, list[Any]]) -> tuple[str, str] | None:

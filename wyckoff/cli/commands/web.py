@@ -68,11 +68,18 @@ def _serve(guard: Guard, sock: socket.socket) -> None:
     from wyckoff.config import wyckoff_home
     from wyckoff.web.app import create_app
     from wyckoff.web.chat import ChatRoom
+    from wyckoff.web.connections import Gate, server_options
     from wyckoff.web.desk import Desk
 
     desk = Desk(wyckoff_home())
     threading.Thread(target=desk.warm, daemon=True).start()
     app = create_app(guard, desk, ChatRoom())
     # no access log: a first request's URL carries the token
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        **server_options(Gate.from_environ()),
+    )
     uvicorn.Server(config).run(sockets=[sock])

@@ -1,12 +1,12 @@
 """Which sandbox runs an approved command, and the command line that starts it there.
 
-bubblewrap when `bwrap` is installed and can create namespaces: a fresh mount namespace in
-which only the workspace, the exports folder and a private /tmp are writable, WYCKOFF_HOME
-and key files (key_files.py) are hidden, /run (D-Bus, Docker, the user's runtime sockets)
-is empty, with its own PID, IPC and (unless the approval allows the network) network
-namespace, no capabilities, killed with its parent (with the network shared, Landlock inside
-it scopes abstract sockets and signals). Else Landlock (confine.py): writes
-confined, signals and abstract sockets scoped, TCP refused. Else none. WYCKOFF_SANDBOX
+bubblewrap when `bwrap` is installed and can create namespaces: a fresh mount namespace
+built from an allowlist (bwrap_mounts.py: the system's programs, the workspace and the
+exports folder; nothing of the home, /var/tmp or /run, so no daemon's socket), with its own
+PID, IPC and (unless the approval allows the network) network namespace, no capabilities,
+killed with its parent (with the network shared, Landlock inside it scopes abstract sockets
+and signals). Else Landlock (confine.py): writes confined, signals and abstract sockets
+scoped, TCP refused; it reads everything and reaches path sockets. Else none. WYCKOFF_SANDBOX
 (auto | bwrap | landlock | none) picks one. Every sandbox, even none, starts through
 confine.py for the resource limits, and joins a process-count cgroup where one can be made.
 """
@@ -25,15 +25,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from wyckoff.cli.local_tools.bwrap_mounts import CONFINE_SCRIPT, mount_arguments
 from wyckoff.cli.local_tools.confine import ABI_SCOPES, landlock_abi
-from wyckoff.cli.local_tools.key_files import key_paths_in
-from wyckoff.cli.local_tools.workspace import exports_dir, home_dir, workspace_root
+from wyckoff.cli.local_tools.workspace import exports_dir, workspace_root
 from wyckoff.cli.tools import ToolFailure
 
 SANDBOX_ENV = "WYCKOFF_SANDBOX"
 BUBBLEWRAP, LANDLOCK, NONE = "bubblewrap", "landlock", "none"
 CHOICES = {"bwrap": BUBBLEWRAP, "bubblewrap": BUBBLEWRAP, "landlock": LANDLOCK, "none": NONE}
-CONFINE_SCRIPT = Path(__file__).with_name("confine.py")
 CPU_MARGIN_S = 5  # CPU seconds per process beyond the command's timeout
 MEMORY_BYTES = 4 * 1024**3  # address space per process
 MAX_PROCESSES = 256
@@ -41,7 +40,7 @@ CGROUP_EMPTY_WAIT_S = 2.0
 # The pids controller: cgroup v1's own hierarchy, else the unified (v2) one.
 PIDS_HIERARCHIES = (("pids", "/sys/fs/cgroup/pids"), ("", "/sys/fs/cgroup"))
 # The mounts and namespaces a real run needs; some containers forbid them.
-BWRAP_PROBE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+BWRAP_PROBE: tuple[str, ...] = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 BWRAP_PROBE += ("--unshare-pid", "--unshare-ipc", "--unshare-net")
 
 
@@ -84,7 +83,10 @@ def describe_sandbox(sandbox: str, network: bool) -> str:
     """What the sandbox confines, as the approval dialog says it."""
     net = "可以联网" if network else "不能联网"
     if sandbox == BUBBLEWRAP:
-        return f"沙箱 bubblewrap：只能写工作区和导出文件夹，看不到 Wyckoff 配置和密钥文件，{net}"
+        return (
+            "沙箱 bubblewrap：只看得到系统程序、工作区和导出文件夹，只能写后两者，"
+            f"看不到家目录、Wyckoff 配置和密钥文件，{net}"
+        )
     if sandbox == LANDLOCK:
         tcp = "可以联网" if network else "不能建立 TCP 连接"
         return f"沙箱 Landlock：只能写工作区和导出文件夹，但能读其他文件，{tcp}"
@@ -125,45 +127,13 @@ def command_line(
 
 
 def bwrap_arguments(cwd: Path, temp_dir: str, network: bool) -> list[str]:
-    """bwrap's mounts and namespaces, in order: later mounts go over earlier ones."""
-    root, home, exports = workspace_root(), home_dir(), exports_dir()
-    args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev"]
-    args += ["--proc", "/proc", "--bind", temp_dir, "/tmp", "--tmpfs", "/run"]
-    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
-        args += ["--tmpfs", "/var/run"]
-    for path in launcher_paths():
-        args += ["--ro-bind", path, path]
-    resolver = os.path.realpath("/etc/resolv.conf")
-    if network and resolver.startswith(("/run/", "/var/run/")) and os.path.exists(resolver):
-        args += ["--ro-bind", resolver, resolver]  # often a link into /run (systemd-resolved)
-    args += ["--bind", str(root), str(root)]
-    if home.is_dir():
-        args += ["--tmpfs", str(home)]
-    if exports.is_dir():
-        args += ["--bind", str(exports), str(exports)]
-    for path in hidden_key_paths(root):
-        args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+    """bwrap's mounts (bwrap_mounts.py) and namespaces."""
+    args = [shutil.which("bwrap") or "bwrap", *mount_arguments(temp_dir, network)]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not network:
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", str(cwd)]
     return args
-
-
-def launcher_paths() -> list[str]:
-    """This interpreter and confine.py, where they lie under a folder the sandbox replaces
-    (/tmp, /run): the launcher runs again inside bwrap, so a checkout or virtualenv in /tmp
-    must stay visible there (read-only), or every such command fails to start."""
-    wanted = {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable)}
-    wanted |= {os.path.dirname(os.path.realpath(sys.executable)), str(CONFINE_SCRIPT.parent)}
-    replaced = ("/tmp/", "/run/", "/var/run/")
-    return sorted(p for p in wanted if p.startswith(replaced) and os.path.isdir(p))
-
-
-def hidden_key_paths(root: Path) -> list[str]:
-    """The real paths of the key files in the user's home and at the top of the workspace."""
-    found = {os.path.realpath(path) for path in key_paths_in(Path.home()) + key_paths_in(root)}
-    return sorted(path for path in found if os.path.exists(path))  # no mount on a dangling link
 
 
 @contextlib.contextmanager

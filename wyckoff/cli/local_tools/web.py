@@ -8,12 +8,9 @@ becomes its text layer.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import re
 import socket
-import ssl
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -22,7 +19,7 @@ from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
 from pydantic import BaseModel, Field
 
-from wyckoff import __version__
+from wyckoff import __version__, net_deadline
 from wyckoff.cli.local_tools.files import file_text, human_size
 from wyckoff.cli.local_tools.html_text import html_to_text
 from wyckoff.cli.local_tools.web_guard import Resolver, checked_target, resolve_host
@@ -43,40 +40,6 @@ class WebFetchParams(BaseModel):
     max_chars: int = Field(
         default=DEFAULT_CHARS, ge=500, le=100_000, description="最多返回多少字符的正文"
     )
-
-
-class PinnedHTTPConnection(http.client.HTTPConnection):
-    """Connects to the address web_guard checked, whatever the host name resolves to now;
-    `shut_down` ends it from another thread (the total deadline's watchdog)."""
-
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-        self.fd: int | None = None  # one descriptor from connect to close, TLS or not
-        self.shut = False
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.fd = self.sock.fileno()
-
-    def shut_down(self) -> None:
-        """Wakes any read or handshake waiting on the socket; it then fails at once."""
-        self.shut = True
-        if self.fd is None:
-            return
-        with contextlib.suppress(OSError):
-            sock = socket.socket(fileno=self.fd)  # a view of the descriptor, not a copy
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            finally:
-                sock.detach()  # the connection still owns and closes the descriptor
-
-
-class PinnedHTTPSConnection(PinnedHTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        context = ssl.create_default_context()  # the certificate must match the host name
-        self.sock = context.wrap_socket(self.sock, server_hostname=self.host)
 
 
 Page = tuple[str, dict, bytes]  # final URL, lower-case headers, body
@@ -119,37 +82,36 @@ def _fetch_hop(url: str, deadline: float, resolver: Resolver) -> Page | str:
     byte at a time would renew forever."""
     host, port, address = checked_target(url, resolver)
     secure = urlsplit(url).scheme == "https"
-    connection_class = PinnedHTTPSConnection if secure else PinnedHTTPConnection
-    connection = connection_class(host, port, address, timeout=_remaining(deadline))
-    watchdog = threading.Timer(_remaining(deadline), connection.shut_down)
-    watchdog.daemon = True
-    watchdog.start()
+    connection_class = (
+        net_deadline.DeadlineHTTPSConnection if secure else net_deadline.DeadlineHTTPConnection
+    )
+    connection = connection_class(host, port, _remaining(deadline), address=address)
     try:
-        response, sock = _get(connection, url)
-        location = response.getheader("Location")
-        if response.status in REDIRECT_STATUSES and location:
-            return urljoin(url, location)
-        if response.status >= 400:
-            raise ToolFailure(
-                f"{url} 返回 HTTP {response.status}。",
-                untrusted=f"服务器给的原因：{response.reason}",
-            )
-        headers = {k.lower(): v for k, v in response.getheaders()}
-        if headers.get("content-encoding", "identity") != "identity":
-            raise ToolFailure(
-                f"{url} 返回了压缩的内容，未读取。",
-                untrusted=f"Content-Encoding: {headers['content-encoding']}",
-            )
-        body = _read_body(sock, response, deadline)
+        with net_deadline.deadline(connection.watch, _remaining(deadline)):
+            response, sock = _get(connection, url)
+            location = response.getheader("Location")
+            if response.status in REDIRECT_STATUSES and location:
+                return urljoin(url, location)
+            if response.status >= 400:
+                raise ToolFailure(
+                    f"{url} 返回 HTTP {response.status}。",
+                    untrusted=f"服务器给的原因：{response.reason}",
+                )
+            headers = {k.lower(): v for k, v in response.getheaders()}
+            if headers.get("content-encoding", "identity") != "identity":
+                raise ToolFailure(
+                    f"{url} 返回了压缩的内容，未读取。",
+                    untrusted=f"Content-Encoding: {headers['content-encoding']}",
+                )
+            body = _read_body(sock, response, deadline)
     except (OSError, http.client.HTTPException) as exc:
-        if connection.shut:
+        if connection.watch.shut:
             raise _timeout() from None
         detail = f"{type(exc).__name__}: {exc}"
         raise ToolFailure(f"读取 {url} 失败。", untrusted=detail) from None
     finally:
-        watchdog.cancel()
         connection.close()
-    if connection.shut:  # the body may have ended early because the watchdog cut it
+    if connection.watch.shut:  # the body may have ended early because the watchdog cut it
         raise _timeout()
     return url, headers, body
 

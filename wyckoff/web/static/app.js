@@ -208,7 +208,7 @@ async function portfolioPage() {
     : el("p", { text: "持仓为空：用下面的表单添加一笔。" });
   show(el("h1", { text: "持仓" }), result.source ? dataNote(result) : null,
     el("p", { text: `现金 ${yuan(Math.round(result.cash * 100))}${result.equity !== undefined ? `，总资产 ${yuan(Math.round(result.equity * 100))}` : ""}` }),
-    holdings, ...ledger(result.pnl), ...navChart(result.nav), changeForm(), el("h2", { text: "改动记录" }),
+    holdings, ...ledger(result.pnl), ...navChart(result.nav), ...paperSection(result.paper), changeForm(), el("h2", { text: "改动记录" }),
     el("button", { id: "undo", text: "撤销最近一次改动…", onclick: () => makePlan({ action: "undo" }) }),
     result.history.length ? table(["时间", "谁", "动作", "之前", "之后", ""],
       result.history.map((h) => [h.at, h.actor, h.action, h.before, h.after, h.undone ? "已撤销" : ""])) : el("p", { class: "muted", text: "还没有改动。" }));
@@ -250,6 +250,37 @@ function navChart(nav) {
   return [el("h2", { text: "每日净值" }),
     el("p", { id: "nav-last", text: `${day(last.date)} 总资产 ${yuan(last.nav_cents)}，累计 ${signed(last.return_pct)}，同期沪深300 ${signed(last.csi300_pct)}` }),
     box, el("p", { class: "legend muted", text: "红：账户累计收益 · 蓝：同期沪深300（按每天收盘价）" }), note];
+}
+
+// The paper account (`wyckoff paper show/nav`): its NAV beside the real account and the CSI 300,
+// its holdings and the orders for the next open.
+function paperSection(paper) {
+  if (!paper) return [];
+  const { book, nav } = paper;
+  const head = [el("h2", { text: "纸面账户（按默认策略模拟成交）" }), paper.data_note ? el("p", { class: "demo", text: `⚠ ${paper.data_note}` }) : null];
+  if (!nav.days.length) return [...head, el("p", { class: "muted", text: nav.note || "纸面账户还没有记过账。" })];
+  const last = nav.days[nav.days.length - 1];
+  const box = el("div", { id: "paper-chart", class: "chart small" });
+  requestAnimationFrame(() => {
+    const LWC = window.LightweightCharts;
+    const view = LWC.createChart(box, { autoSize: true, layout: { background: { color: "#ffffff" }, textColor: "#333" } });
+    const line = (key, color, title) => view.addSeries(LWC.LineSeries, { color, lineWidth: 2, title })
+      .setData(nav.days.filter((d) => d[key] !== null).map((d) => ({ time: day(d.date), value: d[key] })));
+    line("return_pct", "#8e44ad", "纸面 %");
+    line("real_return_pct", "#e0393e", "真实账户 %");
+    line("csi300_pct", "#2e86de", "沪深300 %");
+    view.timeScale().fitContent();
+  });
+  const beside = [["真实账户", last.real_return_pct], ["沪深300", last.csi300_pct]]
+    .filter(([, v]) => v !== null).map(([n, v]) => `${n} ${signed(v)}`).join("，");
+  return [...head,
+    el("p", { id: "paper-last", text: `${day(last.date)} 总资产 ${yuan(last.nav_cents)}，累计 ${signed(last.return_pct)}${beside ? `；同期${beside}` : ""}` }),
+    box, el("p", { class: "legend muted", text: "紫：纸面账户 · 红：真实账户 · 蓝：沪深300（同一段交易日的累计收益）" }),
+    book.positions.length ? table(["股票", "股数", "买入日", "成本", "市值"], book.positions.map((p) =>
+      [stockLink(p.code, p.name), p.shares, day(p.entry_date), yuan(p.cost_cents), yuan(p.value_cents)])) : null,
+    book.pending_orders.length ? el("p", { text: `下一交易日开盘买入：${book.pending_orders.map((o) => `${o.code} ${o.name}`).join("、")}` }) : null,
+    ...book.last_unfilled.map((o) => el("p", { class: "muted", text: `${day(o.fill_date)} 未成交：${o.code} ${o.name}，${o.reason}` })),
+    nav.note ? el("p", { class: "muted", text: nav.note }) : null];
 }
 
 function changeForm() {
