@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from tests.engine_fixtures import bars_panel
@@ -55,3 +56,35 @@ def test_excursions_and_the_stop_over_the_days_after_entry():
     assert mae == pytest.approx((10.1 - 0.5) / 10.1 - 1)
     assert fr.stop_hit(p, 0, 0, 9.6) is True and fr.stop_hit(p, 0, 0, 9.5) is False
     assert fr.excursions(p.upto(19), 0, 0) is None  # day 20 has not come
+
+
+def test_the_scorecards_measure_is_the_event_studys_on_the_same_events():
+    """One definition: a buy on the scorecard scores what the event study measures."""
+    from tests.engine_fixtures import make_panel, series
+    from wyckoff.engine.event_study import Events, measure
+    from wyckoff.engine.thresholds import DEFAULT_CONFIG
+
+    p = make_panel(series((60, 0.004), (40, -0.003)), fillers=30)
+    p.close[50:53, 3] = math.nan  # a suspension inside the horizons
+    p.open[50:53, 3] = math.nan
+    p.index_close["000300.SH"] = 3800 * (1 + 0.001 * np.arange(len(p.dates)))
+    picks = [(t, j) for t in (10, 45, 49, 70, 95) for j in (0, 3, 7)]
+    events = Events(
+        signal=np.zeros(len(picks), dtype=np.int8),
+        date=np.array([p.dates[t] for t, _ in picks]),
+        code=np.array([p.codes[j] for _, j in picks]),
+        days=p.dates,
+        regimes=np.zeros(len(p.dates), dtype=np.int8),
+    )
+    horizons = fr.HORIZONS
+    study = measure(p, events, horizons, DEFAULT_CONFIG)
+    assert (~np.isnan(study.returns)).sum() >= 25  # most events have outcomes to compare
+    for k, (t, j) in enumerate(picks):
+        for row, h in enumerate(horizons):
+            known = not math.isnan(study.returns[row, k])
+            mine = fr.forward_return(p, t, j, h)
+            assert known == (mine is not None and study.buyable[k]), (t, j, h)
+            if known:
+                assert mine == pytest.approx(study.returns[row, k])
+                assert fr.market_return(p, t, h) == pytest.approx(study.market[row, k])
+                assert fr.index_return(p, t, h) == pytest.approx(study.csi300[row, k])
