@@ -12,6 +12,10 @@ there rarely fills); for a sell, when it opens at its down limit.
 The market over the same days is the equal-weight mean of the same return over every stock
 that opened on t+1; the CSI 300 (000300.SH) is measured close(t) to close(t+h), since the
 panel holds index closes only. All returns are fractions (0.012 = +1.2%).
+
+These are the scorecard's per-item forms (plus what only advice needs: a sell's entry, the
+best and worst moves, the stop); event_study.measure computes the same returns vectorised
+over many events, and a test holds the two to one answer.
 """
 
 from __future__ import annotations
