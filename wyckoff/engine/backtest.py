@@ -29,6 +29,7 @@ from wyckoff.engine.funnel import FunnelResult, run_funnel
 from wyckoff.engine.limits import cannot_buy, locked
 from wyckoff.engine.panel import Panel, last_close
 from wyckoff.engine.regime import market_regime
+from wyckoff.engine.strategy_record import STRATEGY_RECORD
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
 
 
@@ -232,6 +233,7 @@ def _report(
         "benchmark": benchmarks(p, start_t, end_t, cash["total_return_pct"]),
         "trade_list": [_trade_row(p, tr, cfg) for tr in closed],
         "signals": signals,
+        "strategy_record": STRATEGY_RECORD,
     }
 
 

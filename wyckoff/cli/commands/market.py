@@ -315,6 +315,7 @@ def backtest(
         if view.get("note"):
             typer.echo(f"  注：{view['note']}")
     _print_benchmark(result["benchmark"])
+    typer.echo(f"⚠ {result['strategy_record']}")
     shown = result["trade_list"][-10:]
     truncated = f"，只列出最近 {len(shown)} 笔" if result["trades"] > len(shown) else ""
     print_table(
