@@ -25,18 +25,13 @@ from wyckoff.engine.limits import cannot_buy
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.regime import market_regime
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, EngineConfig
-from wyckoff.engine.triggers import TRIGGERS
+from wyckoff.engine.triggers import TRIGGER_LABELS, TRIGGERS
 from wyckoff.ledger.fees import BrokerFees, fill_fees
 
 SCREEN_TOP = 20  # `screen` shows this many candidates
 SIGNALS = (*TRIGGERS, "funnel", f"screen_top{SCREEN_TOP}")
 SIGNAL_LABELS = {
-    "spring": "Spring",
-    "lps": "LPS",
-    "evr": "EVR",
-    "sos": "SOS",
-    "compression": "波动收敛",
-    "pullback": "趋势回踩",
+    **TRIGGER_LABELS,
     "funnel": "漏斗终选（第四层）",
     f"screen_top{SCREEN_TOP}": f"screen 前 {SCREEN_TOP}",
 }

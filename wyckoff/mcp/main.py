@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import hmac
-import ipaddress
 import os
 import sys
 
 from wyckoff.errors import UsageError, WyckoffError, os_error_cause
+from wyckoff.loopback import is_loopback
 from wyckoff.store import Store
 
 TOKEN_VARIABLE = "WYCKOFF_MCP_TOKEN"
@@ -107,15 +107,6 @@ def http_token(host: str) -> str | None:
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise UsageError(f"{TOKEN_VARIABLE} 太短：至少需要 {MIN_TOKEN_CHARS} 个字符。")
     return token
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def open_context(tier: int):

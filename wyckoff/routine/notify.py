@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from urllib.parse import parse_qs, quote_plus, urlsplit
 
 from wyckoff import notify_store
 from wyckoff.errors import UsageError, WyckoffError
+from wyckoff.loopback import is_loopback
 
 if TYPE_CHECKING:
     from wyckoff.store import Store
@@ -100,15 +100,6 @@ def url_problem(kind: str, url: str) -> str | None:
             f"是 http:// 明文地址：只有发往本机（127.0.0.1、localhost）时可用，{host} 要用 https://"
         )
     return f"{uses}：推送只接受 https:// 地址（本机中转可用 http://127.0.0.1）"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # --- channels in the db -------------------------------------------------------------------------

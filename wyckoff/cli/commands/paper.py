@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from wyckoff import paper_store
+from wyckoff.cli.commands.market import JsonOption
 from wyckoff.cli.output import is_interactive, print_json, print_notice, print_table
 from wyckoff.store import Store
 
@@ -18,7 +19,6 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-JsonOption = Annotated[bool, typer.Option("--json", help="输出 JSON")]
 
 
 def _store() -> Store:

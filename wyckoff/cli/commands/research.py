@@ -11,7 +11,7 @@ import typer
 
 from wyckoff.cli.commands.market import JsonOption, _call, _note, _params
 from wyckoff.cli.commands.research_views import print_groups, print_signals, render_html
-from wyckoff.cli.commands.sweep import CLUSTER_WARNING, _where
+from wyckoff.cli.commands.sweep import ClusterOption, WorkersOption, _where
 from wyckoff.cli.output import print_json
 from wyckoff.errors import UsageError
 
@@ -35,15 +35,8 @@ def signals(
     events_out: Annotated[
         Path | None, typer.Option("--events-out", help="把每个事件写成 CSV，便于核对")
     ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="本地工作进程数（最多为本机核数）")
-    ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster", help=f"在你自己的 Dask 集群上运行，如 tcp://HOST:8786。{CLUSTER_WARNING}"
-        ),
-    ] = None,
+    workers: WorkersOption = None,
+    cluster: ClusterOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """信号事件研究 / event study of every trigger and the funnel's picks.

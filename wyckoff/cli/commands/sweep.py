@@ -24,6 +24,15 @@ CLUSTER_WARNING = (
     "Dask 集群会运行你交给它的代码，并把结果以 pickle 传回本机还原（等于让它在本机执行代码）："
     "只连接你自己的集群。"
 )
+WorkersOption = Annotated[
+    int | None, typer.Option("--workers", help="本地工作进程数（最多为本机核数）")
+]
+ClusterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster", help=f"在你自己的 Dask 集群上运行，如 tcp://HOST:8786。{CLUSTER_WARNING}"
+    ),
+]
 METRIC_LABELS = {
     "trades": "交易数",
     "win_rate_pct": "胜率%",
@@ -58,15 +67,8 @@ def sweep(
     grid_file: Annotated[Path, typer.Argument(metavar="FILE", help="参数网格 TOML 文件")],
     start: Annotated[str | None, typer.Option("--start", help="YYYY-MM-DD")] = None,
     end: Annotated[str | None, typer.Option("--end", help="YYYY-MM-DD")] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="本地工作进程数（最多为本机核数）")
-    ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster", help=f"在你自己的 Dask 集群上运行，如 tcp://HOST:8786。{CLUSTER_WARNING}"
-        ),
-    ] = None,
+    workers: WorkersOption = None,
+    cluster: ClusterOption = None,
     metric: Annotated[str, typer.Option("--metric", help="排序指标")] = "sharpe_ratio",
     walk_forward: Annotated[
         str | None, typer.Option("--walk-forward", help="TRAIN:TEST 交易日，如 120:60")
