@@ -212,15 +212,12 @@ def signal_records(
     """Every signal's record over the whole stored history (DEFAULT_HORIZONS), for this
     version of the store: read when cached, else computed (the events incrementally) and
     cached. `start_t(panel)` is the first signal day (after the warm-up)."""
-    path = cache_folder(store_path).with_name(f"{store_path.stem}-event-records.json")
+    path = records_path(store_path)
     version = store_version(store_path)
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        if saved.get("version") == version and saved.get("config") == _config_key(cfg):
-            records: dict[str, Any] = saved["records"]
-            return records
-    except (OSError, ValueError):
-        pass
+    saved = stored_records(store_path, cfg)
+    if saved is not None and saved["version"] == version:
+        records: dict[str, Any] = saved["records"]
+        return records
     p = load_panel()
     first = start_t(p)
     events, _ = cached_events(store_path, p, first, len(p.dates) - 1, cfg, detect)
@@ -229,6 +226,7 @@ def signal_records(
         "start": str(p.dates[first]),
         "end": str(p.dates[-1]),
         "years": round((len(p.dates) - first) / 244, 1),
+        "signal_days": len(p.dates) - first,
         "signals": summarize(events, outcomes, cfg),
     }
     staging = path.with_name(f"{path.name}.tmp-{os.getpid()}")
@@ -240,3 +238,22 @@ def signal_records(
     except OSError:
         staging.unlink(missing_ok=True)
     return records
+
+
+def records_path(store_path: Path) -> Path:
+    return cache_folder(store_path).with_name(f"{store_path.stem}-event-records.json")
+
+
+def stored_records(store_path: Path, cfg: EngineConfig = DEFAULT_CONFIG) -> dict[str, Any] | None:
+    """The cached records as saved (`version`: the store version they were measured on,
+    `records`) for this engine configuration, whatever the store's version now; None when
+    there are none. Reads one small file: never loads the market."""
+    try:
+        saved = json.loads(records_path(store_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("config") != _config_key(cfg):
+        return None
+    if not isinstance(saved.get("records"), dict):
+        return None
+    return saved
