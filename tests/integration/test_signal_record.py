@@ -181,3 +181,24 @@ def test_the_agent_gets_the_structured_record_and_is_told_to_cite_it(
     assert sos["events"] == 3_412 and sos["t_stat"] == 1.3 and sos["text"] == SOS_SENTENCE
     system = provider.requests[0]["system_prompt"]
     assert "signal_records" in system and "绝不把这个信号说成优势" in system
+
+
+def test_tail_gives_a_checked_pending_signal_its_record(home: Path, install_demo):
+    from wyckoff.agents.market_data import MarketData
+    from wyckoff.agents.screening import save_screen
+    from wyckoff.config import load_config
+
+    market = install_demo(home, 60)
+    assert cli("data", "use", "demo").returncode == 0
+    ((code, name),) = market.execute("SELECT code, name FROM stocks ORDER BY code LIMIT 1")
+    (last,) = market.execute("SELECT MAX(date) FROM bars")[0]
+    candidate = {"code": code, "name": name, "channels": ["潜伏"], "triggers": ["SOS"],
+                 "trigger_keys": ["sos"], "score": 60.0, "close": 10.0}  # fmt: skip
+    open_days = MarketData(home, load_config(home)).open_days()
+    save_screen(Store.in_home(home), "demo", str(last)[:10], [candidate], open_days)
+
+    out = cli("tail", "--json", env={"WYCKOFF_NOW": f"{str(last)[:10]}T14:46:00+08:00"})
+    assert out.returncode == 0, out.stderr
+    (row,) = [r for r in json.loads(out.stdout)["results"] if r["code"] == code]
+    assert row["role"] == "信号"
+    assert [(r["signal"], r["status"]) for r in row["signal_records"]] == [("sos", "demo")]

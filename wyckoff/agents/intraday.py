@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from wyckoff import portfolio_store, tail_store, watchlist_store
 from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.signal_record import records_for
 from wyckoff.agents.stocks import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.clock import CLOSE, TAIL_START, clock_time, market_now, trading_phase
@@ -262,6 +263,7 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
         _one_verdict(minutes, code, role, moment, playbook, holdings.get(code))
         for code, role in wanted
     ]
+    add_signal_records(context, market, results)
     checked = [r for r in results if r["verdict"] != "无法检查"]
     if context.store is not None and checked:
         tail_store.record(
@@ -274,6 +276,24 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
         playbook=playbook and {"quote": playbook.text},
         results=results,
     )
+
+
+def add_signal_records(
+    context: ToolContext, market: MarketData, results: list[dict[str, Any]]
+) -> None:
+    """Each checked stock with a pending signal gets its signals' records (signal_record.py)."""
+    from wyckoff import history_store
+    from wyckoff.engine.triggers import TRIGGER_KEYS
+
+    if context.store is None:
+        return
+    pending: dict[str, list[str]] = {}
+    for signal in history_store.signals(context.store, None, 50):
+        if signal["status"] == "pending" and signal["trigger"] in TRIGGER_KEYS:
+            pending.setdefault(signal["code"], []).append(TRIGGER_KEYS[signal["trigger"]])
+    for row in results:
+        if row["code"] in pending:
+            row["signal_records"] = records_for(market, pending[row["code"]])
 
 
 def _positions(context: ToolContext, market: MarketData, day: str) -> list[dict[str, Any]]:
