@@ -202,3 +202,17 @@ def test_tail_gives_a_checked_pending_signal_its_record(home: Path, install_demo
     (row,) = [r for r in json.loads(out.stdout)["results"] if r["code"] == code]
     assert row["role"] == "信号"
     assert [(r["signal"], r["status"]) for r in row["signal_records"]] == [("sos", "demo")]
+
+
+def test_research_signals_over_the_whole_history_builds_the_records_analyze_reads(
+    sos_store: Path,
+):
+    from wyckoff.engine.window import WARMUP_DAYS
+
+    out = cli("research", "signals", "--json", env=TUSHARE)
+    assert out.returncode == 0, out.stderr
+    signal_days = json.loads(out.stdout)["signal_days"]
+    assert signal_days == len(sos_today().dates) - WARMUP_DAYS
+    assert records_path(sos_store).exists()
+    text = cli("analyze", "600000", env=TUSHARE).stdout
+    assert f"本库历史太短（{signal_days} 个信号日，少于 250）" in text
