@@ -61,7 +61,9 @@ class SignalRecord(Open):
     status: str = Field(description="ok | demo | not_studied | too_short | too_few")
     text: str = Field(description="给用户看的一句话，回答时照引")
     years: float | None = None
-    excess_vs_market: float | None = Field(default=None, description="对全市场等权的平均超额（小数）")
+    excess_vs_market: float | None = Field(
+        default=None, description="对全市场等权的平均超额（小数）"
+    )
     excess_vs_csi300: float | None = None
     hit_rate: float | None = None
     t_stat: float | None = Field(default=None, description="按日期聚类的 t 值")

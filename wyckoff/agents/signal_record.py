@@ -31,6 +31,8 @@ def market_records(market: MarketData) -> dict[str, Any] | None:
 
 def records_for(market: MarketData, signals: list[str]) -> list[dict[str, Any]]:
     """The record of each signal (event-study names: trigger keys or SCREEN_SIGNAL)."""
+    if not signals:
+        return []
     saved = market_records(market)
     demo = market.source == "demo"
     return [signal_record(saved, name, demo=demo) for name in dict.fromkeys(signals)]
@@ -57,9 +59,7 @@ def signal_record(saved: dict[str, Any] | None, signal: str, *, demo: bool) -> d
     at = stats[str(HORIZON)]
     events = int(at["complete"])
     if events < MIN_EVENTS or at.get("excess_vs_market") is None:
-        text = (
-            f"该信号在本库只有 {events} 个完整的 {HORIZON} 日事件（少于 {MIN_EVENTS}），样本太少，不给数字"
-        )
+        text = f"该信号在本库只有 {events} 个完整的 {HORIZON} 日事件（少于 {MIN_EVENTS}），样本太少，不给数字"
         return {**base, "status": "too_few", "events": events, "text": text}
     record = {
         **base,

@@ -203,7 +203,10 @@ def to_html(brief: dict[str, Any]) -> str:
         for c in brief["candidates"]
     ] or ["<p>今天没有触发信号的候选。</p>"]
     if brief.get("signal_records"):
-        parts += ["<h3>信号的历史记录（本地行情库）</h3>", _list(record_lines(brief["signal_records"]))]
+        parts += [
+            "<h3>信号的历史记录（本地行情库）</h3>",
+            _list(record_lines(brief["signal_records"])),
+        ]
     parts.append("<h2>提醒</h2>")
     parts.append(_list(alert_lines(brief)) or "<p>今天没有触发的提醒。</p>")
     if brief.get("tail_checks"):

@@ -182,7 +182,9 @@ def screen(
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
     records = [result["record"], *result["signal_records"]] if result.get("record") else []
     if records:
-        typer.echo("历史记录（本地行情库）：\n" + "\n".join(f"  · {x}" for x in record_lines(records)))
+        typer.echo(
+            "历史记录（本地行情库）：\n" + "\n".join(f"  · {x}" for x in record_lines(records))
+        )
     if result["top_candidates"]:
         typer.echo(SCREEN_LEGEND)
 
