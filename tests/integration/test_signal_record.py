@@ -17,7 +17,7 @@ from wyckoff.agents.signal_record import NOT_STUDIED, signal_record
 from wyckoff.cli.builtin_tools import default_registry
 from wyckoff.cli.chat_log import ChatLog, Conversation
 from wyckoff.cli.runtime import AgentRuntime
-from wyckoff.engine.event_cache import _config_key, records_path
+from wyckoff.engine.event_records import config_key, records_path
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.store_cache import store_version
 from wyckoff.engine.thresholds import DEFAULT_CONFIG
@@ -62,7 +62,7 @@ def hand_made_records(signal_days: int = 1_952, years: float = 8.0) -> dict:
 
 def save_records(store_path: Path, records: dict, *, stale: bool = False) -> None:
     version = "an older version" if stale else store_version(store_path)
-    payload = {"version": version, "config": _config_key(DEFAULT_CONFIG), "records": records}
+    payload = {"version": version, "config": config_key(DEFAULT_CONFIG), "records": records}
     path = records_path(store_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload), encoding="utf-8")

@@ -1,5 +1,5 @@
 """The record beside every signal (docs/research.md): how a signal has done on this store,
-read from the records `wyckoff research signals` caches (engine/event_cache.py), never
+read from the records `wyckoff research signals` caches (engine/event_records.py), never
 computed here, so the commands that show signals stay fast. One structured record per signal
 and the one Chinese sentence every surface shows (CLI, web, brief, the agent's tools)."""
 
@@ -22,7 +22,7 @@ AFTER_COST_NOTE = "超额未扣交易成本（基准也要交易）"
 
 def market_records(market: MarketData) -> dict[str, Any] | None:
     """The cached records of the market's store as saved, else None (one small file)."""
-    from wyckoff.engine.event_cache import stored_records
+    from wyckoff.engine.event_records import stored_records
 
     if market.source == "demo" or not market.store.path.exists():
         return None
