@@ -38,11 +38,12 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
         saved = funnel["top_candidates"][: history_store.SCREEN_MAX_CANDIDATES]
         save_screen(context.store, market.source, panel.as_of, saved, market.open_days())
     keys = [key for c in funnel["top_candidates"] for key in c["trigger_keys"]]
+    picks, *signals = records_for(market, [SCREEN_SIGNAL, *keys])  # one read of the cache
     return market.envelope(
         panel.as_of,
         **funnel,
-        record=records_for(market, [SCREEN_SIGNAL])[0],
-        signal_records=records_for(market, keys),
+        record=picks,
+        signal_records=signals,
         next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
         data_caveats=panel.caveats,
     )
