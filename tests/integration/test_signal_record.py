@@ -150,7 +150,8 @@ def test_on_the_demo_store_the_record_says_it_is_no_evidence(demo_home: Path):
     record = json.loads(out.stdout)["record"]
     assert record["status"] == "demo" and "演示数据" in record["text"]
     assert "excess_vs_market" not in record
-    assert "演示数据是合成行情，该信号在这里没有可作证据的历史记录" in cli("screen").stdout
+    (line,) = [x for x in cli("screen").stdout.splitlines() if "没有可作证据" in x]
+    assert line.startswith("  · screen 前 20") and line.endswith("：" + record["text"])  # one line
 
 
 def test_sentence_formats_short_spans_and_an_unknown_csi300():

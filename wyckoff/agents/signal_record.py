@@ -15,8 +15,8 @@ MIN_SIGNAL_DAYS = 250  # about a year of signal days: less is no record
 MIN_EVENTS = 30  # complete events at HORIZON: fewer is no record
 SCREEN_SIGNAL = "screen_top20"  # the event study's name for `screen`'s first 20
 BUILD = "运行 `wyckoff research signals` 生成"
-NOT_STUDIED = f"该信号在本库还没有历史记录（{BUILD}）"
-DEMO = "演示数据是合成行情，该信号在这里没有可作证据的历史记录"
+NOT_STUDIED = f"本库还没有信号的历史记录（{BUILD}）"
+DEMO = "演示数据是合成行情，这里没有可作证据的历史记录"
 AFTER_COST_NOTE = "超额未扣交易成本（基准也要交易）"
 
 
@@ -106,5 +106,9 @@ def _pct(fraction: float) -> str:
 
 
 def record_lines(records: list[dict[str, Any]]) -> list[str]:
-    """One line per record for a text surface: "Spring：近 8 年该信号…"."""
-    return [f"{r['label']}：{r['text']}" for r in records]
+    """Lines for a text surface, "Spring：近 8 年该信号…": signals whose sentence is the
+    same (demo data, not yet studied) share one line, "EVR、SOS：…"."""
+    labels: dict[str, list[str]] = {}
+    for record in records:
+        labels.setdefault(record["text"], []).append(record["label"])
+    return [f"{'、'.join(names)}：{text}" for text, names in labels.items()]

@@ -211,6 +211,7 @@ def analyze(
         f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {num.price(ma['ma20'])} / "
         f"MA50 {num.price(ma['ma50'])} / MA200 {num.price(ma['ma200'])}）",
         f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
+        *[f"  · {line}" for line in record_lines(result.get("signal_records") or [])],
         f"止损：{num.price(result['stop']['stop'])}（{result['stop']['label']}）  {result['exit']['detail']}",
         f"RPS50 {_known(result['rps50'])}  RPS120 {_known(result['rps120'])}  "
         f"距年内高点 {_known_pct(result['from_year_high_pct'])}  "
@@ -220,7 +221,6 @@ def analyze(
             f"{k.removesuffix('d')}日 {_known_pct(v)}" for k, v in result["returns_pct"].items()
         ),
     ]
-    lines += [f"  · {line}" for line in record_lines(result.get("signal_records") or [])]
     if result.get("pnl_pct") is not None:
         lines.append(
             f"持仓盈亏：{num.pct(result['pnl_pct'], signed=True)}（成本 {num.price(result['cost'])}）"
