@@ -31,6 +31,11 @@ def test_the_briefs_holdings_are_what_analyze_says_for_the_same_date(demo_home):
         assert holding["reasons"] == analyzed["reasons"]
         assert holding["exit_status"] == analyzed["exit"]
     assert brief["regime"]["label"] and "演示数据" in brief["data_note"]
+    shown = {label for c in brief["candidates"] for label in c["triggers"]}
+    records = brief["signal_records"]  # screen's picks first, then each shown signal's
+    assert [r["signal"] for r in records][:1] == ["screen_top20"]
+    assert {r["label"] for r in records[1:]} == shown
+    assert all(r["status"] == "demo" for r in records)
 
 
 def test_the_html_brief_is_one_small_page_without_scripts_or_outside_addresses(demo_home):
@@ -43,6 +48,7 @@ def test_the_html_brief_is_one_small_page_without_scripts_or_outside_addresses(d
     assert "<script" not in page.lower() and not re.search(r"(https?:)?//", page)
     assert 'name="viewport"' in page and page.count("<svg") >= 5
     assert re.search(r'<p class="demo">⚠ 演示数据', page)
+    assert "信号的历史记录（本地行情库）" in page and "没有可作证据的历史记录" in page
 
 
 def test_building_the_brief_again_replaces_the_same_files(demo_home):

@@ -166,10 +166,13 @@ def test_the_screen_page_reads_the_stored_result_and_runs_a_new_one_in_the_backg
     assert rows and len({(r["as_of"], r["source"]) for r in rows}) == 1
     assert rows == sorted(rows, key=lambda r: (not r["triggers"], -r["score"]))
     signalled = next(r for r in rows if r["triggers"])  # its stock page marks the signal day
-    chart = client.get(f"/api/stock/{signalled['code']}").json()["chart"]
+    page = client.get(f"/api/stock/{signalled['code']}").json()
+    chart = page["chart"]
     assert (
         chart["markers"] == [signalled["as_of"]] and chart["bars"][-1]["date"] == signalled["as_of"]
     )
+    records = page["diagnosis"]["signal_records"]  # each signal's record: none on demo data
+    assert records and all(r["status"] == "demo" and "演示数据" in r["text"] for r in records)
 
 
 def test_stock_pages_read_the_bundled_stock_list_once_per_process(demo_home) -> None:

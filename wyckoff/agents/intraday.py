@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from wyckoff import portfolio_store, tail_store, watchlist_store
 from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.signal_record import records_for
 from wyckoff.agents.stocks import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 from wyckoff.engine.clock import CLOSE, TAIL_START, clock_time, market_now, trading_phase
@@ -262,6 +263,7 @@ def tail_check(params: TailParams, context: ToolContext) -> dict[str, Any]:
         _one_verdict(minutes, code, role, moment, playbook, holdings.get(code))
         for code, role in wanted
     ]
+    add_signal_records(context, market, results)
     checked = [r for r in results if r["verdict"] != "无法检查"]
     if context.store is not None and checked:
         tail_store.record(
@@ -293,6 +295,24 @@ def _record_verdicts(
         if r["verdict"] in advice
     ]
     scorecard.record(context.store, items)
+
+
+def add_signal_records(
+    context: ToolContext, market: MarketData, results: list[dict[str, Any]]
+) -> None:
+    """Each checked stock with a pending signal gets its signals' records (signal_record.py)."""
+    from wyckoff import history_store
+    from wyckoff.engine.triggers import TRIGGER_KEYS
+
+    if context.store is None:
+        return
+    pending: dict[str, list[str]] = {}
+    for signal in history_store.signals(context.store, None, 50):
+        if signal["status"] == "pending" and signal["trigger"] in TRIGGER_KEYS:
+            pending.setdefault(signal["code"], []).append(TRIGGER_KEYS[signal["trigger"]])
+    for row in results:
+        if row["code"] in pending:
+            row["signal_records"] = records_for(market, pending[row["code"]])
 
 
 def _positions(context: ToolContext, market: MarketData, day: str) -> list[dict[str, Any]]:
@@ -577,6 +597,7 @@ TAIL_TOOLS = (
             "最后 30 分钟涨跌与量能占比、与近几日同时段量能之比、收盘位置、确认支撑与止损、涨跌停和市场状态，"
             "给出 可买 / 观察 / 放弃（持仓跌破则 持仓破位预警）与中文理由；用户记忆中的尾盘剧本会被引用并执行。"
             "每次结论都会记录。"
+            "待确认信号的行带 signal_records：该信号在本地行情库历史上的记录，回答时引用其 text。"
         ),
         params=TailParams,
         func=tail_check,

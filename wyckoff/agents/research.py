@@ -62,7 +62,7 @@ def research_signals(
     where: SweepConfig,
     events_out: Path | None = None,
 ) -> dict[str, Any]:
-    from wyckoff.engine.event_cache import cached_events
+    from wyckoff.engine.event_cache import cached_events, signal_records
     from wyckoff.engine.event_study import daily_share, measure, summarize
     from wyckoff.engine.thresholds import DEFAULT_CONFIG
 
@@ -72,9 +72,10 @@ def research_signals(
     panel = market.panel(len(dates), end=str(dates[-1]))
     start_t, end_t = signal_window(panel, params.start, params.end)
     cfg = DEFAULT_CONFIG
-    events, reuse = cached_events(
-        market.store.path, panel, start_t, end_t, cfg, _detector(context, where)
-    )
+    detector = _detector(context, where)
+    events, reuse = cached_events(market.store.path, panel, start_t, end_t, cfg, detector)
+    if params.start is None and params.end is None:  # the whole history: the signals' records
+        signal_records(market.store.path, lambda: panel, lambda _p: start_t, cfg, detector)
     context.progress("计算收益", f"{len(events.signal):,} 个事件", 0.95)
     outcomes = measure(panel, events, params.horizons, cfg)
     signals = summarize(events, outcomes, cfg)

@@ -51,6 +51,30 @@ class DailyBar(Open):
     amount: float
 
 
+class SignalRecord(Open):
+    """How a signal has done on this store (agents/signal_record.py); numbers only when
+    `status` is ok."""
+
+    signal: str
+    label: str
+    horizon: int = Field(description="持有交易日数")
+    status: str = Field(description="ok | demo | not_studied | too_short | too_few")
+    text: str = Field(description="给用户看的一句话，回答时照引")
+    years: float | None = None
+    excess_vs_market: float | None = Field(
+        default=None, description="对全市场等权的平均超额（小数）"
+    )
+    excess_vs_csi300: float | None = None
+    hit_rate: float | None = None
+    t_stat: float | None = Field(default=None, description="按日期聚类的 t 值")
+    events: int | None = None
+    after_cost: bool | None = None
+    evidence: str | None = Field(
+        default=None, description="edge（正且 |t|≥2）| negative（负且 |t|≥2）| none"
+    )
+    note: str | None = None
+
+
 class AnalyzeResult(MarketResult):
     code: str
     name: str
@@ -60,6 +84,9 @@ class AnalyzeResult(MarketResult):
     phase: str | None = Field(default=None, description="diagnose：吸筹阶段")
     stop: dict[str, Any] | None = Field(default=None, description="diagnose：止损位")
     bars: list[DailyBar] | None = Field(default=None, description="price：最近日线（前复权）")
+    signal_records: list[SignalRecord] | None = Field(
+        default=None, description="diagnose：每个信号在本地行情库历史上的记录"
+    )
 
 
 class IndexQuote(Open):
@@ -112,6 +139,10 @@ class ScreenResult(MarketResult):
     trigger_groups: dict[str, list[str]]
     top_sectors: list[dict[str, Any]]
     symbols_for_report: list[str]
+    record: SignalRecord | None = Field(default=None, description="screen 前 20 的历史记录")
+    signal_records: list[SignalRecord] | None = Field(
+        default=None, description="候选里每个信号在本地行情库历史上的记录"
+    )
 
 
 class BacktestResult(MarketResult):

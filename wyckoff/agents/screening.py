@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData
+from wyckoff.agents.signal_record import SCREEN_SIGNAL, records_for
 from wyckoff.cli.tools import ToolContext, ToolSpec
 from wyckoff.engine.thresholds import DEFAULT_CONFIG, board_of
 
@@ -37,9 +38,13 @@ def screen_stocks(params: ScreenParams, context: ToolContext) -> dict[str, Any]:
         saved = funnel["top_candidates"][: history_store.SCREEN_MAX_CANDIDATES]
         save_screen(context.store, market.source, panel.as_of, saved, market.open_days())
         record_advice(context.store, market.source, panel.as_of, funnel["top_candidates"])
+    keys = [key for c in funnel["top_candidates"] for key in c["trigger_keys"]]
+    picks, *signals = records_for(market, [SCREEN_SIGNAL, *keys])  # one read of the cache
     return market.envelope(
         panel.as_of,
         **funnel,
+        record=picks,
+        signal_records=signals,
         next_step="可以调用 generate_ai_report(stock_codes=symbols_for_report) 生成研报。",
         data_caveats=panel.caveats,
     )
@@ -153,7 +158,8 @@ def record_advice(store, source: str, as_of: str, candidates: list[dict[str, Any
 
 SCREEN_TOOL = ToolSpec(
     name="screen_stocks",
-    description="全市场威科夫漏斗筛选（后台任务），返回候选股、信号分组和强势行业。",
+    description="全市场威科夫漏斗筛选（后台任务），返回候选股、信号分组和强势行业；"
+    "record 是 screen 前 20 在本地行情库历史上的记录，signal_records 是各信号的记录，回答时引用其 text。",
     params=ScreenParams,
     func=screen_stocks,
     title="全市场筛选",

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from wyckoff import history_store
 from wyckoff.agents import results
 from wyckoff.agents.market_data import MarketData, price_text, signed_pct
+from wyckoff.agents.signal_record import records_for
 from wyckoff.agents.stock_args import StockText
 from wyckoff.cli.tools import ToolContext, ToolFailure, ToolSpec
 
@@ -109,11 +110,15 @@ class AnalyzeParams(BaseModel):
 
 
 def analyze_stock(params: AnalyzeParams, context: ToolContext) -> dict[str, Any]:
+    from wyckoff.engine.triggers import TRIGGER_KEYS
+
     market = MarketData.from_context(context)
     code = market.resolve_code(params.code)
     panel = market.panel()
     if params.mode == "diagnose":
-        return stock_diagnosis(market, panel, code, params.cost)
+        result = stock_diagnosis(market, panel, code, params.cost)
+        keys = [TRIGGER_KEYS[label] for label in result["triggers"]]
+        return {**result, "signal_records": records_for(market, keys)}
     name = name_with_bars(panel, code)
     frame = panel.stock_frame(code, params.days)
     rows = [
@@ -212,7 +217,9 @@ STOCK_TOOLS = (
     ),
     ToolSpec(
         name="analyze_stock",
-        description="诊断一只股票（健康度与理由、均线、通道、吸筹阶段、信号、止损）或返回最近日线。",
+        description="诊断一只股票（健康度与理由、均线、通道、吸筹阶段、信号、止损）或返回最近日线。"
+        "每个信号带 signal_records：它在本地行情库历史上的记录（20 日超额、胜率、t 值、事件数），"
+        "回答时引用其 text。",
         params=AnalyzeParams,
         func=analyze_stock,
         title="个股诊断",

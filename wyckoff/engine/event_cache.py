@@ -12,16 +12,15 @@ not change them) unchanged up to the last day computed; otherwise they are compu
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from wyckoff.engine.event_records import config_key, records_path, stored_records
 from wyckoff.engine.event_study import Events, detect_events, measure, summarize
 from wyckoff.engine.panel import Panel
 from wyckoff.engine.store_cache import CACHE_DIR, store_version, write_copy
@@ -135,11 +134,6 @@ def cached_events(
     return selected, {"days_computed": sum(b - a + 1 for a, b in ranges), "days_reused": reused}
 
 
-def _config_key(cfg: EngineConfig) -> str:
-    text = json.dumps(asdict(cfg), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def _amounts(p: Panel, last_t: int) -> tuple[np.ndarray, np.ndarray]:
     """Per stock: traded amount summed and bars counted over days 0..last_t."""
     amount = p.amount[: last_t + 1]
@@ -160,7 +154,7 @@ def _write(staging: Path, p: Panel, cfg: EngineConfig, events: Events) -> None:
         amount_sums=sums,
         bar_counts=counts,
     )
-    meta = {"config": _config_key(cfg), "first_day": str(p.dates[0])}
+    meta = {"config": config_key(cfg), "first_day": str(p.dates[0])}
     (staging / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
 
 
@@ -172,7 +166,7 @@ def _read(folder: Path, p: Panel, cfg: EngineConfig) -> Events | None:
             stored = {name: saved[name] for name in saved.files}
     except (OSError, ValueError, KeyError):
         return None
-    if meta.get("config") != _config_key(cfg) or meta.get("first_day") != str(p.dates[0]):
+    if meta.get("config") != config_key(cfg) or meta.get("first_day") != str(p.dates[0]):
         return None
     events = Events(*(stored[name] for name in ("signal", "date", "code", "days", "regimes")))
     if not len(events.days):
@@ -212,15 +206,12 @@ def signal_records(
     """Every signal's record over the whole stored history (DEFAULT_HORIZONS), for this
     version of the store: read when cached, else computed (the events incrementally) and
     cached. `start_t(panel)` is the first signal day (after the warm-up)."""
-    path = cache_folder(store_path).with_name(f"{store_path.stem}-event-records.json")
+    path = records_path(store_path)
     version = store_version(store_path)
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        if saved.get("version") == version and saved.get("config") == _config_key(cfg):
-            records: dict[str, Any] = saved["records"]
-            return records
-    except (OSError, ValueError):
-        pass
+    saved = stored_records(store_path, cfg)
+    if saved is not None and saved["version"] == version:
+        records: dict[str, Any] = saved["records"]
+        return records
     p = load_panel()
     first = start_t(p)
     events, _ = cached_events(store_path, p, first, len(p.dates) - 1, cfg, detect)
@@ -229,12 +220,13 @@ def signal_records(
         "start": str(p.dates[first]),
         "end": str(p.dates[-1]),
         "years": round((len(p.dates) - first) / 244, 1),
+        "signal_days": len(p.dates) - first,
         "signals": summarize(events, outcomes, cfg),
     }
     staging = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"version": version, "config": _config_key(cfg), "records": records}
+        payload = {"version": version, "config": config_key(cfg), "records": records}
         staging.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
         os.replace(staging, path)
     except OSError:

@@ -63,6 +63,7 @@ def build_brief(
         "cash": book["cash"],
         "equity": book.get("equity", book["cash"]),
         "candidates": [_candidate(c, panel) for c in triggered],
+        "signal_records": _records(screen, triggered),
         "alerts": by_importance(history(context.store, overview["as_of"], limit=None)),
         "tail_checks": _tail_checks(context, overview["as_of"]),
         "scorecard": _scorecard(context, overview["as_of"], overview["source"] == "demo"),
@@ -125,6 +126,12 @@ def _holding(row: dict[str, Any], panel: Panel) -> dict[str, Any]:
     holding["stop_distance_pct"] = round((close / stop - 1) * 100, 2) if stop and close else None
     holding["chart"] = chart_bars(panel, row["code"]) if panel.has(row["code"]) else []
     return holding
+
+
+def _records(screen: dict[str, Any], shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of `screen`'s picks and of the signals the shown candidates carry."""
+    labels = {label for c in shown for label in c["triggers"]}
+    return [screen["record"], *[r for r in screen["signal_records"] if r["label"] in labels]]
 
 
 def _candidate(row: dict[str, Any], panel: Panel) -> dict[str, Any]:

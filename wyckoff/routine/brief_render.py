@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from wyckoff.agents.signal_record import record_lines
 from wyckoff.cli.numbers import pct
 from wyckoff.ledger.money import yuan
 from wyckoff.routine.tail_digest import tail_line
@@ -154,6 +155,9 @@ def to_markdown(brief: dict[str, Any]) -> str:
         lines += ["## 纸面账户", f"- {paper_line(brief['paper'])}", ""]
     lines.append("## 候选（触发信号）")
     lines += [f"- {candidate_line(c)}" for c in brief["candidates"]] or ["今天没有触发信号的候选。"]
+    if brief.get("signal_records"):
+        lines += ["", "## 信号的历史记录（本地行情库）"]
+        lines += [f"- {line}" for line in record_lines(brief["signal_records"])]
     lines += ["", "## 提醒"]
     lines += [f"- {line}" for line in alert_lines(brief)] or ["今天没有触发的提醒。"]
     if brief.get("tail_checks"):
@@ -211,6 +215,11 @@ def to_html(brief: dict[str, Any]) -> str:
         f'<div class="card">{escape(candidate_line(c))}{kline_svg(c["chart"])}</div>'
         for c in brief["candidates"]
     ] or ["<p>今天没有触发信号的候选。</p>"]
+    if brief.get("signal_records"):
+        parts += [
+            "<h3>信号的历史记录（本地行情库）</h3>",
+            _list(record_lines(brief["signal_records"])),
+        ]
     parts.append("<h2>提醒</h2>")
     parts.append(_list(alert_lines(brief)) or "<p>今天没有触发的提醒。</p>")
     if brief.get("tail_checks"):

@@ -143,6 +143,7 @@ def screen(
 ) -> None:
     """全市场威科夫漏斗筛选 / run the four-layer funnel over the whole market."""
     from wyckoff.agents.screening import ScreenParams, screen_stocks
+    from wyckoff.agents.signal_record import record_lines
 
     params = _params(ScreenParams, board=board, limit=limit)
     result = _call(screen_stocks, params, label="全市场筛选")
@@ -179,6 +180,11 @@ def screen(
         )
     if result["top_sectors"]:
         typer.echo("强势行业：" + "、".join(s["industry"] for s in result["top_sectors"]))
+    records = [result["record"], *result["signal_records"]] if result.get("record") else []
+    if records:
+        typer.echo(
+            "历史记录（本地行情库）：\n" + "\n".join(f"  · {x}" for x in record_lines(records))
+        )
     if result["top_candidates"]:
         typer.echo(SCREEN_LEGEND)
 
@@ -189,6 +195,7 @@ def analyze(
     json_output: JsonOption = False,
 ) -> None:
     """诊断一只股票 / diagnose one stock."""
+    from wyckoff.agents.signal_record import record_lines
     from wyckoff.agents.stocks import AnalyzeParams, analyze_stock
 
     result = _call(analyze_stock, _params(AnalyzeParams, code=stock, cost=cost), label="个股诊断")
@@ -204,6 +211,7 @@ def analyze(
         f"阶段：{result['phase']}    均线：{ma['pattern']}（MA20 {num.price(ma['ma20'])} / "
         f"MA50 {num.price(ma['ma50'])} / MA200 {num.price(ma['ma200'])}）",
         f"通道：{'、'.join(result['channels']) or '无'}    信号：{'、'.join(result['triggers']) or '无'}",
+        *[f"  · {line}" for line in record_lines(result.get("signal_records") or [])],
         f"止损：{num.price(result['stop']['stop'])}（{result['stop']['label']}）  {result['exit']['detail']}",
         f"RPS50 {_known(result['rps50'])}  RPS120 {_known(result['rps120'])}  "
         f"距年内高点 {_known_pct(result['from_year_high_pct'])}  "

@@ -73,6 +73,7 @@ def _push(result: dict[str, Any], targets: list) -> None:
 
 
 def _verdict_lines(row: dict[str, Any]) -> str:
+    from wyckoff.agents.signal_record import record_lines
     from wyckoff.routine.tail_digest import VERDICT_MARKS
 
     head = f"\n{VERDICT_MARKS.get(row['verdict'], '')} {row['verdict']}  {row['code']} {row.get('name', '')}（{row['role']}）"
@@ -81,6 +82,7 @@ def _verdict_lines(row: dict[str, Any]) -> str:
         head += f"  现价 {row['price']:.2f}  VWAP {row['facts']['vwap']:.2f}  分钟线 {minutes['source']} 截至 {minutes['as_of']}"
     lines = [head, *[f"  · {reason}" for reason in row["reasons"]]]
     lines += [f"  ? 未检查：{item}" for item in row.get("unchecked") or []]
+    lines += [f"  · 历史记录 {line}" for line in record_lines(row.get("signal_records") or [])]
     return "\n".join(lines)
 
 

@@ -128,6 +128,7 @@ async function stockPage(code) {
       el("ul", {}, d.reasons.map((r) => el("li", { text: r }))),
       el("p", { text: `均线：${d.ma.pattern}（MA20 ${d.ma.ma20} / MA50 ${d.ma.ma50} / MA200 ${d.ma.ma200}）` }),
       el("p", { text: `通道：${d.channels.join("、") || "无"}　信号：${d.triggers.join("、") || "无"}` }),
+      el("ul", { class: "records" }, (d.signal_records || []).map((r) => el("li", { text: `${r.label} 的历史记录：${r.text}` }))),
       el("p", { text: `止损：${d.stop.stop}（${d.stop.label}）　${d.exit.detail}` }),
       el("p", { text: `RPS50 ${d.rps50 ?? "—"}　RPS120 ${d.rps120 ?? "—"}　距年内高点 ${d.from_year_high_pct ?? "—"}%` }),
       el("p", { text: "收益：" + Object.entries(d.returns_pct).map(([k, v]) => `${k} ${v ?? "—"}%`).join("　") })));
