@@ -471,7 +471,15 @@ def sync(
     result = _with_progress(
         "同步", lambda progress: run_sync(home, config, days, code_list, progress)
     )
-    print_notice("同步完成：" + "，".join(f"{k}={v}" for k, v in result.items()))
+    print_notice(sync_sentence(result))
+
+
+def sync_sentence(result: dict[str, Any]) -> str:
+    """What a sync did, in a sentence (not the result's keys: `source=demo，note=…`)."""
+    if "note" in result:
+        return f"数据源 {result['source']}：{result['note']}"
+    days = f"{result['dates']:,} 个交易日，" if "dates" in result else ""
+    return f"同步完成（{result['source']}）：{days}写入 {result.get('rows', 0):,} 条日线。"
 
 
 @data_app.command("import")
