@@ -58,6 +58,8 @@ def test_reset_asks_first_and_bad_input_is_one_sentence_that_changes_nothing(dem
         (("reset", "--yes", "--capital", "12.345"), "最多 2 位小数"),
         (("reset", "--yes", "--capital", "50"), "至少 100 元"),
         (("reset", "--yes", "--start", "2099-01-05"), "晚于行情的最后一天"),
+        # found by hand: moved silently to the store's first day, then `paper run` refused it
+        (("reset", "--yes", "--start", "2000-01-04"), "开始日期最早可选"),
         (("reset", "--yes", "--start", "2026-13-05"), "日期 2026-13-05 无效"),
     ):
         refused = cli("paper", *args)

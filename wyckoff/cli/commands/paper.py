@@ -89,17 +89,30 @@ def reset(
 
 def _start_day(days: list[str], asked: str | None) -> str:
     """The stored trading day the account starts on: the first on or after `asked`, else the
-    latest."""
+    latest; refused here, not at the first `paper run`, when the days before it cannot warm
+    the strategy's indicators up."""
+    from wyckoff.engine.window import WARMUP_DAYS
     from wyckoff.errors import UsageError
 
     if not days:
         raise UsageError("行情库里还没有日线：先运行 `wyckoff data sync`。")
     if asked is None:
-        return days[-1]
-    later = [d for d in days if d >= asked]
-    if not later:
-        raise UsageError(f"开始日期 {asked} 晚于行情的最后一天 {days[-1]}：请选更早的日期。")
-    return later[0]
+        index = len(days) - 1
+    else:
+        later = [i for i, d in enumerate(days) if d >= asked]
+        if not later:
+            raise UsageError(f"开始日期 {asked} 晚于行情的最后一天 {days[-1]}：请选更早的日期。")
+        index = later[0]
+    if index < WARMUP_DAYS:
+        need = f"按策略决策需要开始日之前 {WARMUP_DAYS} 个交易日的行情预热指标"
+        if len(days) <= WARMUP_DAYS:
+            raise UsageError(
+                f"行情库只有 {len(days)} 个交易日（{days[0]} 至 {days[-1]}），{need}：先补齐更早的行情。"
+            )
+        raise UsageError(
+            f"{need}，行情库最早只到 {days[0]}：开始日期最早可选 {days[WARMUP_DAYS]}。"
+        )
+    return days[index]
 
 
 @app.command("run")
