@@ -305,7 +305,7 @@ def backtest(
         f"中位数 {num.pct(result['median_ret_pct'], signed=True)}  "
         f"VaR95 {num.pct(result['var95_pct'], signed=True)}  "
         f"CVaR95 {num.pct(result['cvar95_pct'], signed=True)}  "
-        f"最长连亏 {result['max_consecutive_losses']} 笔  夏普 {result['sharpe_ratio']}"
+        f"最长连亏 {result['max_consecutive_losses']} 笔  夏普 {_sharpe(result['sharpe_ratio'])}"
     )
     for view in (result["simple_view"], result["cash_portfolio"]):
         typer.echo(
@@ -454,6 +454,11 @@ def _status_value(value: Any) -> str:
     if isinstance(value, dict):
         return "，".join(f"{key} {count} 条" for key, count in value.items()) or "—"
     return "—" if value is None else str(value)
+
+
+def _sharpe(value: float | None) -> str:
+    """No trades, no Sharpe ratio: "—" as every other unknown number, never "None"."""
+    return num.UNKNOWN if value is None else str(value)
 
 
 @data_app.command("sync")
