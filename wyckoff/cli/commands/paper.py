@@ -12,6 +12,7 @@ from wyckoff.store import Store
 
 if TYPE_CHECKING:
     from wyckoff.agents.market_data import MarketData
+    from wyckoff.engine.market_store import MarketStore
 
 app = typer.Typer(
     help="纸面账户 / paper account: run, show, nav, reset（按默认策略每日模拟成交）.",
@@ -150,11 +151,9 @@ def run(json_output: JsonOption = False) -> None:
 @app.command("show")
 def show(json_output: JsonOption = False) -> None:
     """持仓、现金、待成交订单与最近一天的成交及原因 / positions, orders, last fills."""
-    from wyckoff.agents.ledger_report import open_market
     from wyckoff.agents.paper_views import paper_book
-    from wyckoff.config import load_config, wyckoff_home
 
-    market, _ = open_market(wyckoff_home(), load_config(), build=False)
+    market, _ = _account_market(build=False)
     book = paper_book(_store(), market)
     source = book["account"]["source"]
     if json_output:
@@ -162,6 +161,25 @@ def show(json_output: JsonOption = False) -> None:
         return
     _print_book(book)
     _demo_notice(source)
+
+
+def _account_market(build: bool) -> tuple[MarketStore | None, str | None]:
+    """The market the account follows, not necessarily the chosen source: after `data use`
+    another source, the demo account's holdings are still valued at the demo's closes and its
+    NAV beside the demo's CSI 300 (two markets are never mixed in one view)."""
+    from wyckoff.agents.ledger_report import open_market
+    from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.market_store import MarketStore
+    from wyckoff.engine.sources.choice import resolve_source
+
+    home, config = wyckoff_home(), load_config()
+    account = paper_store.account(_store())
+    if account is None or account["source"] == resolve_source(config):
+        return open_market(home, config, build=build)
+    market = MarketStore.for_source(home, account["source"])
+    if not market.path.exists() or market.is_empty():
+        return None, f"纸面账户跟的是 {account['source']} 行情，那个行情库没有数据"
+    return market, None
 
 
 def _print_book(book: dict[str, Any]) -> None:
@@ -228,13 +246,11 @@ def _fill_row(fill: dict[str, Any]) -> list[Any]:
 @app.command("nav")
 def nav(json_output: JsonOption = False) -> None:
     """每日净值，旁边是真实账户与同期沪深300 / daily NAV beside the real account and CSI 300."""
-    from wyckoff.agents.ledger_report import open_market
     from wyckoff.agents.paper_views import paper_nav
-    from wyckoff.config import load_config, wyckoff_home
     from wyckoff.errors import UsageError
     from wyckoff.ledger.chart import line_chart
 
-    market, missing = open_market(wyckoff_home(), load_config())
+    market, missing = _account_market(build=True)
     if market is None:
         raise UsageError(f"{missing}（每日净值要用行情库的指数与收盘价。）")
     report = paper_nav(_store(), market)
