@@ -158,5 +158,6 @@ def test_show_and_nav_after_data_use_another_source_stay_on_the_accounts_market(
     assert after["source"] == "demo" and after["positions"] == before["positions"]
     nav = cli("paper", "nav", "--json")
     assert nav.returncode == 0 and json.loads(nav.stdout)["days"] == nav_before
+    assert "这里不对比" in json.loads(nav.stdout)["note"]  # the real account is on import
     refused = cli("paper", "run")  # booking still asks to switch back
     assert refused.returncode == 2 and "纸面账户跟的是 demo 行情" in refused.stderr

@@ -163,6 +163,13 @@ def show(json_output: JsonOption = False) -> None:
     _demo_notice(source)
 
 
+def _chosen_source() -> str:
+    from wyckoff.config import load_config
+    from wyckoff.engine.sources.choice import resolve_source
+
+    return resolve_source(load_config())
+
+
 def _account_market(build: bool) -> tuple[MarketStore | None, str | None]:
     """The market the account follows, not necessarily the chosen source: after `data use`
     another source, the demo account's holdings are still valued at the demo's closes and its
@@ -253,7 +260,7 @@ def nav(json_output: JsonOption = False) -> None:
     market, missing = _account_market(build=True)
     if market is None:
         raise UsageError(f"{missing}（每日净值要用行情库的指数与收盘价。）")
-    report = paper_nav(_store(), market)
+    report = paper_nav(_store(), market, with_real=market.source == _chosen_source())
     source = report["account"]["source"]
     if json_output:
         print_json(_labelled(report, source))
