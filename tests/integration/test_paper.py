@@ -58,6 +58,8 @@ def test_reset_asks_first_and_bad_input_is_one_sentence_that_changes_nothing(dem
         (("reset", "--yes", "--capital", "12.345"), "最多 2 位小数"),
         (("reset", "--yes", "--capital", "50"), "至少 100 元"),
         (("reset", "--yes", "--start", "2099-01-05"), "晚于行情的最后一天"),
+        # found by hand: moved silently to the store's first day, then `paper run` refused it
+        (("reset", "--yes", "--start", "2000-01-04"), "开始日期最早可选"),
         (("reset", "--yes", "--start", "2026-13-05"), "日期 2026-13-05 无效"),
     ):
         refused = cli("paper", *args)
@@ -131,3 +133,31 @@ def test_two_runs_at_once_book_each_day_once(demo_home):
     alone = state(demo_home)
     assert [r[1:] for r in booked["paper_fills"]] == [r[1:] for r in alone["paper_fills"]]
     assert booked["paper_nav"] == alone["paper_nav"]
+
+
+def test_show_and_nav_after_data_use_another_source_stay_on_the_accounts_market(
+    demo_home, tmp_path
+):
+    """Found by hand: after `data import` (the source becomes import), `paper show` valued the
+    demo account's holdings at the imported closes and `paper nav` asked for the new source's
+    data: two markets in one view."""
+    days = market_days(demo_home, 60)
+    assert cli("paper", "reset", "--start", days[0]).returncode == 0
+    assert cli("paper", "run").returncode == 0
+    before = json.loads(cli("paper", "show", "--json").stdout)
+    nav_before = json.loads(cli("paper", "nav", "--json").stdout)["days"]
+    held = before["positions"][0]
+    bars = tmp_path / "bars.csv"
+    day = f"{days[-1][:4]}-{days[-1][4:6]}-{days[-1][6:]}"
+    bars.write_text(
+        "code,date,open,high,low,close,pre_close,volume,amount\n"
+        f"{held['code']},{day},999,999,999,999,999,100,99900\n"
+    )
+    assert cli("data", "import", str(bars)).returncode == 0  # the source is now import
+    after = json.loads(cli("paper", "show", "--json").stdout)
+    assert after["source"] == "demo" and after["positions"] == before["positions"]
+    nav = cli("paper", "nav", "--json")
+    assert nav.returncode == 0 and json.loads(nav.stdout)["days"] == nav_before
+    assert "这里不对比" in json.loads(nav.stdout)["note"]  # the real account is on import
+    refused = cli("paper", "run")  # booking still asks to switch back
+    assert refused.returncode == 2 and "纸面账户跟的是 demo 行情" in refused.stderr

@@ -123,6 +123,12 @@ def test_each_fold_gets_a_sentence_and_the_folds_a_mean_spread_and_count_worked_
         "第 1 段（2016-01-05 至 2016-12-30）：样本内选中 hold_days=20、top_n=3；样本外复利 -4.2%，"
         "沪深300 -11.3%，超额 +7.1 个百分点，全市场 -8.0%，最大回撤 14.6%，交易 41 笔。"
     )
+    # found by hand: a training window without trades "chose" the grid's first combination
+    idle = {**folds[0], "in_sample": {"cash_return_pct": 0.0, "trades": 0}}
+    assert fold_sentence(1, idle, ["hold_days", "top_n"]).startswith(
+        "第 1 段（2016-01-05 至 2016-12-30）：训练窗口没有交易，无从比较，"
+        "沿用网格的第一个组合 hold_days=20、top_n=3；样本外复利 -4.2%，"
+    )
     # excess +7.1, -3.0, +5.2: mean 3.1; deviations 4, -6.1, 2.1: variance (16 + 37.21 + 4.41) / 2
     summary = walk_forward_summary(folds)
     assert summary == {

@@ -112,3 +112,28 @@ def test_t_plus_1_a_stop_hit_on_the_day_bought_sells_the_next_day(tmp_path):
     # sold at the stop, 8% under the price paid (the open was above it), fees of its date
     assert sell["price_cents"] == round(bought * 0.92 * 100)
     assert sell["stamp_cents"] == round(sell["value_cents"] * 0.0005)
+
+
+def test_a_second_run_at_once_waits_for_the_first_instead_of_failing(tmp_path, demo_panel):
+    """Found by hand: two `paper run` at once, the waiting one starved on SQLite's write lock
+    (the other retakes it every day) and ended in a "database is locked" traceback."""
+    import fcntl
+    import threading
+
+    from wyckoff.agents.paper import LOCK_FILE
+
+    p = demo_panel.upto(START + 5)
+    store = opened(tmp_path, p, START)
+    results: list[list[dict]] = []
+    with open(tmp_path / LOCK_FILE, "a") as held:  # another run holds the account
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = threading.Thread(
+            target=lambda: results.append(
+                run_days(Store(tmp_path / "wyckoff.db"), p, BROKER, Rules(regime_gate=False))
+            )
+        )
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive() and paper_store.account(store)["last_date"] is None
+    waiting.join(30)
+    assert [d["date"] for d in results[0]] == [day(p, t) for t in range(START, START + 6)]

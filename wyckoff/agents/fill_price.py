@@ -38,9 +38,19 @@ def check_fill_price(
     if not low <= mills <= high:
         raise UsageError(
             f"成交价 {price_text(mills)} 不在 {code} {name} {day_text(day)} 的成交区间"
-            f" {price_text(low)}–{price_text(high)}（未复权）内；请检查价格和成交日期。"
+            f" {price_text(low)}–{price_text(high)}（未复权）内；{_what_to_check(market)}"
         )
     return None
+
+
+def _what_to_check(market: MarketStore) -> str:
+    """The demo's prices are synthetic: a real fill is checked against the real market."""
+    if market.source == "demo":
+        return (
+            "当前数据源是演示数据，区间是合成的价格；记录真实成交请先 `wyckoff data use baostock`"
+            "（或 tushare、akshare）并 `wyckoff data sync`。"
+        )
+    return "请检查价格和成交日期。"
 
 
 def _why_no_bar(market: MarketStore, day: str) -> str:

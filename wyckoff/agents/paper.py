@@ -12,6 +12,8 @@ a window books exactly the backtest's trades over it; a run killed mid-way leave
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from wyckoff import paper_store
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from wyckoff.ledger.fees import BrokerFees
     from wyckoff.store import Store
 
+LOCK_FILE = ".paper.lock"
 DEFAULT_CAPITAL_CENTS = 1_000_000 * 100
 NO_ACCOUNT = "还没有纸面账户：先运行 `wyckoff paper reset --capital 1000000` 建立。"
 
@@ -79,13 +82,27 @@ def run_days(store: Store, p: Panel, broker: BrokerFees, rules: Rules | None = N
     if account is None:
         raise UsageError(NO_ACCOUNT)
     booked = []
-    for t, day in enumerate(p.dates):
-        if _due(account, stored(str(day))):
-            done = book_day(store, p, t, broker, rules)
-            if done is not None:
-                booked.append(done)
-            crash_point("paper-day")
+    with _one_run_at_a_time(store):
+        for t, day in enumerate(p.dates):
+            if _due(account, stored(str(day))):
+                done = book_day(store, p, t, broker, rules)
+                if done is not None:
+                    booked.append(done)
+                crash_point("paper-day")
     return booked
+
+
+@contextmanager
+def _one_run_at_a_time(store: Store) -> Iterator[None]:
+    """Two runs at once take turns for the whole run, not day by day: a run committing day
+    after day retakes SQLite's write lock at once, so a second run waiting on it day by day
+    starves past the busy timeout ("database is locked"). The second run waits here, then
+    finds the days booked. The OS drops the lock when its holder dies (kill -9)."""
+    import fcntl
+
+    with open(store.path.with_name(LOCK_FILE), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _due(account: dict[str, Any], day: str) -> bool:

@@ -54,9 +54,10 @@ def paper_book(store: Store, market: MarketStore | None) -> dict[str, Any]:
     }
 
 
-def paper_nav(store: Store, market: MarketStore) -> dict[str, Any]:
+def paper_nav(store: Store, market: MarketStore, with_real: bool = True) -> dict[str, Any]:
     """Each booked day: the paper NAV and its return since the first day, the real account's
-    return (time-weighted, agents/ledger_nav.py) and the CSI 300's over the same days."""
+    return (time-weighted, agents/ledger_nav.py; not when `with_real` is False: the real
+    account follows another source than `market`) and the CSI 300's over the same days."""
     from wyckoff.engine.benchmark import CSI300
     from wyckoff.engine.marks import index_closes
 
@@ -71,7 +72,7 @@ def paper_nav(store: Store, market: MarketStore) -> dict[str, Any]:
     first = rows[0]["day"]
     index = index_closes(market, CSI300[0], first)
     csi = dict(zip(index["date"], index["close"], strict=True))
-    real = _real_days(store, market)
+    real = _real_days(store, market) if with_real else {}
     real_base = next((real[r["day"]]["unit_value"] for r in rows if r["day"] in real), None)
     days = []
     for row in rows:
@@ -88,7 +89,11 @@ def paper_nav(store: Store, market: MarketStore) -> dict[str, Any]:
             }
         )
     notes = []
-    if not real:
+    if not with_real:
+        notes.append(
+            f"真实账户跟的是当前数据源，不是纸面账户的 {account['source']} 行情，这里不对比。"
+        )
+    elif not real:
         notes.append("真实账户还没有成交记录，没有可对比的净值。")
     if csi.get(first) is None:
         notes.append(f"行情库没有{CSI300[1]}（{CSI300[0]}）在这些日子的指数日线，无法对比。")

@@ -120,6 +120,10 @@ def signal_window(panel: Panel, start: str | None, end: str | None) -> tuple[int
             f"开始日期 {start} 太早：行情库自 {panel.dates[0]} 起，前 {WARMUP_DAYS} 个交易日用于预热，"
             f"最早可从 {panel.dates[WARMUP_DAYS]} 开始。"
         )
+    if first >= len(panel.dates):
+        raise ToolFailure(
+            f"开始日期 {start} 晚于行情的最后一天 {panel.dates[-1]}：请选更早的开始日期。"
+        )
     if last < first:
         raise ToolFailure(
             f"{start or panel.dates[first]} 到 {end} 之间没有交易日：请让开始日期早于结束日期。"

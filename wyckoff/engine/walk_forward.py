@@ -26,8 +26,14 @@ def fold_sentence(number: int, fold: dict[str, Any], swept: list[str]) -> str:
         if excess is None
         else (f"沪深300 {_pct(out['csi300_return_pct'])}，超额 {excess:+.1f} 个百分点")
     )
+    picked = (
+        # no trades in training: every combination's metric is missing, the first one stands
+        f"训练窗口没有交易，无从比较，沿用网格的第一个组合 {chosen}"
+        if fold["in_sample"].get("trades") == 0
+        else f"样本内选中 {chosen}"
+    )
     return (
-        f"第 {number} 段（{fold['test']['start']} 至 {fold['test']['end']}）：样本内选中 {chosen}；"
+        f"第 {number} 段（{fold['test']['start']} 至 {fold['test']['end']}）：{picked}；"
         f"样本外复利 {_pct(out['cash_return_pct'])}，{versus}，全市场 {market}，"
         f"最大回撤 {out['cash_max_drawdown_pct']:.1f}%，交易 {out['trades']} 笔。"
     )

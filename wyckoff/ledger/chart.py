@@ -4,6 +4,7 @@ from __future__ import annotations
 
 MARKS = ("●", "○", "▲")  # the first series, the second, the third; "◉" where two share a cell
 BOTH = "◉"
+FLAT_STEP = 0.5  # % between rows when every value is the same
 
 
 def line_chart(series: dict[str, list[float | None]], width: int = 60, height: int = 8) -> str:
@@ -13,7 +14,10 @@ def line_chart(series: dict[str, list[float | None]], width: int = 60, height: i
     if not values:
         return ""
     low, high = min(values), max(values)
-    span = (high - low) or 1.0
+    if high == low:  # one flat line (a single day): its row's label is its value
+        above = (height - 1) // 2
+        low, high = low - (height - 1 - above) * FLAT_STEP, high + above * FLAT_STEP
+    span = high - low
     grid = [[" "] * len(next(iter(columns.values()))) for _ in range(height)]
     for mark, points in zip(MARKS, columns.values(), strict=False):
         for x, value in enumerate(points):

@@ -313,7 +313,7 @@ def backtest(
         f"中位数 {num.pct(result['median_ret_pct'], signed=True)}  "
         f"VaR95 {num.pct(result['var95_pct'], signed=True)}  "
         f"CVaR95 {num.pct(result['cvar95_pct'], signed=True)}  "
-        f"最长连亏 {result['max_consecutive_losses']} 笔  夏普 {result['sharpe_ratio']}"
+        f"最长连亏 {result['max_consecutive_losses']} 笔  夏普 {_sharpe(result['sharpe_ratio'])}"
     )
     for view in (result["simple_view"], result["cash_portfolio"]):
         typer.echo(
@@ -465,6 +465,11 @@ def _status_value(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
+def _sharpe(value: float | None) -> str:
+    """No trades, no Sharpe ratio: "—" as every other unknown number, never "None"."""
+    return num.UNKNOWN if value is None else str(value)
+
+
 @data_app.command("sync")
 def sync(
     days: Annotated[int, typer.Option("--days", min=1, max=3000, help="同步最近 N 个交易日")] = 400,
@@ -480,7 +485,15 @@ def sync(
     result = _with_progress(
         "同步", lambda progress: run_sync(home, config, days, code_list, progress)
     )
-    print_notice("同步完成：" + "，".join(f"{k}={v}" for k, v in result.items()))
+    print_notice(sync_sentence(result))
+
+
+def sync_sentence(result: dict[str, Any]) -> str:
+    """What a sync did, in a sentence (not the result's keys: `source=demo，note=…`)."""
+    if "note" in result:
+        return f"数据源 {result['source']}：{result['note']}"
+    days = f"{result['dates']:,} 个交易日，" if "dates" in result else ""
+    return f"同步完成（{result['source']}）：{days}写入 {result.get('rows', 0):,} 条日线。"
 
 
 @data_app.command("import")

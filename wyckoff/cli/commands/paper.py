@@ -13,6 +13,7 @@ from wyckoff.store import Store
 
 if TYPE_CHECKING:
     from wyckoff.agents.market_data import MarketData
+    from wyckoff.engine.market_store import MarketStore
 
 app = typer.Typer(
     help="纸面账户 / paper account: run, show, nav, reset（按默认策略每日模拟成交）.",
@@ -89,17 +90,30 @@ def reset(
 
 def _start_day(days: list[str], asked: str | None) -> str:
     """The stored trading day the account starts on: the first on or after `asked`, else the
-    latest."""
+    latest; refused here, not at the first `paper run`, when the days before it cannot warm
+    the strategy's indicators up."""
+    from wyckoff.engine.window import WARMUP_DAYS
     from wyckoff.errors import UsageError
 
     if not days:
         raise UsageError("行情库里还没有日线：先运行 `wyckoff data sync`。")
     if asked is None:
-        return days[-1]
-    later = [d for d in days if d >= asked]
-    if not later:
-        raise UsageError(f"开始日期 {asked} 晚于行情的最后一天 {days[-1]}：请选更早的日期。")
-    return later[0]
+        index = len(days) - 1
+    else:
+        later = [i for i, d in enumerate(days) if d >= asked]
+        if not later:
+            raise UsageError(f"开始日期 {asked} 晚于行情的最后一天 {days[-1]}：请选更早的日期。")
+        index = later[0]
+    if index < WARMUP_DAYS:
+        need = f"按策略决策需要开始日之前 {WARMUP_DAYS} 个交易日的行情预热指标"
+        if len(days) <= WARMUP_DAYS:
+            raise UsageError(
+                f"行情库只有 {len(days)} 个交易日（{days[0]} 至 {days[-1]}），{need}：先补齐更早的行情。"
+            )
+        raise UsageError(
+            f"{need}，行情库最早只到 {days[0]}：开始日期最早可选 {days[WARMUP_DAYS]}。"
+        )
+    return days[index]
 
 
 @app.command("run")
@@ -137,11 +151,9 @@ def run(json_output: JsonOption = False) -> None:
 @app.command("show")
 def show(json_output: JsonOption = False) -> None:
     """持仓、现金、待成交订单与最近一天的成交及原因 / positions, orders, last fills."""
-    from wyckoff.agents.ledger_report import open_market
     from wyckoff.agents.paper_views import paper_book
-    from wyckoff.config import load_config, wyckoff_home
 
-    market, _ = open_market(wyckoff_home(), load_config(), build=False)
+    market, _ = _account_market(build=False)
     book = paper_book(_store(), market)
     source = book["account"]["source"]
     if json_output:
@@ -149,6 +161,32 @@ def show(json_output: JsonOption = False) -> None:
         return
     _print_book(book)
     _demo_notice(source)
+
+
+def _chosen_source() -> str:
+    from wyckoff.config import load_config
+    from wyckoff.engine.sources.choice import resolve_source
+
+    return resolve_source(load_config())
+
+
+def _account_market(build: bool) -> tuple[MarketStore | None, str | None]:
+    """The market the account follows, not necessarily the chosen source: after `data use`
+    another source, the demo account's holdings are still valued at the demo's closes and its
+    NAV beside the demo's CSI 300 (two markets are never mixed in one view)."""
+    from wyckoff.agents.ledger_report import open_market
+    from wyckoff.config import load_config, wyckoff_home
+    from wyckoff.engine.market_store import MarketStore
+    from wyckoff.engine.sources.choice import resolve_source
+
+    home, config = wyckoff_home(), load_config()
+    account = paper_store.account(_store())
+    if account is None or account["source"] == resolve_source(config):
+        return open_market(home, config, build=build)
+    market = MarketStore.for_source(home, account["source"])
+    if not market.path.exists() or market.is_empty():
+        return None, f"纸面账户跟的是 {account['source']} 行情，那个行情库没有数据"
+    return market, None
 
 
 def _print_book(book: dict[str, Any]) -> None:
@@ -215,16 +253,14 @@ def _fill_row(fill: dict[str, Any]) -> list[Any]:
 @app.command("nav")
 def nav(json_output: JsonOption = False) -> None:
     """每日净值，旁边是真实账户与同期沪深300 / daily NAV beside the real account and CSI 300."""
-    from wyckoff.agents.ledger_report import open_market
     from wyckoff.agents.paper_views import paper_nav
-    from wyckoff.config import load_config, wyckoff_home
     from wyckoff.errors import UsageError
     from wyckoff.ledger.chart import line_chart
 
-    market, missing = open_market(wyckoff_home(), load_config())
+    market, missing = _account_market(build=True)
     if market is None:
         raise UsageError(f"{missing}（每日净值要用行情库的指数与收盘价。）")
-    report = paper_nav(_store(), market)
+    report = paper_nav(_store(), market, with_real=market.source == _chosen_source())
     source = report["account"]["source"]
     if json_output:
         print_json(_labelled(report, source))
