@@ -161,3 +161,15 @@ def test_show_and_nav_after_data_use_another_source_stay_on_the_accounts_market(
     assert "这里不对比" in json.loads(nav.stdout)["note"]  # the real account is on import
     refused = cli("paper", "run")  # booking still asks to switch back
     assert refused.returncode == 2 and "纸面账户跟的是 demo 行情" in refused.stderr
+    # the brief's and the web page's paper sections follow the account's market too
+    from wyckoff.routine.brief_account import paper as brief_paper
+    from wyckoff.store import Store
+    from wyckoff.web.desk import _paper as web_paper
+
+    chosen = MarketStore.for_source(demo_home, "import")
+    store = Store(demo_home / "wyckoff.db")
+    page = web_paper(store, chosen)
+    assert page is not None and page["book"]["positions"] == before["positions"]
+    assert page["nav"]["days"] == nav_before and page["data_note"] == DEMO_NOTE
+    section = brief_paper(store, chosen)
+    assert section is not None and section["nav_cents"] == before["nav_cents"]

@@ -21,6 +21,19 @@ def _account(store: Store) -> dict[str, Any]:
     return account
 
 
+def account_market(store: Store, chosen: MarketStore) -> MarketStore | None:
+    """The market the paper account follows, which after `data use` another source is not
+    the chosen one: its holdings are valued at its own market's closes, never another's.
+    None when that market's store has no data."""
+    from wyckoff.engine.market_store import MarketStore
+
+    account = paper_store.account(store)
+    if account is None or account["source"] == chosen.source:
+        return chosen
+    own = MarketStore.for_source(chosen.path.parent, account["source"])
+    return own if own.path.exists() and not own.is_empty() else None
+
+
 def paper_book(store: Store, market: MarketStore | None) -> dict[str, Any]:
     """The account, its positions at the last close, the orders for the next open, and the
     last booked day's fills and unfilled orders with their reasons."""

@@ -66,11 +66,12 @@ def paper(store: Store, market: MarketStore) -> dict[str, Any] | None:
     """The paper account's latest day beside the real account and the CSI 300 (its return
     since it started), or None when there is no paper account or it booked no day yet."""
     from wyckoff import paper_store
-    from wyckoff.agents.paper_views import paper_nav
+    from wyckoff.agents.paper_views import account_market, paper_nav
 
-    if paper_store.account(store) is None:
+    own = account_market(store, market) if paper_store.account(store) else None
+    if own is None:
         return None
-    report = paper_nav(store, market)
+    report = paper_nav(store, own, with_real=own is market)
     if not report["days"]:
         return None
     last, account = report["days"][-1], report["account"]

@@ -362,10 +362,12 @@ def _paper(store: Store, market: MarketStore | None) -> dict[str, Any] | None:
     a paper account or a market."""
     from wyckoff import paper_store
     from wyckoff.agents.market_data import DEMO_NOTE
-    from wyckoff.agents.paper_views import paper_book, paper_nav
+    from wyckoff.agents.paper_views import account_market, paper_book, paper_nav
 
     account = paper_store.account(store)
-    if account is None or market is None:
+    own = None if account is None or market is None else account_market(store, market)
+    if account is None or own is None:
         return None
     demo = {"data_note": DEMO_NOTE} if account["source"] == "demo" else {}
-    return {"book": paper_book(store, market), "nav": paper_nav(store, market), **demo}
+    nav = paper_nav(store, own, with_real=own is market)  # never two markets in one chart
+    return {"book": paper_book(store, own), "nav": nav, **demo}
